@@ -1,0 +1,172 @@
+"""Top-k symmetric eigensolvers. None of them computes a full eigendecomposition."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse.linalg
+
+__all__ = ["top_k_dense", "block_krylov_top_k", "fix_signs"]
+
+
+def fix_signs(vectors: np.ndarray) -> np.ndarray:
+    """Flip columns so that each column's largest-magnitude entry is positive.
+
+    Eigenvectors are defined up to sign; a fixed convention makes results of different
+    backends directly comparable.
+    """
+    idx = np.argmax(np.abs(vectors), axis=0)
+    signs = np.sign(vectors[idx, np.arange(vectors.shape[1])])
+    signs[signs == 0] = 1.0
+    return vectors * signs
+
+
+def top_k_dense(
+    A: np.ndarray, k: int, warm_start: np.ndarray | None = None, method: str = "auto",
+    tol: float = 1e-10,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` largest eigenpairs of a dense symmetric matrix.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n, n)
+        Symmetric.
+    k : int
+    warm_start : ndarray of shape (n, k), optional
+        The previous iteration's eigenvectors (the dominant subspace moves little between
+        iterations of the alternating loop).
+    method : {"auto", "lapack", "krylov", "lanczos"}
+        ``lapack``: LAPACK ``syevr`` restricted to the top ``k`` (a tridiagonal reduction, then
+        only ``k`` eigenvectors). ``krylov``: :func:`block_krylov_top_k`, warm-started.
+        ``lanczos``: ARPACK, started from the sum of the warm-start columns. ``auto``: Krylov
+        when warm-started or n > 3000, LAPACK otherwise (measured fastest on COIL20:
+        ``python benchmarks/bench_iteration.py``).
+    tol : float
+        Relative residual tolerance of the iterative methods.
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (k,), descending
+    eigenvectors : ndarray of shape (n, k), orthonormal, sign-normalised by :func:`fix_signs`
+    """
+    n = A.shape[0]
+    if not 1 <= k <= n:
+        raise ValueError(f"k must be in [1, n={n}], got {k}")
+    if method == "auto":
+        method = "krylov" if (warm_start is not None or n > 3000) and 3 * k < n else "lapack"
+    if method == "lapack":
+        values, vectors = scipy.linalg.eigh(A, subset_by_index=[n - k, n - 1], driver="evr",
+                                            check_finite=False)
+    elif method == "krylov":
+        values, vectors, info = block_krylov_top_k(A.__matmul__, n, k, start=warm_start,
+                                                   depth=4, tol=tol)
+        if not info["converged"]:
+            # A dense matrix can always afford the direct method; never return a basis that
+            # did not meet the tolerance.
+            return top_k_dense(A, k, method="lapack")
+    elif method == "lanczos":
+        v0 = None if warm_start is None else warm_start.sum(axis=1)
+        values, vectors = scipy.sparse.linalg.eigsh(A, k=k, which="LA", v0=v0, tol=tol * 1e-2)
+    else:
+        raise ValueError(f"unknown eigensolver method {method!r}")
+    order = np.argsort(values)[::-1]
+    return values[order], fix_signs(vectors[:, order])
+
+
+def block_krylov_top_k(
+    apply: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    k: int,
+    *,
+    start: np.ndarray | None = None,
+    oversample: int = 10,
+    depth: int = 3,
+    tol: float = 1e-10,
+    max_restarts: int = 100,
+    random_state: int = 0,
+) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """Top-k eigenpairs of a symmetric PSD operator, by restarted block Krylov iteration.
+
+    Each restart builds an orthonormal block Krylov basis ``[V, AV, ..., A^(depth-1) V]``
+    (``depth`` products of A with a block of ``b = k + oversample`` columns), extracts Ritz
+    pairs by Rayleigh-Ritz, and restarts from the top ``b`` Ritz vectors. The products with A
+    are the only access to the operator, so A may live on Dask workers. Warm-started from the
+    previous H of the alternating loop, it typically converges in one or two restarts.
+
+    Parameters
+    ----------
+    apply : callable
+        ``apply(V)`` returns ``A @ V`` for an ``(n, b)`` block.
+    n, k : int
+        Order of A and number of eigenpairs wanted.
+    start : ndarray of shape (n, j), optional
+        Start block (e.g. the previous eigenvectors); padded with random columns to ``b``.
+        Random columns guard against a start block blind to an eigenvector that has just
+        moved into the top k.
+    oversample, depth : int
+        Extra columns in the block, and Krylov blocks per restart.
+    tol : float
+        Convergence test on the subspace: every one of the top-k Ritz pairs has
+        ``||A v - theta v|| <= tol * theta_1``.
+    max_restarts : int
+    random_state : int
+        Seeds the random columns (results are repeatable).
+
+    Returns
+    -------
+    eigenvalues : ndarray (k,), descending
+    eigenvectors : ndarray (n, k), sign-normalised
+    info : dict with ``restarts``, ``products`` (number of blocks multiplied by A),
+        ``residual`` (largest relative residual) and ``converged``.
+    """
+    b = min(k + oversample, n)
+    rng = np.random.default_rng(random_state)
+    blocks = [] if start is None else [np.asarray(start, dtype=np.float64)[:, :b]]
+    have = 0 if start is None else blocks[0].shape[1]
+    if have < b:
+        blocks.append(rng.standard_normal((n, b - have)))
+    V = np.linalg.qr(np.hstack(blocks))[0]
+    info: dict[str, Any] = {"restarts": 0, "products": 0, "residual": np.inf,
+                            "converged": False}
+    values = vectors = None
+    for restart in range(1, max_restarts + 1):
+        basis, images = [], []
+        current = V
+        for level in range(depth):
+            image = apply(current)
+            info["products"] += 1
+            basis.append(current)
+            images.append(image)
+            if level == depth - 1 or sum(q.shape[1] for q in basis) + b > n:
+                break
+            # Next Krylov block: A V orthogonalised against the basis so far (twice, for
+            # numerical orthogonality), then orthonormalised.
+            nxt = image
+            for _ in range(2):
+                for q in basis:
+                    nxt = nxt - q @ (q.T @ nxt)
+            nxt, r = np.linalg.qr(nxt)
+            keep = np.abs(np.diag(r)) > 1e-12 * max(np.abs(np.diag(r)).max(), 1e-300)
+            if not keep.any():
+                break
+            current = nxt[:, keep]
+        Q = np.hstack(basis)
+        AQ = np.hstack(images)
+        T = Q.T @ AQ
+        theta, S = np.linalg.eigh(0.5 * (T + T.T))
+        order = np.argsort(theta)[::-1][:b]
+        theta, S = theta[order], S[:, order]
+        U = Q @ S
+        residual = AQ @ S[:, :k] - U[:, :k] * theta[:k]
+        scale = max(abs(theta[0]), 1e-300)
+        worst = float(np.linalg.norm(residual, axis=0).max() / scale)
+        info.update(restarts=restart, residual=worst)
+        values, vectors = theta[:k], U[:, :k]
+        if worst <= tol:
+            info["converged"] = True
+            break
+        V = np.linalg.qr(U)[0]
+    return values, fix_signs(vectors), info

@@ -1,0 +1,353 @@
+"""The scikit-learn face of MKKM-RK: :class:`MKKMRK`."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .backends.base import KernelBackend
+from .backends.exact import ExactBackend
+from .dissimilarity import check_measure
+from .kernels import KernelSpec, as_kernel_specs
+from .solver import LAM_SCALINGS, TOL_MODES, IterationInfo, assign_clusters, solve
+from .validation import (
+    check_lambda,
+    check_n_clusters,
+    check_precomputed,
+    check_views,
+    is_multiview,
+)
+
+__all__ = ["MKKMRK", "SOLVERS"]
+
+SOLVERS = ("exact", "blockwise", "nystrom", "auto")
+
+# Weights below this are reported as "not selected" (the polished QP gives exact zeros; the
+# threshold only absorbs round-off).
+SELECTION_THRESHOLD = 1e-8
+
+
+class MKKMRK(ClusterMixin, BaseEstimator):
+    """Multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI 2019).
+
+    Learns sparse, diverse weights ``w`` for a set of base kernels and clusters with the
+    combined kernel ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among
+    the others (the matrix Y); the weight of a kernel is the mean of its row of Y.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters k.
+    lam : float, default=2**-10
+        Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
+        ``<C, Y>``. The paper searches ``2**-15 .. 2**5``; see :func:`mkrk_dask.lambda_search`.
+    kernels : "paper", "precomputed" or list, default="paper"
+        ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
+        ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
+        (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
+    dissimilarity : {"fip", "sfn", "vn", "ld"}, default="fip"
+        The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
+        :mod:`mkrk_dask.dissimilarity`.
+    lam_scaling : {"none", "normalized"}, default="none"
+        ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
+        scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
+    solver : {"exact", "blockwise", "nystrom", "auto"}, default="exact"
+        Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
+        them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
+        kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
+        chooses from n and the memory available and records its choice in ``solver_``.
+    store : str or path-like, optional
+        Zarr store for the blockwise kernels or the Nystrom factors; reopened and reused when
+        it holds the same data and kernels (a lambda grid search pays for the kernels once).
+        Default: a temporary store, deleted after the fit.
+    scheduler : str or distributed.Client, optional
+        Dask scheduler address for the blockwise and Nystrom backends; default: a local
+        cluster started in-process and shut down after the fit.
+    chunk_size : int, optional
+        Rows per block of the stores (default chosen from n).
+    n_landmarks : int, default=500
+        Nystrom landmarks per kernel.
+    landmarks : {"kmeans++", "uniform"}, default="kmeans++"
+        Nystrom landmark selection.
+    dtype : {"float64", "float32"}, default="float64"
+        Storage precision of the blockwise kernels / Nystrom factors.
+    normalize : bool, default=True
+        Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
+    tol : float, default=1e-5
+        Stopping tolerance on the change of the objective.
+    tol_mode : {"absolute", "relative"}, default="absolute"
+        ``"absolute"``: ``|f_t - f_{t-1}| < tol`` (the paper's). ``"relative"``: divided by
+        ``|f_{t-1}|``; objectives are 1e3..1e6, where an absolute 1e-5 is very strict.
+    max_iter : int, default=100
+        Maximum number of alternating iterations.
+    n_init : int, default=10
+        Restarts of the final k-means (the paper's code uses 10).
+    qp_gap_tol : float, default=1e-8
+        Every Y-step solution must have a duality gap below ``qp_gap_tol * |objective|``;
+        otherwise an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
+    random_state : int, RandomState or None, default=None
+        Seeds the final k-means, so that a fit is repeatable.
+    verbose : int, default=0
+        Print one line per iteration when > 0.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of every sample.
+    weights_ : ndarray of shape (n_kernels,)
+        Learned kernel weights (sum to 1).
+    representation_ : ndarray of shape (n_kernels, n_kernels)
+        The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
+    embedding_ : ndarray of shape (n_samples, n_clusters)
+        H, the top-k eigenvectors of the combined kernel (orthonormal columns).
+    dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
+        C.
+    objective_history_ : ndarray of shape (n_iter_,)
+        Objective after every iteration (non-increasing).
+    n_iter_ : int
+        Iterations run.
+    converged_ : bool
+        Whether the tolerance was met within ``max_iter``.
+    selected_kernels_ : ndarray of int
+        Indices of the kernels with a non-zero weight (the representative kernels).
+    kernels_ : list of KernelSpec or None
+        The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
+    kernel_names_ : list of str
+    qp_relative_gaps_ : ndarray of shape (n_iter_,)
+        Certified duality gap of every Y-step, relative to its objective.
+    lam_effective_ : float
+        The lambda the Y-step used (differs from ``lam`` under ``lam_scaling="normalized"``).
+    solver_ : str
+        The backend that ran.
+    n_features_in_ : int
+        Features seen in ``fit`` (single-view feature input only).
+    timings_ : dict
+        Seconds spent per phase.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from mkrk_dask import MKKMRK
+    >>> X, y = load_digits(return_X_y=True)
+    >>> model = MKKMRK(n_clusters=10, lam=2**-10, random_state=0).fit(X[:300])
+    >>> model.weights_.shape
+    (12,)
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        lam: float = 2.0**-10,
+        kernels: Any = "paper",
+        dissimilarity: str = "fip",
+        lam_scaling: str = "none",
+        solver: str = "exact",
+        normalize: bool = True,
+        tol: float = 1e-5,
+        tol_mode: str = "absolute",
+        max_iter: int = 100,
+        n_init: int = 10,
+        qp_gap_tol: float = 1e-8,
+        store: Any = None,
+        scheduler: Any = None,
+        chunk_size: int | None = None,
+        n_landmarks: int = 500,
+        landmarks: str = "kmeans++",
+        dtype: str = "float64",
+        random_state: Any = None,
+        verbose: int = 0,
+    ):
+        self.n_clusters = n_clusters
+        self.lam = lam
+        self.kernels = kernels
+        self.dissimilarity = dissimilarity
+        self.lam_scaling = lam_scaling
+        self.solver = solver
+        self.normalize = normalize
+        self.tol = tol
+        self.tol_mode = tol_mode
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.qp_gap_tol = qp_gap_tol
+        self.store = store
+        self.scheduler = scheduler
+        self.chunk_size = chunk_size
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.dtype = dtype
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- validation -----------------------------------------------------------------------
+
+    def _check_params(self) -> None:
+        check_lambda(self.lam)
+        check_measure(self.dissimilarity)
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        if self.lam_scaling not in LAM_SCALINGS:
+            raise ValueError(f"lam_scaling must be one of {LAM_SCALINGS}, "
+                             f"got {self.lam_scaling!r}")
+        if self.tol_mode not in TOL_MODES:
+            raise ValueError(f"tol_mode must be one of {TOL_MODES}, got {self.tol_mode!r}")
+        for name in ("tol", "qp_gap_tol"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or not value > 0:
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        for name in ("max_iter", "n_init"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    def _prepare_input(self, X: Any) -> tuple[list | np.ndarray, list[KernelSpec] | None, int]:
+        """Validated views (or precomputed kernels), kernel specs and n_samples."""
+        if isinstance(self.kernels, str) and self.kernels == "precomputed":
+            K = check_precomputed(X)
+            return K, None, K.shape[1]
+        if is_multiview(X):
+            views = check_views(X)
+        else:
+            # Single view: let scikit-learn record n_features_in_ and word its errors.
+            views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
+                                   ensure_min_samples=1)]
+        specs = as_kernel_specs(self.kernels, n_views=len(views))
+        return views, specs, views[0].shape[0]
+
+    def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
+        if self.solver != "auto":
+            return self.solver
+        from .auto import choose_solver
+
+        choice, reason = choose_solver(n_samples, n_kernels)
+        if self.verbose:
+            print(f"[MKKMRK] solver='auto' chose {choice!r}: {reason}", flush=True)
+        self.solver_reason_ = reason
+        return choice
+
+    def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
+        """The backend for the chosen solver; each backend builds its own kernels."""
+        n_samples = data.shape[1] if specs is None else data[0].shape[0]
+        solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs))
+        self._solver_used = solver
+        if solver == "exact":
+            if specs is None:
+                return ExactBackend.from_precomputed(data, normalize=self.normalize)
+            return ExactBackend.from_views(data, specs, normalize=self.normalize)
+        if solver == "blockwise":
+            from .backends.blockwise import BlockwiseBackend
+
+            options = dict(normalize=self.normalize, store=self.store, scheduler=self.scheduler,
+                           chunk_size=self.chunk_size, dtype=self.dtype)
+            if specs is None:
+                return BlockwiseBackend.from_precomputed(data, **options)
+            return BlockwiseBackend.from_views(data, specs, **options)
+        from .backends.nystrom import NystromBackend
+
+        if specs is None:
+            raise ValueError("solver='nystrom' needs features, not precomputed kernels")
+        return NystromBackend.from_views(
+            data, specs, normalize=self.normalize, store=self.store, scheduler=self.scheduler,
+            chunk_size=self.chunk_size, dtype=self.dtype, n_landmarks=self.n_landmarks,
+            landmarks=self.landmarks, random_state=self.random_state)
+
+    def _build(self, X: Any) -> tuple[KernelBackend, int]:
+        """Validate everything and build the backend; shared with :func:`lambda_search`."""
+        self._check_params()
+        data, specs, n_samples = self._prepare_input(X)
+        check_n_clusters(self.n_clusters, n_samples)
+        backend = self._make_backend(data, specs)
+        if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:
+            backend.close()
+            raise ValueError(f"dissimilarity {self.dissimilarity!r} is not available with "
+                             f"solver={self.solver!r}; choose one of {backend.measures}")
+        return backend, n_samples
+
+    # -- fitting ----------------------------------------------------------------------------
+
+    def _progress(self, info: IterationInfo) -> None:
+        print(f"[MKKMRK] iter {info.iteration:3d}  objective {info.objective:.10g}  "
+              f"change {info.change:.3g}  qp gap {info.qp_relative_gap:.1e}  "
+              f"{info.seconds:.2f}s", flush=True)
+
+    def fit(self, X: Any, y: Any = None) -> MKKMRK:
+        """Learn the kernel weights and cluster ``X``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, list of views, or precomputed kernels
+            ``(n_samples, n_features)`` features; a list of such matrices (one per view); or,
+            with ``kernels="precomputed"``, an ``(m, n, n)`` array / list of ``(n, n)`` kernels.
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        backend, _ = self._build(X)
+        try:
+            result = solve(
+                backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
+                lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
+                max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
+                callback=self._progress if self.verbose else None)
+            embedding = backend.embedding(result.top)
+        finally:
+            backend.close()
+        self._set_fitted(result, embedding, getattr(backend, "kernel_specs", None))
+        return self
+
+    def _set_fitted(self, result: Any, embedding: np.ndarray,
+                    specs: list[KernelSpec] | None) -> None:
+        self.weights_ = result.weights
+        self.representation_ = result.representation
+        self.embedding_ = embedding
+        self.dissimilarity_ = result.dissimilarity
+        self.objective_history_ = result.objective_history
+        self.n_iter_ = result.n_iter
+        self.converged_ = result.converged
+        self.qp_relative_gaps_ = result.qp_relative_gaps
+        self.lam_effective_ = result.lam_effective
+        self.traces_ = result.traces
+        self.timings_ = dict(result.timings)
+        self.selected_kernels_ = np.flatnonzero(result.weights > SELECTION_THRESHOLD)
+        self.kernels_ = specs
+        self.kernel_names_ = ([s.name for s in specs] if specs is not None
+                              else [f"K{p}" for p in range(len(result.weights))])
+        self.solver_ = getattr(self, "_solver_used", self.solver)
+        self.labels_ = assign_clusters(embedding, self.n_clusters, n_init=self.n_init,
+                                       random_state=check_random_state(self.random_state))
+
+    def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
+        """Fit and return ``labels_``."""
+        return self.fit(X, y).labels_
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "labels_")
+
+    def _more_tags(self) -> dict[str, Any]:  # pragma: no cover - older scikit-learn
+        return {"pairwise": self.kernels == "precomputed"}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = isinstance(self.kernels, str) and self.kernels == "precomputed"
+        return tags
+
+    def summary(self) -> str:
+        """A short human-readable account of the fit."""
+        check_is_fitted(self)
+        lines = [f"MKKM-RK: {len(self.weights_)} kernels, lambda={self.lam:g}, "
+                 f"{self.n_iter_} iterations ({'converged' if self.converged_ else 'max_iter'})",
+                 f"objective {self.objective_history_[-1]:.10g}, "
+                 f"max QP relative gap {self.qp_relative_gaps_.max():.1e}",
+                 "weights:"]
+        for p in np.argsort(-self.weights_):
+            if self.weights_[p] > SELECTION_THRESHOLD:
+                lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")
+        return "\n".join(lines)

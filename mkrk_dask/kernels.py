@@ -1,0 +1,361 @@
+"""Base-kernel families, the paper's preset, and their evaluation on blocks of rows.
+
+All kernel math of the project lives here. Every backend evaluates kernels through
+:func:`kernel_blocks`, which takes one block of rows against another block of rows of the same
+view and returns every requested kernel on that block, already normalised as in the paper,
+``K_ij / sqrt(K_ii K_jj)``. Computing the inner products once per block and deriving all kernels
+of a view from them is what makes the 12-kernel preset cheap.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "KernelSpec",
+    "paper_kernels",
+    "parse_kernel",
+    "as_kernel_specs",
+    "row_sq_norms",
+    "inner_products",
+    "kernel_diagonal",
+    "kernel_blocks",
+    "max_pairwise_distance",
+    "resolve_kernels",
+    "kernel_matrices",
+    "normalize_kernels",
+    "views_needing_scale",
+]
+
+_FAMILIES = ("linear", "polynomial", "gaussian")
+PAPER_GAUSSIAN_FACTORS = (0.01, 0.05, 0.1, 1.0, 10.0, 50.0, 100.0)
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One base kernel: a family, its parameters, and the view it reads.
+
+    Parameters
+    ----------
+    family : {"linear", "polynomial", "gaussian"}
+        ``linear`` is ``x_i . x_j`` (the cosine kernel once normalised); ``polynomial`` is
+        ``(a + x_i . x_j) ** b``; ``gaussian`` is ``exp(-||x_i - x_j||^2 / (2 sigma^2))``.
+    a, b : float, int
+        Polynomial offset and degree.
+    c : float, optional
+        Gaussian width relative to the largest pairwise distance ``M`` of the view:
+        ``sigma = c * M`` (the paper's convention). Resolved to ``sigma`` by
+        :func:`resolve_kernels`.
+    sigma : float, optional
+        Absolute Gaussian width. Exactly one of ``c`` and ``sigma`` is given for a Gaussian.
+    view : int
+        Index of the view (input matrix) the kernel is computed on.
+    """
+
+    family: str
+    a: float = 0.0
+    b: int = 1
+    c: float | None = None
+    sigma: float | None = None
+    view: int = 0
+
+    def __post_init__(self) -> None:
+        if self.family not in _FAMILIES:
+            raise ValueError(f"unknown kernel family {self.family!r}; expected one of {_FAMILIES}")
+        if self.family == "polynomial":
+            if int(self.b) != self.b or self.b < 1:
+                raise ValueError(f"polynomial degree b must be a positive integer, got {self.b}")
+            if not math.isfinite(self.a) or self.a < 0:
+                raise ValueError(f"polynomial offset a must be finite and >= 0, got {self.a}")
+        if self.family == "gaussian":
+            if self.c is None and self.sigma is None:
+                raise ValueError("a gaussian kernel needs c (relative width) or sigma")
+            for label, value in (("c", self.c), ("sigma", self.sigma)):
+                if value is not None and not (math.isfinite(value) and value > 0):
+                    raise ValueError(f"gaussian {label} must be finite and > 0, got {value}")
+        if int(self.view) != self.view or self.view < 0:
+            raise ValueError(f"view must be a non-negative integer, got {self.view}")
+
+    @property
+    def name(self) -> str:
+        """A short readable name, parseable back by :func:`parse_kernel`."""
+        if self.family == "linear":
+            base = "cosine"
+        elif self.family == "polynomial":
+            base = f"polynomial(a={self.a:g},b={int(self.b)})"
+        elif self.c is not None:
+            base = f"gaussian(c={self.c:g})"
+        else:
+            base = f"gaussian(sigma={self.sigma:g})"
+        return base if self.view == 0 else f"{base}@{self.view}"
+
+    @property
+    def is_resolved(self) -> bool:
+        """True when no data-dependent parameter remains (a Gaussian has its sigma)."""
+        return self.family != "gaussian" or self.sigma is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-serialisable description (for store metadata and saved models)."""
+        return {"family": self.family, "a": self.a, "b": int(self.b), "c": self.c,
+                "sigma": self.sigma, "view": int(self.view)}
+
+
+def paper_kernels(view: int = 0) -> list[KernelSpec]:
+    """The 12 base kernels of the paper, in the paper's order.
+
+    One cosine kernel, four polynomial kernels ``(a + x.y)^b`` with ``a in {0, 1}``,
+    ``b in {2, 4}``, and seven Gaussian kernels with ``sigma = c * M``,
+    ``c in {0.01, 0.05, 0.1, 1, 10, 50, 100}``.
+    """
+    specs = [KernelSpec("linear", view=view)]
+    specs += [KernelSpec("polynomial", a=a, b=b, view=view) for a in (0.0, 1.0) for b in (2, 4)]
+    specs += [KernelSpec("gaussian", c=c, view=view) for c in PAPER_GAUSSIAN_FACTORS]
+    return specs
+
+
+_CALL = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
+_ALIASES = {"linear": "linear", "cosine": "linear", "poly": "polynomial",
+            "polynomial": "polynomial", "gaussian": "gaussian", "rbf": "gaussian"}
+
+
+def parse_kernel(text: str) -> KernelSpec:
+    """Parse a kernel written as text.
+
+    Examples: ``"cosine"``, ``"linear"``, ``"polynomial(a=1,b=2)"``, ``"poly(a=0, b=4)"``,
+    ``"gaussian(c=0.1)"``, ``"rbf(sigma=2.5)"``; a suffix ``@2`` selects view 2.
+    """
+    match = _CALL.match(text.lower())
+    if not match or match.group(1) not in _ALIASES:
+        raise ValueError(f"cannot parse kernel {text!r}; examples: 'cosine', "
+                         "'polynomial(a=1,b=2)', 'gaussian(c=0.1)', 'gaussian(sigma=2)@1'")
+    family = _ALIASES[match.group(1)]
+    params: dict[str, float] = {}
+    if match.group(2):
+        for item in match.group(2).split(","):
+            if not item.strip():
+                continue
+            key, sep, value = item.partition("=")
+            if not sep or key.strip() not in ("a", "b", "c", "sigma"):
+                raise ValueError(f"bad kernel parameter {item.strip()!r} in {text!r}")
+            params[key.strip()] = float(value)
+    if "b" in params:
+        params["b"] = int(params["b"])
+    view = int(match.group(3)) if match.group(3) else 0
+    return KernelSpec(family, view=view, **params)  # type: ignore[arg-type]
+
+
+def as_kernel_specs(kernels: Any, n_views: int = 1) -> list[KernelSpec]:
+    """Normalise the ``kernels`` argument of the estimator into a list of :class:`KernelSpec`.
+
+    ``"paper"`` gives the 12 paper kernels on every view (``12 * n_views`` kernels); a list may
+    mix :class:`KernelSpec`, strings (:func:`parse_kernel`) and dicts of ``KernelSpec`` fields.
+    """
+    if isinstance(kernels, str):
+        if kernels != "paper":
+            return as_kernel_specs([kernels], n_views)
+        return [spec for view in range(n_views) for spec in paper_kernels(view)]
+    if not isinstance(kernels, Iterable):
+        raise TypeError(f"kernels must be 'paper', 'precomputed' or a list, got {kernels!r}")
+    specs: list[KernelSpec] = []
+    for item in kernels:
+        if isinstance(item, KernelSpec):
+            specs.append(item)
+        elif isinstance(item, str):
+            specs.append(parse_kernel(item))
+        elif isinstance(item, dict):
+            specs.append(KernelSpec(**item))
+        else:
+            raise TypeError(f"cannot interpret kernel specification {item!r}")
+    if not specs:
+        raise ValueError("the kernel list is empty")
+    for spec in specs:
+        if spec.view >= n_views:
+            raise ValueError(f"kernel {spec.name} reads view {spec.view} but only {n_views} "
+                             "view(s) were given")
+    return specs
+
+
+def row_sq_norms(X: Any) -> np.ndarray:
+    """Squared Euclidean norm of every row (dense or scipy sparse), as float64."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=np.float64).ravel()
+    X = np.asarray(X)
+    return np.einsum("ij,ij->i", X, X, dtype=np.float64)
+
+
+def inner_products(Xa: Any, Xb: Any) -> np.ndarray:
+    """Dense block of inner products ``Xa @ Xb.T`` (either may be scipy sparse)."""
+    if sp.issparse(Xa) or sp.issparse(Xb):
+        product = Xa @ Xb.T
+        return product.toarray() if sp.issparse(product) else np.asarray(product)
+    return np.asarray(Xa) @ np.asarray(Xb).T
+
+
+def kernel_diagonal(spec: KernelSpec, sq_norms: np.ndarray) -> np.ndarray:
+    """Unnormalised ``K(x_i, x_i)`` for every row, from the squared row norms."""
+    if spec.family == "linear":
+        return sq_norms
+    if spec.family == "polynomial":
+        return (spec.a + sq_norms) ** int(spec.b)
+    return np.ones_like(sq_norms)
+
+
+def _check_positive_diagonal(spec: KernelSpec, diag: np.ndarray) -> None:
+    bad = np.flatnonzero(~(diag > 0))
+    if bad.size:
+        kind = "cosine" if spec.family == "linear" else spec.name
+        raise ValueError(
+            f"kernel {spec.name}: row {int(bad[0])} has a zero (or invalid) self-similarity, so "
+            f"the {kind} kernel cannot be normalised; {bad.size} such row(s). Remove all-zero "
+            "rows or use a kernel with an offset (e.g. polynomial a=1 or gaussian).")
+
+
+def kernel_blocks(
+    specs: Sequence[KernelSpec],
+    Xa: Any,
+    Xb: Any,
+    sq_norms_a: np.ndarray | None = None,
+    sq_norms_b: np.ndarray | None = None,
+    *,
+    normalize: bool = True,
+    dtype: Any = np.float64,
+) -> np.ndarray:
+    """Evaluate several kernels of one view on a block of rows.
+
+    Parameters
+    ----------
+    specs : sequence of KernelSpec
+        Resolved kernels (Gaussians carry ``sigma``), all reading the view ``Xa``/``Xb`` come from.
+    Xa, Xb : ndarray or sparse matrix
+        Rows of the block (``na x d``) and columns of the block (``nb x d``).
+    sq_norms_a, sq_norms_b : ndarray, optional
+        Squared row norms, if already known (they are reused across blocks).
+    normalize : bool
+        Apply ``K_ij / sqrt(K_ii K_jj)``.
+    dtype : dtype
+        Output dtype; the arithmetic is float64.
+
+    Returns
+    -------
+    ndarray of shape (len(specs), na, nb)
+    """
+    sq_a = row_sq_norms(Xa) if sq_norms_a is None else sq_norms_a
+    sq_b = row_sq_norms(Xb) if sq_norms_b is None else sq_norms_b
+    inner = inner_products(Xa, Xb).astype(np.float64, copy=False)
+    out = np.empty((len(specs), inner.shape[0], inner.shape[1]), dtype=dtype)
+    sq_dist = None
+    for p, spec in enumerate(specs):
+        if not spec.is_resolved:
+            raise ValueError(f"kernel {spec.name} needs resolve_kernels() before evaluation")
+        if spec.family == "linear":
+            block = inner.copy()
+        elif spec.family == "polynomial":
+            block = (spec.a + inner) ** int(spec.b)
+        else:
+            if sq_dist is None:
+                # Round-off can make a distance slightly negative; it is a distance, clip it.
+                sq_dist = np.maximum(sq_a[:, None] + sq_b[None, :] - 2.0 * inner, 0.0)
+            block = np.exp(sq_dist * (-0.5 / spec.sigma**2))
+        if normalize and spec.family != "gaussian":
+            diag_a = kernel_diagonal(spec, sq_a)
+            diag_b = kernel_diagonal(spec, sq_b)
+            _check_positive_diagonal(spec, diag_a)
+            _check_positive_diagonal(spec, diag_b)
+            block /= np.sqrt(diag_a)[:, None]
+            block /= np.sqrt(diag_b)[None, :]
+        out[p] = block
+    return out
+
+
+def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:
+    """Largest Euclidean distance between two rows of ``X``, computed exactly by row blocks.
+
+    Cost ``O(n^2 d)`` time and ``O(block_rows * n)`` memory.
+    """
+    n = X.shape[0]
+    sq = row_sq_norms(X)
+    best = 0.0
+    for start in range(0, n, block_rows):
+        stop = min(start + block_rows, n)
+        inner = inner_products(X[start:stop], X)
+        sq_dist = sq[start:stop, None] + sq[None, :] - 2.0 * inner
+        best = max(best, float(sq_dist.max()))
+    return math.sqrt(max(best, 0.0))
+
+
+def resolve_kernels(
+    specs: Sequence[KernelSpec], max_distances: Sequence[float]
+) -> list[KernelSpec]:
+    """Turn relative Gaussian widths into absolute ones: ``sigma = c * M`` of the kernel's view.
+
+    Parameters
+    ----------
+    specs : sequence of KernelSpec
+    max_distances : sequence of float
+        ``M`` for every view (:func:`max_pairwise_distance`).
+    """
+    resolved = []
+    for spec in specs:
+        if spec.family == "gaussian" and spec.sigma is None:
+            M = float(max_distances[spec.view])
+            if not M > 0:
+                raise ValueError(f"view {spec.view}: all rows are identical (largest pairwise "
+                                 f"distance {M}), so the relative width of {spec.name} is zero")
+            spec = replace(spec, sigma=spec.c * M)
+        resolved.append(spec)
+    return resolved
+
+
+def kernel_matrices(
+    views: Sequence[Any], specs: Sequence[KernelSpec], *, normalize: bool = True,
+    dtype: Any = np.float64,
+) -> np.ndarray:
+    """All base kernels as one dense ``(m, n, n)`` array (the exact backend's input).
+
+    ``specs`` must be resolved. Inner products are computed once per view.
+    """
+    n = views[0].shape[0]
+    out = np.empty((len(specs), n, n), dtype=dtype)
+    for view in sorted({spec.view for spec in specs}):
+        idx = [p for p, spec in enumerate(specs) if spec.view == view]
+        X = views[view]
+        sq = row_sq_norms(X)
+        out[idx] = kernel_blocks([specs[p] for p in idx], X, X, sq, sq,
+                                 normalize=normalize, dtype=dtype)
+    # The diagonal is exactly 1 after normalisation; make round-off not say otherwise, and keep
+    # every kernel exactly symmetric (the eigensolver relies on it).
+    for p in range(len(specs)):
+        K = out[p]
+        K += K.T
+        K *= 0.5
+        if normalize:
+            np.fill_diagonal(K, 1.0)
+    return out
+
+
+def views_needing_scale(specs: Sequence[KernelSpec]) -> set[int]:
+    """Views whose largest pairwise distance is needed (they carry a relative Gaussian)."""
+    return {spec.view for spec in specs if spec.family == "gaussian" and spec.sigma is None}
+
+
+def normalize_kernels(kernels: np.ndarray) -> np.ndarray:
+    """Normalise precomputed kernels ``(m, n, n)`` in place: ``K_ij / sqrt(K_ii K_jj)``."""
+    for p in range(kernels.shape[0]):
+        diag = np.diag(kernels[p]).copy()
+        bad = np.flatnonzero(~(diag > 0))
+        if bad.size:
+            raise ValueError(f"precomputed kernel {p}: diagonal entry {int(bad[0])} is "
+                             f"{diag[bad[0]]:.3g}; normalisation needs a positive diagonal "
+                             "(pass normalize=False to use the kernels as they are)")
+        scale = 1.0 / np.sqrt(diag)
+        kernels[p] *= scale[:, None]
+        kernels[p] *= scale[None, :]
+        np.fill_diagonal(kernels[p], 1.0)
+    return kernels

@@ -1,0 +1,99 @@
+"""Input validation shared by the estimator, the grid search and the command line.
+
+Every function raises a ValueError (or TypeError) whose message names the problem.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_array
+
+__all__ = ["check_views", "check_precomputed", "check_n_clusters", "check_lambda",
+           "is_multiview"]
+
+
+def is_multiview(X: Any) -> bool:
+    """True for a list or tuple of 2-D inputs (one per view)."""
+    return isinstance(X, list | tuple) and len(X) > 0 and all(
+        sp.issparse(v) or np.ndim(v) == 2 for v in X)
+
+
+def check_views(X: Any) -> list[Any]:
+    """Validate feature input: one matrix or a list of views with the same number of rows.
+
+    Dense views become float64 arrays, sparse ones CSR float64 (never densified). NaN or inf,
+    a wrong number of dimensions, or views of different lengths raise a ValueError.
+    """
+    views = list(X) if is_multiview(X) else [X]
+    checked = []
+    for index, view in enumerate(views):
+        try:
+            checked.append(check_array(view, accept_sparse="csr", dtype=np.float64,
+                                       ensure_min_samples=1))
+        except ValueError as err:
+            prefix = f"view {index}: " if len(views) > 1 else ""
+            raise ValueError(f"{prefix}{err}") from None
+    lengths = {v.shape[0] for v in checked}
+    if len(lengths) > 1:
+        raise ValueError(f"all views must have the same number of rows, got {sorted(lengths)}")
+    return checked
+
+
+def check_precomputed(K: Any, symmetry_tol: float = 1e-8) -> np.ndarray:
+    """Validate precomputed kernels: an ``(m, n, n)`` array, one ``(n, n)`` matrix, or a list.
+
+    Each kernel must be square, finite, and symmetric to ``symmetry_tol`` relative to its
+    largest entry. Returns a float64 ``(m, n, n)`` array.
+    """
+    if isinstance(K, list | tuple):
+        shapes = {np.shape(k) for k in K}
+        if len(shapes) != 1:
+            raise ValueError(f"precomputed kernels have different shapes: {sorted(shapes)}")
+        K = np.stack([np.asarray(k) for k in K])
+    if sp.issparse(K):
+        raise TypeError("precomputed kernels must be dense arrays")
+    K = np.asarray(K, dtype=np.float64)
+    if K.ndim == 2:
+        K = K[None]
+    if K.ndim != 3:
+        raise ValueError(f"precomputed kernels must have shape (m, n, n) or (n, n), got {K.shape}")
+    m, n, n2 = K.shape
+    if n != n2:
+        raise ValueError(f"precomputed kernels must be square, got {n} x {n2}")
+    if m == 0 or n == 0:
+        raise ValueError(f"precomputed kernels are empty: shape {K.shape}")
+    bad = ~np.isfinite(K)
+    if bad.any():
+        p = int(np.argwhere(bad)[0][0])
+        raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
+    for p in range(m):
+        scale = max(float(np.abs(K[p]).max()), 1e-300)
+        asym = float(np.abs(K[p] - K[p].T).max())
+        if asym > symmetry_tol * scale:
+            raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
+                             f"{asym:.3g} (relative {asym / scale:.3g})")
+    return K
+
+
+def check_n_clusters(n_clusters: Any, n_samples: int) -> int:
+    """``n_clusters`` must be an integer in [1, n_samples]."""
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
+        raise TypeError(f"n_clusters must be an integer, got {n_clusters!r}")
+    if n_clusters < 1:
+        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}")
+    if n_clusters > n_samples:
+        raise ValueError(f"n_clusters={n_clusters} is larger than n_samples={n_samples}")
+    return int(n_clusters)
+
+
+def check_lambda(lam: Any) -> float:
+    """lambda must be a finite real >= 0."""
+    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
+        raise ValueError(f"lam must be a finite real number, got {lam!r}")
+    if lam < 0:
+        raise ValueError(f"lam must be >= 0, got {lam}")
+    return float(lam)
