@@ -1,0 +1,132 @@
+"""The Zarr store life cycle: metadata, fingerprints, completion marker, refusals."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import zarr
+
+from mkrk_dask.store import (
+    FORMAT_VERSION,
+    StoreError,
+    create_store,
+    data_fingerprint,
+    load_result,
+    mark_complete,
+    open_complete_store,
+    save_result,
+)
+
+META = {"n": 10, "specs": [{"family": "gaussian", "sigma": 1.5}], "chunk_size": 4,
+        "fingerprint": "sha256:abc"}
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "s.zarr"
+    assert open_complete_store(path, kind="kernels", expected=META) is None
+    group = create_store(path, kind="kernels", metadata=META)
+    arr = group.create_array("kernels", shape=(2, 10, 10), chunks=(1, 4, 4), dtype="float64")
+    data = np.random.default_rng(0).standard_normal((2, 10, 10))
+    arr[...] = data
+    mark_complete(group)
+    reopened = open_complete_store(path, kind="kernels", expected=META)
+    assert reopened is not None
+    assert reopened.attrs["format_version"] == FORMAT_VERSION
+    assert reopened.attrs["complete"] is True
+    np.testing.assert_array_equal(reopened["kernels"][...], data)
+    # tuples and numpy scalars compare equal to what JSON gives back
+    assert open_complete_store(path, kind="kernels",
+                               expected={"n": np.int64(10), "chunk_size": 4}) is not None
+
+
+def test_results_round_trip(tmp_path):
+    group = create_store(tmp_path / "s", kind="kernels", metadata=META)
+    mark_complete(group)
+    assert load_result(group, "gram") is None
+    gram = np.arange(9.0).reshape(3, 3) / 7
+    save_result(group, "gram", gram)
+    group = open_complete_store(tmp_path / "s", kind="kernels", expected=META)
+    np.testing.assert_array_equal(load_result(group, "gram"), gram)
+
+
+def test_half_written_store_refused(tmp_path):
+    path = tmp_path / "half"
+    group = create_store(path, kind="kernels", metadata=META)
+    group.create_array("kernels", shape=(2, 10, 10), chunks=(1, 4, 4), dtype="float64")[0] = 1.0
+    with pytest.raises(StoreError, match="incomplete.*interrupted"):
+        open_complete_store(path, kind="kernels", expected=META)
+
+
+def test_foreign_store_refused(tmp_path):
+    path = tmp_path / "foreign"
+    group = zarr.open_group(str(path), mode="w")
+    group.create_array("x", shape=(3,), dtype="float64")[...] = 1.0
+    with pytest.raises(StoreError, match="not written by mkrk-dask"):
+        open_complete_store(path, kind="kernels", expected=META)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "notes.txt").write_text("hello")
+    with pytest.raises(StoreError, match="not a Zarr store"):
+        open_complete_store(plain, kind="kernels", expected=META)
+    # and a non-Zarr directory is never deleted, even with overwrite
+    with pytest.raises(StoreError, match="refusing to delete"):
+        create_store(plain, kind="kernels", metadata=META, overwrite=True)
+    assert (plain / "notes.txt").exists()
+
+
+def test_other_kind_version_and_metadata_refused(tmp_path):
+    path = tmp_path / "s"
+    mark_complete(create_store(path, kind="kernels", metadata=META))
+    with pytest.raises(StoreError, match="kind 'kernels', not 'nystrom'"):
+        open_complete_store(path, kind="nystrom", expected=META)
+    with pytest.raises(StoreError, match="'fingerprint' differs.*sha256:abc.*sha256:xyz"):
+        open_complete_store(path, kind="kernels", expected={**META, "fingerprint": "sha256:xyz"})
+    with pytest.raises(StoreError, match="'specs' differs"):
+        open_complete_store(path, kind="kernels",
+                            expected={**META, "specs": [{"family": "gaussian", "sigma": 2.0}]})
+    with pytest.raises(StoreError, match="without metadata key 'dtype'"):
+        open_complete_store(path, kind="kernels", expected={**META, "dtype": "float32"})
+    group = zarr.open_group(str(path), mode="r+")
+    group.attrs.update({"format_version": FORMAT_VERSION + 1})
+    with pytest.raises(StoreError, match="format version"):
+        open_complete_store(path, kind="kernels", expected=META)
+
+
+def test_create_refuses_existing_unless_overwrite(tmp_path):
+    path = tmp_path / "s"
+    mark_complete(create_store(path, kind="kernels", metadata=META))
+    with pytest.raises(StoreError, match="already exists"):
+        create_store(path, kind="kernels", metadata=META)
+    group = create_store(path, kind="kernels", metadata={**META, "n": 11}, overwrite=True)
+    assert group.attrs["complete"] is False and group.attrs["n"] == 11
+    # an empty directory is fine without overwrite
+    (tmp_path / "empty").mkdir()
+    create_store(tmp_path / "empty", kind="kernels", metadata=META)
+
+
+def test_fingerprint_same_values_same_print_any_container(tmp_path):
+    import dask.array as da
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((57, 5))
+    fp = data_fingerprint([X])
+    assert fp.startswith("sha256:") and fp == data_fingerprint([X.copy()])
+    assert data_fingerprint([da.from_array(X, chunks=(10, 5))]) == fp
+    z = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=X.shape, chunks=(7, 5),
+                        dtype="float64")
+    z[...] = X
+    assert data_fingerprint([z]) == fp
+    # any change of values, shape, dtype or number of views changes it
+    Y = X.copy()
+    Y[30, 2] += 1e-12
+    assert data_fingerprint([Y]) != fp
+    assert data_fingerprint([X[:-1]]) != fp
+    assert data_fingerprint([X.astype(np.float32)]) != fp
+    assert data_fingerprint([X, X]) != fp
+    S = sp.random(40, 30, density=0.1, random_state=0, format="csr")
+    assert data_fingerprint([S]) == data_fingerprint([S.tocoo()])
+    assert data_fingerprint([S]) != data_fingerprint([S.toarray()])
+    S2 = S.copy()
+    S2.data[0] += 1
+    assert data_fingerprint([S2]) != data_fingerprint([S])
