@@ -1,0 +1,36 @@
+"""Shared fixtures: access to the benchmark datasets, skipping cleanly where they are absent."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mkrk_dask.datasets import PAPER_DATASETS, default_data_dir
+
+
+@pytest.fixture
+def data_dir() -> Path:
+    """The benchmark data folder (see ``default_data_dir``); skips the test where there is none."""
+    directory = default_data_dir()
+    if directory is None or not directory.is_dir():
+        pytest.skip("no datasets folder: set MKRK_DATASETS or provide ../shared/datasets")
+    return directory
+
+
+@pytest.fixture
+def require_dataset(data_dir: Path) -> Callable[[str], Path]:
+    """A function ``require_dataset(name) -> path`` that skips the test if the file is absent.
+
+    ``name`` is a key of ``PAPER_DATASETS``; pass the data folder on as
+    ``load_dataset(name, data_dir)``.
+    """
+
+    def require(name: str) -> Path:
+        path = data_dir / PAPER_DATASETS[name]
+        if not path.is_file():
+            pytest.skip(f"dataset {name!r} is absent: {path}")
+        return path
+
+    return require
