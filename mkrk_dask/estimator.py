@@ -297,10 +297,90 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                 max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
                 callback=self._progress if self.verbose else None)
             embedding = backend.embedding(result.top)
+            # Nystrom: the small row map (landmarks, transforms, B) that predict/transform use.
+            oos_model = (backend.fitted_model(result.top)
+                         if hasattr(backend, "fitted_model") else None)
         finally:
             backend.close()
         self._set_fitted(result, embedding, getattr(backend, "kernel_specs", None))
+        self._set_out_of_sample(oos_model, embedding)
         return self
+
+    # -- out of sample (solver="nystrom") ---------------------------------------------------
+
+    def _set_out_of_sample(self, model: Any, embedding: np.ndarray) -> None:
+        """Keep the Nystrom row map and the learned centres as ``nystrom_model_``.
+
+        The centres are the means of the unit-length rows of H per cluster, polished by Lloyd
+        steps to a fixed point (``labels_`` follows if a border row moves, which k-means run to
+        convergence leaves at zero; the count is ``nystrom_model_.n_labels_polished``), so that
+        ``predict`` on the training data gives ``labels_`` back.
+        """
+        if model is None:
+            if hasattr(self, "nystrom_model_"):
+                del self.nystrom_model_
+            return
+        from .backends.nystrom import lloyd_centres, unit_rows
+
+        centres, labels, changed = lloyd_centres(unit_rows(embedding), self.labels_,
+                                                 self.n_clusters)
+        model.centres = centres
+        model.n_labels_polished = changed
+        self.labels_ = labels
+        self.nystrom_model_ = model
+
+    def _out_of_sample_views(self, X: Any) -> list:
+        check_is_fitted(self)
+        if not hasattr(self, "nystrom_model_"):
+            raise NotImplementedError(
+                f"predict/transform of new data needs the Nystrom row map, but this model was "
+                f"fitted with solver={self.solver_!r}: exact and blockwise kernels exist only "
+                "among the training samples. Fit with solver='nystrom' to map new points.")
+        if is_multiview(X):
+            views = check_views(X)
+        else:
+            views = [validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)]
+        expected = len(self.nystrom_model_.landmarks_dims)
+        if len(views) != expected:
+            raise ValueError(f"the model was fitted on {expected} view(s), got {len(views)}")
+        for v, (view, dim) in enumerate(zip(views, self.nystrom_model_.landmarks_dims,
+                                            strict=True)):
+            if dim is not None and view.shape[1] != dim:
+                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
+                                 f"fitted with {dim}")
+        return views
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Embed samples into the learned spectral space: ``H(x) = F(x) B``.
+
+        Only for ``solver="nystrom"``: ``F(x)`` maps rows through the fitted landmarks and
+        transforms of every kernel, and ``B`` holds the fitted eigenvectors' coefficients, so
+        ``transform`` of the training data reproduces ``embedding_``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list of views, like the data given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+        """
+        return self.nystrom_model_.transform_chunked(self._out_of_sample_views(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Cluster of new samples: the nearest learned centre of the unit-length rows of
+        :meth:`transform` (only for ``solver="nystrom"``; on the training data it returns
+        ``labels_``).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or list of views, like the data given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.nystrom_model_.predict_chunked(self._out_of_sample_views(X))
 
     def _set_fitted(self, result: Any, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:

@@ -1,0 +1,119 @@
+"""The scikit-learn face: conventions, fitted attributes, repeatability, bad input."""
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits
+from sklearn.utils.estimator_checks import check_estimator
+
+from mkrk_dask import MKKMRK, lambda_search
+
+# check_estimator checks that cannot apply to MKKM-RK, each with its reason.
+EXPECTED_FAILED_CHECKS = {
+    "check_clustering": (
+        "requires ARI > 0.4 on 3 isotropic blobs with n_clusters=3 for the default parameters; "
+        "with the paper's 12 kernels most weight goes to near-identity Gaussians on such tiny "
+        "data (n=50), which is the method's behaviour, not a convention"),
+}
+
+
+@pytest.fixture(scope="module")
+def digits():
+    X, y = load_digits(return_X_y=True)
+    return X[:200], y[:200]
+
+
+def test_scikit_learn_estimator_checks():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_estimator(MKKMRK(n_clusters=3, random_state=0, max_iter=5),
+                        expected_failed_checks=EXPECTED_FAILED_CHECKS)
+
+
+def test_fitted_attributes(digits):
+    X, _ = digits
+    model = MKKMRK(10, lam=2.0**-8, random_state=0).fit(X)
+    n, m = X.shape[0], 12
+    assert model.labels_.shape == (n,)
+    assert model.weights_.shape == (m,) and model.weights_.sum() == pytest.approx(1.0)
+    assert model.representation_.shape == (m, m)
+    np.testing.assert_allclose(model.representation_.sum(axis=0), 1.0, atol=1e-12)
+    np.testing.assert_allclose(model.embedding_.T @ model.embedding_, np.eye(10), atol=1e-8)
+    assert model.dissimilarity_.shape == (m, m)
+    assert model.objective_history_.shape == (model.n_iter_,)
+    assert set(model.selected_kernels_) == set(np.flatnonzero(model.weights_ > 1e-8))
+    assert len(model.kernel_names_) == m and model.kernel_names_[0] == "cosine"
+    assert model.n_features_in_ == X.shape[1]
+    assert model.solver_ == "exact"
+    assert "weights" in model.summary()
+
+
+def test_random_state_makes_runs_repeatable(digits):
+    X, _ = digits
+    a = MKKMRK(10, random_state=7).fit_predict(X)
+    b = MKKMRK(10, random_state=7).fit_predict(X)
+    np.testing.assert_array_equal(a, b)
+
+
+def test_sparse_and_multiview_input(digits):
+    X, _ = digits
+    dense = MKKMRK(10, random_state=0).fit(X)
+    sparse = MKKMRK(10, random_state=0).fit(sp.csr_matrix(X))
+    np.testing.assert_allclose(sparse.weights_, dense.weights_, atol=1e-9)
+    multi = MKKMRK(10, kernels=["cosine", "gaussian(c=0.1)@1", "gaussian(c=1)@1"],
+                   random_state=0).fit([X, X[:, :32]])
+    assert multi.weights_.shape == (3,)
+    assert multi.kernel_names_[1] == "gaussian(c=0.1)@1"
+
+
+@pytest.mark.parametrize("measure", ["vn", "ld"])
+def test_divergence_measures_run(digits, measure):
+    X, _ = digits
+    model = MKKMRK(10, dissimilarity=measure, max_iter=5, random_state=0).fit(X[:80])
+    assert np.all(model.qp_relative_gaps_ <= 1e-8)
+
+
+def test_lambda_search_reuses_kernels(digits):
+    X, y = digits
+    results = lambda_search(MKKMRK(10, random_state=0), X, [2.0**-10, 2.0**0], y=y,
+                            n_repeats=3)
+    assert [r.lam for r in results] == [2.0**-10, 1.0]
+    assert all(len(r.scores) == 3 and len(r.labels) == 3 for r in results)
+    single = MKKMRK(10, lam=2.0**-10, random_state=0).fit(X)
+    np.testing.assert_allclose(results[0].weights, single.weights_, atol=1e-12)
+
+
+def bad_inputs():
+    X = np.random.default_rng(0).normal(size=(20, 4))
+    nan = X.copy()
+    nan[2, 1] = np.nan
+    zero_row = X.copy()
+    zero_row[5] = 0.0
+    K = X @ X.T
+    asym = np.stack([K, K + np.triu(np.ones_like(K), 1)])
+    return [
+        ({}, nan, "NaN"),
+        ({}, X[:, 0], "2D array"),
+        ({}, np.zeros((3, 4, 5)), "dim 3"),
+        ({"kernels": "precomputed"}, asym, "not symmetric"),
+        ({"kernels": "precomputed"}, np.zeros((2, 20, 19)), "square"),
+        ({"kernels": "precomputed"}, np.stack([K, np.full_like(K, np.nan)]), "NaN"),
+        ({"n_clusters": 21}, X, "n_clusters=21 is larger than n_samples=20"),
+        ({"lam": -1.0}, X, "lam must be >= 0"),
+        ({"lam": float("nan")}, X, "lam must be a finite"),
+        ({"kernels": ["cosine"]}, zero_row, "row 5 .*cosine"),
+        ({"dissimilarity": "euclid"}, X, "dissimilarity"),
+        ({"solver": "magic"}, X, "solver must be one of"),
+        ({"kernels": ["cubic"]}, X, "cannot parse kernel"),
+        ({"tol": 0}, X, "tol must be a positive"),
+        ({}, [X, X[:10]], "same number of rows"),
+    ]
+
+
+@pytest.mark.parametrize("params, X, message", bad_inputs())
+def test_bad_input_gets_a_clear_error(params, X, message):
+    params = {"n_clusters": 3, **params}
+    with pytest.raises(ValueError, match=message):
+        MKKMRK(**params).fit(X)

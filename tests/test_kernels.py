@@ -1,0 +1,112 @@
+"""Kernels and dissimilarities against independent dense formulas (scikit-learn, scipy)."""
+
+import numpy as np
+import pytest
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.spatial.distance import pdist
+from sklearn.metrics.pairwise import cosine_similarity, polynomial_kernel, rbf_kernel
+
+from mkrk_dask.dissimilarity import dense_dissimilarity
+from mkrk_dask.kernels import (
+    KernelSpec,
+    as_kernel_specs,
+    kernel_matrices,
+    max_pairwise_distance,
+    paper_kernels,
+    parse_kernel,
+    resolve_kernels,
+)
+
+
+@pytest.fixture
+def X():
+    return np.random.default_rng(0).normal(size=(40, 7))
+
+
+def normalized(K):
+    d = np.sqrt(np.diag(K))
+    return K / np.outer(d, d)
+
+
+def test_paper_preset_matches_independent_formulas(X):
+    M = pdist(X).max()
+    assert max_pairwise_distance(X, block_rows=7) == pytest.approx(M, rel=1e-12)
+    specs = resolve_kernels(paper_kernels(), [M])
+    K = kernel_matrices([X], specs)
+    assert K.shape == (12, 40, 40)
+    expected = [cosine_similarity(X)]
+    for a in (0.0, 1.0):
+        for b in (2, 4):
+            expected.append(normalized(polynomial_kernel(X, degree=b, gamma=1.0, coef0=a)))
+    for c in (0.01, 0.05, 0.1, 1, 10, 50, 100):
+        expected.append(rbf_kernel(X, gamma=1.0 / (2 * (c * M) ** 2)))
+    for p in range(12):
+        np.testing.assert_allclose(K[p], expected[p], rtol=1e-10, atol=1e-12,
+                                   err_msg=specs[p].name)
+        np.testing.assert_array_equal(K[p], K[p].T)
+        np.testing.assert_array_equal(np.diag(K[p]), 1.0)
+
+
+def test_sparse_input_matches_dense_and_is_not_densified(X):
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 0.8, X, 0.0))
+    specs = resolve_kernels(paper_kernels(), [max_pairwise_distance(Xs)])
+    np.testing.assert_allclose(kernel_matrices([Xs], specs),
+                               kernel_matrices([Xs.toarray()], specs), rtol=1e-12, atol=1e-14)
+
+
+def test_zero_row_under_cosine_is_a_clear_error(X):
+    X = X.copy()
+    X[3] = 0.0
+    with pytest.raises(ValueError, match="row 3 .*cosine"):
+        kernel_matrices([X], [KernelSpec("linear")])
+
+
+def test_multiview_kernels_read_their_view(X):
+    Z = np.random.default_rng(1).normal(size=(40, 3))
+    specs = as_kernel_specs(["cosine", "cosine@1", "gaussian(sigma=2)@1"], n_views=2)
+    K = kernel_matrices([X, Z], specs)
+    np.testing.assert_allclose(K[0], cosine_similarity(X), atol=1e-12)
+    np.testing.assert_allclose(K[1], cosine_similarity(Z), atol=1e-12)
+    np.testing.assert_allclose(K[2], rbf_kernel(Z, gamma=1 / 8), atol=1e-12)
+    assert len(as_kernel_specs("paper", n_views=2)) == 24
+    with pytest.raises(ValueError, match="view 1"):
+        as_kernel_specs(["cosine@1"], n_views=1)
+
+
+@pytest.mark.parametrize("text", ["cosine", "polynomial(a=1,b=4)", "gaussian(c=0.05)",
+                                  "gaussian(sigma=3)@2"])
+def test_names_round_trip(text):
+    spec = parse_kernel(text)
+    assert parse_kernel(spec.name) == spec
+
+
+@pytest.mark.parametrize("bad", ["cubic", "gaussian", "poly(a=-1,b=2)", "poly(b=0)",
+                                 "gaussian(c=0)", "gaussian(q=1)"])
+def test_bad_kernel_specifications(bad):
+    with pytest.raises(ValueError):
+        parse_kernel(bad)
+
+
+def test_dissimilarities_against_dense_definitions(X):
+    specs = resolve_kernels(paper_kernels(), [max_pairwise_distance(X)])
+    K = kernel_matrices([X], specs)[[0, 1, 5, 8]]
+    m = K.shape[0]
+    fip = np.array([[np.trace(K[i].T @ K[j]) for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(dense_dissimilarity(K, "fip"), fip, rtol=1e-12)
+    sfn = np.array([[np.linalg.norm(K[i] - K[j]) ** 2 for j in range(m)] for i in range(m)])
+    np.testing.assert_allclose(dense_dissimilarity(K, "sfn"), sfn, rtol=1e-9, atol=1e-9)
+    # von Neumann and LogDet with matrix functions on ridge-regularised kernels.
+    n = K.shape[1]
+    reg = [Ki + 1e-3 * np.eye(n) for Ki in K]
+    vn = np.array([[np.trace(reg[i] @ scipy.linalg.logm(reg[i]) - reg[i] @ scipy.linalg.logm(
+        reg[j]) - reg[i] + reg[j]).real for j in range(m)] for i in range(m)])
+    ld = np.array([[np.trace(reg[i] @ np.linalg.inv(reg[j]))
+                    - np.linalg.slogdet(reg[i] @ np.linalg.inv(reg[j]))[1] - n
+                    for j in range(m)] for i in range(m)])
+    np.fill_diagonal(ld, 0.0)
+    ours_vn = dense_dissimilarity(np.stack(reg), "vn", ridge=0.0)
+    ours_ld = dense_dissimilarity(np.stack(reg), "ld", ridge=0.0)
+    np.testing.assert_allclose(ours_vn, vn, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ours_ld, ld, rtol=1e-6, atol=1e-6)
+    assert not np.allclose(ours_vn, ours_vn.T)  # asymmetric, C[i, j] = D(K_i || K_j)
