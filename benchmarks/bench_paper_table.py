@@ -61,6 +61,29 @@ PAPER_TABLE = {
 }
 
 
+def library_state() -> str:
+    """Git commit of the library and which of its files differ from it (with a short hash)."""
+    import hashlib
+    import subprocess
+
+    import mkrk_dask
+
+    root = Path(mkrk_dask.__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", "mkrk_dask"], cwd=root,
+                                capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    dirty = []
+    for line in status:
+        if line.strip() and line[3:].endswith(".py"):
+            digest = hashlib.sha256((root / line[3:]).read_bytes()).hexdigest()[:10]
+            dirty.append(f"{line[3:]} ({line[:2].strip()}, sha256 {digest})")
+    return f"git {head}" + (f"; uncommitted: {', '.join(dirty)}" if dirty else "; clean")
+
+
 def parse_lambdas(text: str) -> list[float]:
     """``"-15:5"`` (exponents of 2, inclusive) or a comma list of exponents ``"-15,-10,0"``."""
     if ":" in text:
@@ -179,6 +202,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         "(shared machine). Total wall time "
         f"{report['total_seconds']:.0f} s.",
         "",
+        f"Library: {report['library']}.",
+        "",
         f"Protocol: the paper's 12 kernels; MKKM-RK for lambda in 2^{report['lam_exps'][0]} .. "
         f"2^{report['lam_exps'][-1]} ({len(report['lam_exps'])} values), library defaults "
         "(tol = 1e-5 absolute, max_iter = 100, k-means n_init = 10, max_iter = 1000), "
@@ -286,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         limiter = threadpool_limits(args.threads)  # noqa: F841
     report: dict[str, Any] = {
         "command": command, "threads": args.threads or "default",
+        "library": library_state(),
         "machine": f"{platform.machine()} {platform.system()}",
         "nproc": os.cpu_count(), "numpy": np.__version__, "repeats": args.repeats,
         "seed": args.seed, "lam_exps": [int(round(np.log2(v))) for v in lams],
