@@ -65,6 +65,7 @@ from .base import KernelBackend, TopK
 __all__ = ["BlockwiseBackend", "default_chunk_size", "STORE_KIND"]
 
 STORE_KIND = "kernels"
+PRODUCTS = ("fused", "combined")
 _ARRAY = "kernels"
 #: target bytes of one (m, c, c) float64 slab, the unit of work of every pass
 _SLAB_BYTES = 2**26
@@ -183,6 +184,40 @@ def _row_images(store: tuple[str, str], rows: tuple[int, int], col_bounds: list[
     return out.reshape(m, r, b)
 
 
+def _scratch_array(store: tuple[str, str], name: str, mode: str = "r") -> Any:
+    """A scratch array of the store (the combined kernel), opened once per worker."""
+    import zarr
+
+    key = (f"{store[0]}|{store[1]}|{name}", mode)
+    if key not in _OPEN:
+        while len(_OPEN) >= _OPEN_MAX:
+            _OPEN.pop(next(iter(_OPEN)))
+        _OPEN[key] = zarr.open_array(str(Path(store[0]) / name), mode=mode)
+    return _OPEN[key]
+
+
+def _form_combined_rows(store: tuple[str, str], name: str, rows: tuple[int, int],
+                        col_bounds: list[tuple[int, int]], squared_weights: np.ndarray) -> int:
+    """Write rows of ``K_w = sum_p w_p^2 K_p`` into the scratch array (one read of the slabs)."""
+    arr = _kernel_array(store)
+    out = _scratch_array(store, name, "r+")
+    for cols in col_bounds:
+        out[rows[0]:rows[1], cols[0]:cols[1]] = np.tensordot(
+            squared_weights, _read_slab(arr, rows, cols), axes=1)
+    return rows[1] - rows[0]
+
+
+def _combined_rows(store: tuple[str, str], name: str, rows: tuple[int, int],
+                   col_bounds: list[tuple[int, int]], V: np.ndarray) -> np.ndarray:
+    """``(K_w V)[rows]`` from the scratch combined kernel."""
+    arr = _scratch_array(store, name)
+    out = np.zeros((rows[1] - rows[0], V.shape[1]))
+    for cols in col_bounds:
+        out += np.asarray(arr[rows[0]:rows[1], cols[0]:cols[1]], dtype=np.float64) @ V[
+            cols[0]:cols[1]]
+    return out
+
+
 def _combine(images: np.ndarray, squared_weights: np.ndarray) -> np.ndarray:
     """``(K_w V)[rows] = sum_p w_p^2 (K_p V)[rows]``."""
     return np.tensordot(squared_weights, images, axes=1)
@@ -235,6 +270,13 @@ class BlockwiseBackend(KernelBackend):
         Storage precision (the arithmetic is float64 either way).
     overwrite : bool
         Rebuild over an existing store at ``store`` instead of refusing it.
+    products : {"fused", "combined"}
+        How the H-step reads the store. ``"fused"`` (default): every eigensolver product reads
+        the m kernels and returns ``K_w V`` together with every ``K_p V``, so the final
+        ``tr(U^T K_p U)`` needs no further pass. ``"combined"``: one pass writes
+        ``K_w`` to a scratch array of the store (1/m of its size), the products read only that,
+        and one more pass over the m kernels gives the quadratic forms; fewer bytes read when
+        the eigensolver needs more than ~2 products per iteration (see the USPS benchmark).
     eigen_tol, eigen_depth, eigen_oversample, eigen_max_restarts
         Passed to :func:`mkrk_dask.eigen.block_krylov_top_k` (relative residual tolerance of the
         subspace, Krylov blocks per restart, extra columns).
@@ -243,8 +285,13 @@ class BlockwiseBackend(KernelBackend):
     measures = GRAM_MEASURES
 
     def __init__(self, session: DaskSession, group: Any, *, temp_dir: str | None,
-                 built: bool, eigen_tol: float = 1e-10, eigen_depth: int = 4,
-                 eigen_oversample: int = 10, eigen_max_restarts: int = 100):
+                 built: bool, products: str = "fused", eigen_tol: float = 1e-10,
+                 eigen_depth: int = 4, eigen_oversample: int = 10,
+                 eigen_max_restarts: int = 100):
+        if products not in PRODUCTS:
+            raise ValueError(f"products must be one of {PRODUCTS}, got {products!r}")
+        self.products = products
+        self._scratch: str | None = None
         self.session = session
         self.client = session.client
         self.group = group
@@ -265,7 +312,8 @@ class BlockwiseBackend(KernelBackend):
         self.eigen_oversample = eigen_oversample
         self.eigen_max_restarts = eigen_max_restarts
         self.eigen_info: dict[str, Any] = {}
-        self.passes = {"build": int(built), "gram": 0, "apply": 0, "quad": 0}
+        self.passes = {"build": int(built), "gram": 0, "apply": 0, "quad": 0, "combine": 0,
+                       "apply_combined": 0}
         self.timings: dict[str, float] = {}
         self._gram = load_result(group, "gram")
         self._traces = load_result(group, "traces")
@@ -421,6 +469,30 @@ class BlockwiseBackend(KernelBackend):
         if not 1 <= k <= n:
             raise ValueError(f"k must be in [1, n={n}], got {k}")
         squared = np.asarray(weights, dtype=np.float64) ** 2
+        start = None if warm_start is None else np.asarray(warm_start.basis)
+        t0 = time.perf_counter()
+        if self.products == "combined":
+            values, vectors, quad = self._top_k_combined(squared, k, start)
+        else:
+            values, vectors, quad = self._top_k_fused(squared, k, start)
+        self.timings["top_k"] = self.timings.get("top_k", 0.0) + time.perf_counter() - t0
+        return TopK(values, vectors, quad_forms=quad)
+
+    def _eigensolve(self, apply: Any, k: int, start: np.ndarray | None
+                    ) -> tuple[np.ndarray, np.ndarray]:
+        values, vectors, info = block_krylov_top_k(
+            apply, self.n_samples, k, start=start, oversample=self.eigen_oversample,
+            depth=self.eigen_depth, tol=self.eigen_tol, max_restarts=self.eigen_max_restarts)
+        self.eigen_info = info
+        if not info["converged"]:
+            warnings.warn(f"the blockwise top-{k} eigensolver stopped after {info['restarts']} "
+                          f"restarts with a relative residual {info['residual']:.2e} > "
+                          f"{self.eigen_tol:g}", RuntimeWarning, stacklevel=3)
+        return values, vectors
+
+    def _top_k_fused(self, squared: np.ndarray, k: int, start: np.ndarray | None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Every product reads the m kernels once and yields K_w V and all K_p V."""
         # (V, futures of K_p V per row block) of the latest products: the last restart's basis
         # is among them, which is what the fused quad forms need.
         history: list[tuple[np.ndarray, list[Any]]] = []
@@ -438,19 +510,46 @@ class BlockwiseBackend(KernelBackend):
             del history[:-self.eigen_depth]
             return product
 
-        start = None if warm_start is None else np.asarray(warm_start.basis)
-        t0 = time.perf_counter()
-        values, vectors, info = block_krylov_top_k(
-            apply, n, k, start=start, oversample=self.eigen_oversample, depth=self.eigen_depth,
-            tol=self.eigen_tol, max_restarts=self.eigen_max_restarts)
-        self.eigen_info = info
-        if not info["converged"]:
-            warnings.warn(f"the blockwise top-{k} eigensolver stopped after {info['restarts']} "
-                          f"restarts with a relative residual {info['residual']:.2e} > "
-                          f"{self.eigen_tol:g}", RuntimeWarning, stacklevel=2)
-        quad = self._fused_quad_forms(history, vectors)
-        self.timings["top_k"] = self.timings.get("top_k", 0.0) + time.perf_counter() - t0
-        return TopK(values, vectors, quad_forms=quad)
+        values, vectors = self._eigensolve(apply, k, start)
+        return values, vectors, self._fused_quad_forms(history, vectors)
+
+    def _top_k_combined(self, squared: np.ndarray, k: int, start: np.ndarray | None
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """One pass over the m kernels writes K_w to a scratch array (1/m of the store); the
+        eigensolver's products read only K_w; one more pass gives every tr(U^T K_p U)."""
+        name = self._ensure_scratch()
+
+        def form() -> None:
+            self.client.gather([self.client.submit(
+                _form_combined_rows, self._store_key, name, rows, self._bounds, squared,
+                pure=False) for rows in self._bounds])
+
+        self._with_retries(form)
+        self.passes["combine"] += 1
+
+        def apply(V: np.ndarray) -> np.ndarray:
+            def run() -> np.ndarray:
+                V_future = self.client.scatter(np.ascontiguousarray(V, dtype=np.float64),
+                                               broadcast=True, hash=False)
+                return np.vstack(self.client.gather([self.client.submit(
+                    _combined_rows, self._store_key, name, rows, self._bounds, V_future,
+                    pure=False) for rows in self._bounds]))
+
+            product = self._with_retries(run)
+            self.passes["apply_combined"] += 1
+            return product
+
+        values, vectors = self._eigensolve(apply, k, start)
+        return values, vectors, self.quad_forms(TopK(values, vectors))
+
+    def _ensure_scratch(self) -> str:
+        if self._scratch is None:
+            name = f"scratch_combined_{uuid.uuid4().hex[:12]}"
+            n, c = self.n_samples, self.chunk_size
+            self.group.create_array(name, shape=(n, n), chunks=(c, c), dtype="float64",
+                                    compressors=None, fill_value=0.0)
+            self._scratch = name
+        return self._scratch
 
     def _fused_quad_forms(self, history: list[tuple[np.ndarray, list[Any]]],
                           U: np.ndarray) -> np.ndarray | None:
@@ -513,6 +612,8 @@ class BlockwiseBackend(KernelBackend):
             return
         self._closed = True
         try:
+            if self._scratch is not None and self._temp_dir is None:
+                shutil.rmtree(Path(self.store_path) / self._scratch, ignore_errors=True)
             self.session.close()
         finally:
             if self._temp_dir is not None:
