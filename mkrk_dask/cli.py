@@ -228,7 +228,8 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
     cluster = None
     if address:
         _say(args, f"connecting to the Dask scheduler at {address}", 2)
-        client = progress_client(address, verbose=verbose)
+        client = progress_client(address, verbose=verbose,
+                                 timeout=getattr(args, "connect_timeout", 30.0))
     else:
         cluster = local_cluster(n_workers=getattr(args, "workers", None))
         client = progress_client(cluster, verbose=verbose)
@@ -714,6 +715,8 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786; "
                         "default: an embedded local cluster in this process")
+    g.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long to wait for --scheduler")
     g.add_argument("--workers", type=int, default=None,
                    help="workers of the embedded local cluster (default 1, threads = cores)")
     g.add_argument("--chunk-size", type=int, default=None, help="rows per block of the store")

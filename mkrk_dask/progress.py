@@ -146,7 +146,7 @@ class _Counter:
 def local_cluster(n_workers: int | None = None, threads_per_worker: int | None = None,
                   processes: bool = False) -> LocalCluster:
     """The embedded local cluster, with the defaults of :class:`mkrk_dask.cluster.DaskSession`
-    (one in-process worker with a thread per core, no dashboard)."""
+    (one in-process worker with a thread per core; the dashboard on a free port)."""
     import os
 
     cores = os.cpu_count() or 1
@@ -155,7 +155,7 @@ def local_cluster(n_workers: int | None = None, threads_per_worker: int | None =
     else:
         n_workers, threads_per_worker = n_workers or 1, threads_per_worker or cores
     return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                        processes=processes, dashboard_address=None)
+                        processes=processes, dashboard_address=":0")
 
 
 def progress_client(address: Any, *, verbose: int = 1, stream: TextIO | None = None,
