@@ -1,0 +1,59 @@
+"""Start Dask workers as SLURM jobs (dask-jobqueue) and run ``mkrk`` against them.
+
+Run it on the login node (or in a small SLURM job of its own): it starts a scheduler in this
+process, asks SLURM for ``--jobs`` worker jobs, waits for the workers, runs the ``mkrk``
+command given after ``--`` with ``--scheduler`` pointing at this cluster, then releases the
+jobs.
+
+    pip install dask-jobqueue
+    python cluster/slurm/submit_fit.py --jobs 4 -- \
+        fit /shared/data.npz --solver blockwise --store /shared/data.zarr --out run1
+
+Options: --jobs N (worker jobs), --config FILE (a jobqueue.yaml; default: ./jobqueue.yaml
+beside this script, else Dask's configuration), --wait SECONDS (for the workers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        print("usage: submit_fit.py [--jobs N] [--config FILE] -- MKRK_COMMAND ...",
+              file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(description="mkrk on SLURM workers (dask-jobqueue)")
+    parser.add_argument("--jobs", type=int, default=2, help="SLURM jobs of workers")
+    parser.add_argument("--config", default=str(Path(__file__).with_name("jobqueue.yaml")))
+    parser.add_argument("--wait", type=float, default=600, help="seconds to wait for workers")
+    args = parser.parse_args(argv[:split])
+    mkrk_args = argv[split + 1:]
+
+    import dask.config
+    import yaml
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
+
+    from mkrk_dask.cli import main as mkrk
+
+    config = Path(args.config)
+    if config.is_file():
+        dask.config.update(dask.config.config, yaml.safe_load(config.read_text()), priority="new")
+    with SLURMCluster() as cluster:
+        print(cluster.job_script(), flush=True)
+        cluster.scale(jobs=args.jobs)
+        with Client(cluster) as client:
+            processes = dask.config.get("jobqueue.slurm.processes") or 1
+            client.wait_for_workers(args.jobs * int(processes), timeout=args.wait)
+            print(f"{len(client.scheduler_info()['workers'])} workers at "
+                  f"{cluster.scheduler_address}", flush=True)
+            return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
