@@ -81,6 +81,7 @@ class ProgressClient(Client):
         return self.progress_verbose >= 2 or name in MAIN_PASSES
 
     def gather(self, futures: Any, *args: Any, **kwargs: Any) -> Any:
+        """``Client.gather``, after Dask's progress bar over a list of futures."""
         if (isinstance(futures, list) and futures and not kwargs.get("asynchronous")
                 and all(hasattr(f, "key") for f in futures)):
             name = key_split(futures[0].key)
@@ -93,6 +94,7 @@ class ProgressClient(Client):
         return super().gather(futures, *args, **kwargs)
 
     def submit(self, func: Any, *args: Any, **kwargs: Any) -> Any:
+        """``Client.submit``, counting the tasks of streamed passes."""
         future = super().submit(func, *args, **kwargs)
         name = key_split(future.key)
         if self.progress_verbose > 0 and name in _STREAMED:
