@@ -14,7 +14,15 @@ from .backends.base import KernelBackend
 from .backends.exact import ExactBackend
 from .dissimilarity import check_measure
 from .kernels import KernelSpec, as_kernel_specs
-from .solver import LAM_SCALINGS, TOL_MODES, IterationInfo, assign_clusters, solve
+from .solver import (
+    LAM_SCALINGS,
+    SELECTION_THRESHOLD,
+    TOL_MODES,
+    IterationInfo,
+    assign_clusters,
+    selected_kernels,
+    solve,
+)
 from .validation import (
     check_lambda,
     check_n_clusters,
@@ -26,10 +34,6 @@ from .validation import (
 __all__ = ["MKKMRK", "SOLVERS"]
 
 SOLVERS = ("exact", "blockwise", "nystrom", "auto")
-
-# Weights below this are reported as "not selected" (the polished QP gives exact zeros; the
-# threshold only absorbs round-off).
-SELECTION_THRESHOLD = 1e-8
 
 
 class MKKMRK(ClusterMixin, BaseEstimator):
@@ -114,7 +118,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     converged_ : bool
         Whether the tolerance was met within ``max_iter``.
     selected_kernels_ : ndarray of int
-        Indices of the kernels with a non-zero weight (the representative kernels).
+        Indices of the kernels whose weight is at least 1e-3 (the representative kernels;
+        see :data:`mkrk_dask.solver.SELECTION_THRESHOLD`).
     kernels_ : list of KernelSpec or None
         The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
     kernel_names_ : list of str
@@ -395,7 +400,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         self.lam_effective_ = result.lam_effective
         self.traces_ = result.traces
         self.timings_ = dict(result.timings)
-        self.selected_kernels_ = np.flatnonzero(result.weights > SELECTION_THRESHOLD)
+        self.selected_kernels_ = selected_kernels(result.weights)
         self.kernels_ = specs
         self.kernel_names_ = ([s.name for s in specs] if specs is not None
                               else [f"K{p}" for p in range(len(result.weights))])
@@ -428,6 +433,6 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                  f"max QP relative gap {self.qp_relative_gaps_.max():.1e}",
                  "weights:"]
         for p in np.argsort(-self.weights_):
-            if self.weights_[p] > SELECTION_THRESHOLD:
+            if self.weights_[p] >= SELECTION_THRESHOLD:
                 lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")
         return "\n".join(lines)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .metrics import clustering_scores
-from .solver import repeated_assignments, solve
+from .solver import repeated_assignments, selected_kernels, solve
 
 __all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores"]
 
@@ -37,8 +37,8 @@ class LambdaResult:
 
     @property
     def n_selected(self) -> int:
-        """Number of kernels with a non-zero weight."""
-        return int(np.sum(self.weights > 1e-8))
+        """Number of selected kernels (weight >= ``SELECTION_THRESHOLD``)."""
+        return int(selected_kernels(self.weights).size)
 
 
 def summarize_scores(scores: Sequence[dict[str, float]]) -> dict[str, dict[str, float]]:

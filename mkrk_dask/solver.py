@@ -24,10 +24,15 @@ from .backends.base import KernelBackend, TopK
 from .qp import RepresentativeQP
 
 __all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "assign_clusters",
-           "repeated_assignments",
+           "repeated_assignments", "SELECTION_THRESHOLD", "selected_kernels",
            "LAM_SCALINGS", "TOL_MODES"]
 
 LAM_SCALINGS = ("none", "normalized")
+
+#: A kernel counts as selected (a representative) when its weight is at least this. K_w uses
+#: w_p^2, so a smaller weight contributes less than 1e-6 of the combination; the exact QP
+#: optimum often spreads such crumbs over kernels whose column of C is nearly constant.
+SELECTION_THRESHOLD = 1e-3
 TOL_MODES = ("absolute", "relative")
 
 
@@ -74,6 +79,11 @@ def effective_lambda(lam: float, scaling: str, traces: np.ndarray, C: np.ndarray
         c_scale = float(np.mean(np.abs(C)))
         return float(lam) * float(np.mean(traces)) / c_scale if c_scale > 0 else float(lam)
     raise ValueError(f"lam_scaling must be one of {LAM_SCALINGS}, got {scaling!r}")
+
+
+def selected_kernels(weights: np.ndarray) -> np.ndarray:
+    """Indices of the kernels whose weight reaches :data:`SELECTION_THRESHOLD`."""
+    return np.flatnonzero(np.asarray(weights) >= SELECTION_THRESHOLD)
 
 
 def _residuals(traces: np.ndarray, quad_forms: np.ndarray) -> np.ndarray:
