@@ -680,7 +680,7 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
     g.add_argument("--n-clusters", "-k", type=int, default=None,
                    help="number of clusters (default: the number of classes of the labels)")
     if lam:
-        g.add_argument("--lam", type=_lam_type, default=2.0**-10,
+        g.add_argument("--lam", type=_lam_type, default=2.0**-15,
                        help="lambda >= 0: a number or a power such as 2^-10")
     g.add_argument("--kernels", nargs="+", metavar="SPEC", default=["paper"],
                    help="'paper' (the 12 kernels of the paper) or kernel specifications such "
@@ -879,7 +879,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("demo", "cluster scikit-learn's digits and print ACC/NMI/purity and the weights",
             "Run MKKM-RK on scikit-learn's bundled digits data (1797 x 64, 10 classes).")
-    p.add_argument("--lam", type=_lam_type, default=2.0**-10, help="lambda (e.g. 2^-10)")
+    p.add_argument("--lam", type=_lam_type, default=2.0**-15, help="lambda (default 2^-15)")
     p.add_argument("--solver", choices=SOLVER_CHOICES, default="exact", help="backend")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="a running Dask scheduler (for blockwise/nystrom)")

@@ -55,7 +55,7 @@ class DaskSession:
                 threads_per_worker = threads_per_worker or cores
             self.cluster = LocalCluster(n_workers=n_workers,
                                         threads_per_worker=threads_per_worker,
-                                        processes=processes, dashboard_address=None,
+                                        processes=processes, dashboard_address=":0",
                                         memory_limit=memory_limit)
             self.client = Client(self.cluster)
         elif isinstance(scheduler, str):

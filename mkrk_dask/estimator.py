@@ -47,9 +47,11 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int, default=8
         Number of clusters k.
-    lam : float, default=2**-10
+    lam : float, default=2**-15
         Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
-        ``<C, Y>``. The paper searches ``2**-15 .. 2**5``; see :func:`mkrk_dask.lambda_search`.
+        ``<C, Y>``. The paper searches 2^-15 to 2^5 and its best lambda is nearly always at the
+        small end (with ``fip``, C grows like n^2, so a larger lambda soon puts all weight on
+        the near-identity Gaussian); see :func:`mkrk_dask.lambda_search` and ``lam_scaling``.
     kernels : "paper", "precomputed" or list, default="paper"
         ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
         ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
@@ -111,7 +113,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         H, the top-k eigenvectors of the combined kernel (orthonormal columns).
     dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
         C.
-    objective_history_ : ndarray of shape (n_iter_,)
+    objective_history_ : ndarray of shape (n_iter,)
         Objective after every iteration (non-increasing).
     n_iter_ : int
         Iterations run.
@@ -123,7 +125,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     kernels_ : list of KernelSpec or None
         The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
     kernel_names_ : list of str
-    qp_relative_gaps_ : ndarray of shape (n_iter_,)
+    qp_relative_gaps_ : ndarray of shape (n_iter,)
         Certified duality gap of every Y-step, relative to its objective.
     lam_effective_ : float
         The lambda the Y-step used (differs from ``lam`` under ``lam_scaling="normalized"``).
@@ -139,7 +141,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     >>> from sklearn.datasets import load_digits
     >>> from mkrk_dask import MKKMRK
     >>> X, y = load_digits(return_X_y=True)
-    >>> model = MKKMRK(n_clusters=10, lam=2**-10, random_state=0).fit(X[:300])
+    >>> model = MKKMRK(n_clusters=10, random_state=0).fit(X[:300])
     >>> model.weights_.shape
     (12,)
     """
@@ -148,7 +150,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         self,
         n_clusters: int = 8,
         *,
-        lam: float = 2.0**-10,
+        lam: float = 2.0**-15,
         kernels: Any = "paper",
         dissimilarity: str = "fip",
         lam_scaling: str = "none",
