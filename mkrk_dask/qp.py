@@ -617,11 +617,12 @@ class RepresentativeQP:
     strict : bool, default False
         Raise :class:`QPCertificationError` instead of warning when a solution is not
         certified.
-    formulation : {"block", "lifted"}, default "block"
+    formulation : {"lifted", "block"}, default "lifted"
         ``"block"``: P block-diagonal over ``vec(Y)``, block i = ``(2 d_i/m^2) 1 1^T``.
         ``"lifted"``: the row sums ``s`` are extra variables tied to Y by ``m`` equality rows,
         so P is diagonal; same optimum, far sparser KKT system (about 3x faster per OSQP
-        iteration at m = 30 and 10x at m = 100).
+        iteration at m = 30 and 10x at m = 100; in the alternating loop on 400 samples with
+        the 12 paper kernels, warm solves took a median 3 ms lifted vs 22 ms block).
 
     Attributes
     ----------
@@ -635,7 +636,7 @@ class RepresentativeQP:
 
     def __init__(self, C, lam, *, gap_tol: float = 1e-8, eps: float = 1e-10,
                  max_iter: int = 200_000, polish: bool = True, strict: bool = False,
-                 formulation: str = "block"):
+                 formulation: str = "lifted"):
         self.C = _check_C(C)
         self.lam = _check_lam(lam)
         if not (np.isfinite(gap_tol) and gap_tol >= 0):
