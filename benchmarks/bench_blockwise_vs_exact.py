@@ -64,12 +64,53 @@ def child(args: argparse.Namespace) -> None:
              times=np.array([build, fit, total]), scores=json.dumps(scores))
 
 
+def report(args, rows, started, load_start, sizes_left):
+    lines = [
+        "## Setup",
+        "",
+        f"- USPS subsets (rows drawn uniformly, seed 0), the paper's 12 kernels, k = 10, "
+        f"lambda = {args.lam:g}, fip, tol 1e-5 (absolute); final k-means seeded 0",
+        "- exact: dense (m, n, n) in memory. blockwise: Zarr store in a temporary directory, "
+        f"in-process LocalCluster (1 worker, threads = cores), products={args.products!r}",
+        "- every fit runs in its own child process; peak RSS is that process tree's, sampled "
+        "every 0.1 s; times are wall clock of the child (data loading included)",
+        f"- load average (1, 5, 15 min) at the start: {load_start[0]:.1f}, {load_start[1]:.1f}, "
+        f"{load_start[2]:.1f}; at the end: "
+        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
+        + " (a shared 2-core machine: other jobs ran at the same time, times are noisy)",
+        *([f"- note: {args.note}"] if args.note else []),
+        *([f"- PARTIAL: sizes {sizes_left} not run yet (the report is rewritten after every "
+           "size)"] if sizes_left else []),
+        "",
+        "## Results",
+        "",
+        "| n | exact time (build / fit) | blockwise time (build / fit) | exact peak RSS | "
+        "blockwise peak RSS | iterations (e / b) | max abs weight diff | objective history "
+        "max rel diff | C / traces rel diff | labels equal | ARI(exact, blockwise) | ACC e / b |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        e, b = r["e"], r["b"]
+        acc_e = json.loads(str(e["scores"]))["acc"]
+        acc_b = json.loads(str(b["scores"]))["acc"]
+        lines.append(
+            f"| {r['n']} | {e['wall']:.1f} s ({e['times'][0]:.1f} / {e['times'][1]:.1f}) | "
+            f"{b['wall']:.1f} s ({b['times'][0]:.1f} / {b['times'][1]:.1f}) | "
+            f"{fmt_bytes(e['peak'])} | {fmt_bytes(b['peak'])} | {r['iters'][0]} / "
+            f"{r['iters'][1]} | {r['w']:.2e} | {r['hist']:.2e} | {r['C']:.1e} / {r['tr']:.1e} | "
+            f"{r['equal']} | {r['ari']:.6f} | {acc_e:.4f} / {acc_b:.4f} |")
+    path = write_report(args.name, "Blockwise vs exact backend on USPS subsets",
+                        "\n".join(lines), started=started)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[2000, 4000, 6000, 8000])
     parser.add_argument("--lam", type=float, default=2.0**-10)
     parser.add_argument("--products", default="combined", choices=["fused", "combined"])
     parser.add_argument("--name", default="blockwise_vs_exact")
+    parser.add_argument("--note", default="", help="a remark printed in the report")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--backend", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, help=argparse.SUPPRESS)
@@ -124,42 +165,11 @@ def main() -> None:
                 C=float(np.abs(e["C"] - b["C"]).max() / np.abs(e["C"]).max()),
                 tr=float(np.abs(e["traces"] - b["traces"]).max() / np.abs(e["traces"]).max()),
             ))
+            path = report(args, rows, started, load_start,
+                          [s for s in args.sizes if s > n])
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
-    lines = [
-        "## Setup",
-        "",
-        f"- USPS subsets (rows drawn uniformly, seed 0), the paper's 12 kernels, k = 10, "
-        f"lambda = {args.lam:g}, fip, tol 1e-5 (absolute); final k-means seeded 0",
-        "- exact: dense (m, n, n) in memory. blockwise: Zarr store in a temporary directory, "
-        f"in-process LocalCluster (1 worker, threads = cores), products={args.products!r}",
-        "- every fit runs in its own child process; peak RSS is that process tree's, sampled "
-        "every 0.1 s; times are wall clock of the child (data loading included)",
-        f"- load average (1, 5, 15 min) at the start: {load_start[0]:.1f}, {load_start[1]:.1f}, "
-        f"{load_start[2]:.1f}; at the end: "
-        + ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        + " (a shared 2-core machine: other jobs ran at the same time, times are noisy)",
-        "",
-        "## Results",
-        "",
-        "| n | exact time (build / fit) | blockwise time (build / fit) | exact peak RSS | "
-        "blockwise peak RSS | iterations (e / b) | max abs weight diff | objective history "
-        "max rel diff | C / traces rel diff | labels equal | ARI(exact, blockwise) | ACC e / b |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in rows:
-        e, b = r["e"], r["b"]
-        acc_e = json.loads(str(e["scores"]))["acc"]
-        acc_b = json.loads(str(b["scores"]))["acc"]
-        lines.append(
-            f"| {r['n']} | {e['wall']:.1f} s ({e['times'][0]:.1f} / {e['times'][1]:.1f}) | "
-            f"{b['wall']:.1f} s ({b['times'][0]:.1f} / {b['times'][1]:.1f}) | "
-            f"{fmt_bytes(e['peak'])} | {fmt_bytes(b['peak'])} | {r['iters'][0]} / "
-            f"{r['iters'][1]} | {r['w']:.2e} | {r['hist']:.2e} | {r['C']:.1e} / {r['tr']:.1e} | "
-            f"{r['equal']} | {r['ari']:.6f} | {acc_e:.4f} / {acc_b:.4f} |")
-    path = write_report(args.name, "Blockwise vs exact backend on USPS subsets",
-                        "\n".join(lines), started=started)
     print(path.read_text())
 
 

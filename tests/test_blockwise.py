@@ -411,7 +411,7 @@ def test_worker_killed_mid_fit(process_cluster, tmp_path):
     with the same weights as an undisturbed fit."""
     import psutil
 
-    X, _ = blobs(n=700, k=4, seed=3)
+    X, _ = blobs(n=512, k=4, seed=3)
     specs = paper_kernels()
     store = tmp_path / "k.zarr"
     with BlockwiseBackend.from_views([X], specs, scheduler=process_cluster, store=store,
