@@ -33,6 +33,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from bench_paper_table import library_state  # noqa: E402
 from reference_mkkmrk import fip_dissimilarity, reference_iteration  # noqa: E402
 
 from mkrk_dask.backends.base import TopK  # noqa: E402
@@ -168,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine: {platform.machine()}, nproc = {os.cpu_count()}, numpy {np.__version__}. "
         "The machine is shared with other jobs; reference and library ran interleaved, so they "
         "saw the same load (load averages below).",
+        "",
+        f"Library: {library_state()}.",
         "",
         f"Data: {args.dataset}, n = {n}, m = {m} paper kernels, k = {k}, lambda = "
         f"{args.lam:g}; median of {args.repeats} repeats. Kernel construction "
