@@ -181,8 +181,8 @@ def main(argv: list[str] | None = None) -> int:
         "`np.linalg.eigh`, d_p = tr(K_p (I - H H^T)) with explicit n x n products, the QP by "
         "SLSQP (analytic gradient, warm-started from the previous Y). Library: "
         "`ExactBackend` (K_w as one GEMV over the stacked kernels, top-k eigensolver "
-        "`top_k_dense(method='auto')`: LAPACK `syevr` restricted to k when cold, warm-started "
-        "block Krylov when warm), tr(H^T K_p H) = <K_p, H H^T> as one GEMV, "
+        "`top_k_dense` with the method named in each section, warm-started from the previous "
+        "H where the method uses one), tr(H^T K_p H) = <K_p, H H^T> as one GEMV, "
         "`RepresentativeQP` (OSQP + KKT polish, certified).",
         "",
         "\"cold\" = iteration 1 (w = 1/m, Y = I, nothing warm); \"warm\" = iteration 2 from "

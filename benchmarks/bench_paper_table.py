@@ -265,7 +265,8 @@ def render_markdown(report: dict[str, Any]) -> str:
                   f"{ds['seconds']['total']:.1f} s.",
                   "",
                   "| log2 lambda | iter | ACC best (mean) | NMI best | purity best | "
-                  "kernels selected | s |", "|---|---|---|---|---|---|---|"]
+                  "kernels selected (w >= library threshold) | s |",
+                  "|---|---|---|---|---|---|---|"]
         for item in rk["per_lambda"]:
             s = item["summary"]
             lines.append(f"| {item['log2_lam']:+.0f} | {item['n_iter']} | "
