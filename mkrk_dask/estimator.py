@@ -372,7 +372,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_clusters)
         """
-        return self.nystrom_model_.transform_chunked(self._out_of_sample_views(X))
+        views = self._out_of_sample_views(X)
+        return self.nystrom_model_.transform_chunked(views)
 
     def predict(self, X: Any) -> np.ndarray:
         """Cluster of new samples: the nearest learned centre of the unit-length rows of
@@ -387,7 +388,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.nystrom_model_.predict_chunked(self._out_of_sample_views(X))
+        views = self._out_of_sample_views(X)
+        return self.nystrom_model_.predict_chunked(views)
 
     def _set_fitted(self, result: Any, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:

@@ -1,0 +1,870 @@
+"""Nystrom backend: MKKM-RK on millions of samples through one pass over the data.
+
+Every base kernel is approximated from ``r_p`` landmarks (rows of the data, see
+:mod:`mkrk_dask.landmarks`)::
+
+    K_p ~ F_p F_p^T,   F_p = K_p(X, L_p) U_p diag(lambda_p)^(-1/2)     (n x r_p')
+
+where ``W_p = K_p(L_p, L_p) = U_p diag(lambda_p) U_p^T`` with eigenvalues below a relative floor
+dropped (``r_p' <= r_p``). With ``F = [F_1 .. F_m]`` (n x R, ``R = sum r_p'``):
+
+- ONE distributed pass over row chunks of the data computes ``F`` (written to a Zarr store,
+  chunked by rows), the Gram matrix ``G = F^T F`` (R x R) and the EXACT traces (the sum of the
+  kernel diagonal, ``n`` after normalisation; ``||F_p||_F^2`` would be biased low and tilts the
+  weights towards the local Gaussian kernels, see DESIGN.md).
+- Every iteration then works on G alone, independent of n. With ``D_w = w_p I`` on block p,
+  ``K_w ~ (F D_w)(F D_w)^T``, whose nonzero eigenpairs come from ``D_w G D_w v = mu v``:
+  ``H = F B`` with ``B = D_w V diag(mu)^(-1/2)`` (so ``H^T H = B^T G B = I``), and
+  ``tr(H^T K_p H) = ||F_p^T F B||_F^2 = ||G_{p,:} B||_F^2``. Kernels with zero weight drop out
+  of ``D_w G D_w``, so the eigenproblem shrinks as the weights become sparse.
+- ``C``: ``tr(K_p K_q) ~ ||F_p^T F_q||_F^2 = ||G_pq||_F^2`` (``fip``), and ``sfn`` from the same
+  Gram matrix of kernels (``||K_p||_F^2 ~ ||G_pp||_F^2``).
+- A final pass reads ``F`` and forms ``H = F B`` (n x k) for the labels.
+
+New points map through the same landmarks and transforms (:class:`NystromModel`), which is
+what ``MKKMRK.predict`` / ``transform`` use.
+
+Gaussian kernels with relative widths need the largest pairwise distance ``M`` of their view.
+It is computed exactly on the workers (``O(n^2 d)``, row-block pairs) up to
+``exact_distance_max_n`` rows (default 100,000); above, it is ESTIMATED as the largest of (a)
+the exact maximum over a uniform sample of 4096 rows and (b) two farthest-point passes over
+all rows (from a sample point to its farthest row q, then from q to its farthest row); the
+estimate is a lower bound of M and at least M/2 (in practice within a few percent). Which was
+used is recorded in ``backend.info["scales"]``.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from ..cluster import DaskSession
+from ..dissimilarity import GRAM_MEASURES, from_gram
+from ..eigen import top_k_dense
+from ..kernels import (
+    KernelSpec,
+    inner_products,
+    kernel_blocks,
+    kernel_diagonal,
+    resolve_kernels,
+    row_sq_norms,
+    views_needing_scale,
+)
+from ..landmarks import DEFAULT_REL_FLOOR, landmark_transform, select_landmarks, take_rows
+from .base import KernelBackend, TopK
+
+__all__ = ["NystromBackend", "NystromModel", "NystromBasis", "STORE_KIND"]
+
+STORE_KIND = "nystrom"
+#: rows per pair block of the exact largest-distance computation
+_DISTANCE_BLOCK = 4096
+#: rows of the uniform sample of the estimated largest distance
+_DISTANCE_SAMPLE = 4096
+#: target bytes of one factor chunk (rows x R)
+_CHUNK_BYTES = 32 * 2**20
+
+
+# -- the picklable map from rows to factors ---------------------------------------------------
+
+
+@dataclass
+class NystromModel:
+    """Everything needed to map rows of the data to Nystrom factors (and, once fitted, to the
+    embedding H and the learned clusters). Small: landmarks and ``r x r'`` transforms.
+
+    Attributes
+    ----------
+    specs : list of KernelSpec
+        Resolved kernels.
+    normalize : bool
+    landmarks : dict view -> ndarray (r_v, d)
+        Landmark rows of every view (dense).
+    kernel_landmarks : list of int
+        ``r_p``: kernel p uses the first ``r_p`` landmarks of its view.
+    transforms : list of ndarray
+        ``T_p = U_p diag(lambda_p)^(-1/2)``, shape ``(r_p, r_p')``.
+    dtype : numpy dtype
+        Storage dtype of the factors (float64 or float32).
+    coefficients : ndarray (R, k) or None
+        ``B`` with ``H = F B`` (set after a fit).
+    centres : ndarray (k, k) or None
+        Cluster centres of the unit-length rows of H (set after a fit).
+    """
+
+    specs: list[KernelSpec]
+    normalize: bool
+    landmarks: dict[int, np.ndarray]
+    kernel_landmarks: list[int]
+    transforms: list[np.ndarray]
+    dtype: Any = np.float64
+    coefficients: np.ndarray | None = None
+    centres: np.ndarray | None = None
+    n_features: list[int | None] | None = None
+    chunk_rows: int = 4096
+    n_labels_polished: int = 0
+    info: dict = field(default_factory=dict, repr=False)
+    _landmark_sq: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.dtype = np.dtype(self.dtype)
+        self._landmark_sq = {v: row_sq_norms(L) for v, L in self.landmarks.items()}
+        if self.n_features is None:
+            n_views = max(self.landmarks) + 1
+            self.n_features = [int(self.landmarks[v].shape[1]) if v in self.landmarks else None
+                               for v in range(n_views)]
+
+    @property
+    def landmarks_dims(self) -> list[int | None]:
+        """Features of every view (None for a view no kernel reads)."""
+        return list(self.n_features)
+
+    @property
+    def ranks(self) -> np.ndarray:
+        """``r_p'``: factor columns of every kernel."""
+        return np.array([T.shape[1] for T in self.transforms], dtype=np.int64)
+
+    @property
+    def offsets(self) -> np.ndarray:
+        """Column offsets of the kernels' blocks in F (length m + 1)."""
+        return np.concatenate([[0], np.cumsum(self.ranks)]).astype(np.int64)
+
+    @property
+    def n_components(self) -> int:
+        """R, the columns of F."""
+        return int(self.ranks.sum())
+
+    def factors(self, views: Sequence[Any]) -> np.ndarray:
+        """``F`` for the given rows (one array per view, same rows), in ``self.dtype``."""
+        n = views[0].shape[0]
+        offsets = self.offsets
+        out = np.empty((n, self.n_components), dtype=self.dtype)
+        for view in sorted(self.landmarks):
+            idx = [p for p, s in enumerate(self.specs) if s.view == view]
+            X = views[view]
+            if not sp.issparse(X):
+                X = np.asarray(X, dtype=np.float64)
+            blocks = kernel_blocks([self.specs[p] for p in idx], X, self.landmarks[view],
+                                   row_sq_norms(X), self._landmark_sq[view],
+                                   normalize=self.normalize)
+            for j, p in enumerate(idx):
+                r = self.kernel_landmarks[p]
+                out[:, offsets[p]:offsets[p + 1]] = blocks[j][:, :r] @ self.transforms[p]
+        return out
+
+    def diagonal(self, views: Sequence[Any]) -> np.ndarray:
+        """Exact ``K_p(x_i, x_i)`` of the given rows, shape (n_rows, m)."""
+        n = views[0].shape[0]
+        if self.normalize:
+            return np.ones((n, len(self.specs)))
+        return np.stack([kernel_diagonal(spec, row_sq_norms(views[spec.view]))
+                         for spec in self.specs], axis=1)
+
+    def transform(self, views: Sequence[Any]) -> np.ndarray:
+        """``H`` rows of new points: ``F(x) B`` (as in the fit: factors in ``self.dtype``)."""
+        if self.coefficients is None:
+            raise ValueError("this Nystrom model has no coefficients yet (not fitted)")
+        return embed_rows(self.factors(views), self.coefficients)
+
+    def predict(self, views: Sequence[Any]) -> np.ndarray:
+        """Nearest learned centre of the unit-length rows of ``transform(views)``."""
+        if self.centres is None:
+            raise ValueError("this Nystrom model has no cluster centres yet (not fitted)")
+        return nearest_centre(unit_rows(self.transform(views)), self.centres)
+
+    def transform_chunked(self, views: Sequence[Any]) -> np.ndarray:
+        """:meth:`transform` by blocks of ``chunk_rows`` rows (bounded memory)."""
+        n = views[0].shape[0]
+        if self.coefficients is None:
+            raise ValueError("this Nystrom model has no coefficients yet (not fitted)")
+        out = np.empty((n, self.coefficients.shape[1]))
+        for a in range(0, n, self.chunk_rows):
+            out[a:a + self.chunk_rows] = self.transform([v[a:a + self.chunk_rows]
+                                                         for v in views])
+        return out
+
+    def predict_chunked(self, views: Sequence[Any]) -> np.ndarray:
+        """:meth:`predict` by blocks of ``chunk_rows`` rows (bounded memory)."""
+        if self.centres is None:
+            raise ValueError("this Nystrom model has no cluster centres yet (not fitted)")
+        return nearest_centre(unit_rows(self.transform_chunked(views)), self.centres)
+
+
+def embed_rows(F: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``)."""
+    return np.asarray(F, dtype=np.float64) @ B
+
+
+def unit_rows(H: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as before the final k-means."""
+    H = np.asarray(H, dtype=np.float64)
+    norms = np.linalg.norm(H, axis=1, keepdims=True)
+    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
+
+
+def nearest_centre(U: np.ndarray, centres: np.ndarray) -> np.ndarray:
+    """Index of the nearest centre of every row."""
+    sq = (np.einsum("ij,ij->i", centres, centres)[None, :] - 2.0 * U @ centres.T)
+    return np.argmin(sq, axis=1).astype(np.int64)
+
+
+def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: int = 300
+                  ) -> tuple[np.ndarray, np.ndarray, int]:
+    """Centres as the means of ``labels``, polished by Lloyd steps to a fixed point.
+
+    At a fixed point every row's label is its nearest centre, so that ``predict`` on the
+    training rows gives back the labels. Returns ``(centres, labels, n_changed)``.
+    """
+    labels = np.asarray(labels, dtype=np.int64)
+    original = labels.copy()
+    centres = np.zeros((n_clusters, U.shape[1]))
+    for _ in range(max_iter):
+        for j in range(n_clusters):
+            members = labels == j
+            if members.any():
+                centres[j] = U[members].mean(axis=0)
+        new = nearest_centre(U, centres)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+    return centres, labels, int(np.sum(labels != original))
+
+
+# -- row access on the cluster ----------------------------------------------------------------
+
+
+def _rows(obj: Any, start: int | None, stop: int | None) -> Any:
+    """Rows ``start:stop`` of a numpy / sparse / Zarr array (``start is None``: all of obj)."""
+    if start is None:
+        block = obj
+    else:
+        block = obj[start:stop]
+    if sp.issparse(block):
+        return sp.csr_matrix(block, dtype=np.float64)
+    return np.asarray(block, dtype=np.float64)
+
+
+class _ViewRows:
+    """Access to the rows of one view from tasks: numpy and sparse inputs are scattered once,
+    Zarr arrays are read by the tasks, dask arrays are computed block by block on demand."""
+
+    def __init__(self, client: Any, X: Any):
+        self.X = X
+        self.kind = ("dask" if hasattr(X, "dask") and hasattr(X, "compute")
+                     else "zarr" if hasattr(X, "get_orthogonal_selection")
+                     else "memory")
+        if self.kind == "memory":
+            if not sp.issparse(X):
+                X = np.asarray(X)
+            [self.ref] = client.scatter([X])
+        else:
+            self.ref = X
+
+    def block(self, client: Any, start: int, stop: int) -> tuple[Any, Any, Any]:
+        """A task argument that :func:`_rows` turns into the rows ``start:stop``."""
+        if self.kind == "dask":
+            return (client.compute(self.X[start:stop]), None, None)
+        return (self.ref, start, stop)
+
+
+def _stream(client: Any, n_tasks: int, submit: Callable[[int], Any],
+            combine: Callable[[int, Any], None], max_in_flight: int) -> None:
+    """Submit tasks ``0..n_tasks-1`` keeping at most ``max_in_flight`` running, and combine
+    each result on the client as it arrives (bounded memory whatever n is)."""
+    from distributed import as_completed
+
+    pending = iter(range(n_tasks))
+    index: dict[str, int] = {}
+    queue = as_completed()
+
+    def launch() -> None:
+        i = next(pending, None)
+        if i is not None:
+            future = submit(i)
+            index[future.key] = i
+            queue.add(future)
+
+    for _ in range(min(max_in_flight, n_tasks)):
+        launch()
+    for future in queue:
+        combine(index.pop(future.key), future.result())
+        future.release()
+        launch()
+
+
+# -- tasks ------------------------------------------------------------------------------------
+
+
+def _factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
+                 factors_array: Any, blas_threads: int | None) -> dict[str, Any]:
+    """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
+    (accumulated in float64) and the exact diagonal sums."""
+    from threadpoolctl import threadpool_limits
+
+    views = [_rows(*b) for b in blocks]
+    R = model.n_components
+    m = len(model.specs)
+    starts = model.offsets[:-1]
+    gram = np.zeros((R, R))
+    diag = np.zeros(m)
+    exact_diag_products = np.zeros((m, m))
+    nystrom_diag_products = np.zeros((m, m))
+    seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
+    with threadpool_limits(limits=blas_threads):
+        for a in range(0, stop - start, chunk):
+            b = min(a + chunk, stop - start)
+            part = [v[a:b] for v in views]
+            t0 = time.perf_counter()
+            F = model.factors(part)
+            kappa = model.diagonal(part)
+            # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
+            nys = np.add.reduceat(np.square(F, dtype=np.float64), starts, axis=1)
+            diag += kappa.sum(axis=0)
+            exact_diag_products += kappa.T @ kappa
+            nystrom_diag_products += nys.T @ nys
+            t1 = time.perf_counter()
+            if factors_array is not None:
+                factors_array[start + a:start + b] = F
+            t2 = time.perf_counter()
+            gram += F.T @ F
+            t3 = time.perf_counter()
+            seconds["factors"] += t1 - t0
+            seconds["write"] += t2 - t1
+            seconds["gram"] += t3 - t2
+    return {"gram": gram, "diag": diag, "exact_diag_products": exact_diag_products,
+            "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
+
+
+def _embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray) -> np.ndarray:
+    return embed_rows(np.asarray(factors_array[start:stop]), B)
+
+
+def _farthest_task(X: Any, start: Any, stop: Any, point: np.ndarray, point_sq: float
+                   ) -> tuple[float, np.ndarray]:
+    rows = _rows(X, start, stop)
+    sq = np.maximum(row_sq_norms(rows) + point_sq
+                    - 2.0 * inner_products(rows, point[None, :]).ravel(), 0.0)
+    i = int(np.argmax(sq))
+    row = rows[i].toarray().ravel() if sp.issparse(rows) else np.asarray(rows[i]).ravel()
+    return float(sq[i]), row
+
+
+def _pair_max_task(a: tuple, b: tuple) -> float:
+    """Largest squared distance between two row blocks."""
+    Xa, Xb = _rows(*a), _rows(*b)
+    sq_a, sq_b = row_sq_norms(Xa), row_sq_norms(Xb)
+    if sp.issparse(Xa) or sp.issparse(Xb):
+        sq = sq_a[:, None] + sq_b[None, :] - 2.0 * inner_products(Xa, Xb)
+    else:
+        # One GEMM gives the squared distances: [x, |x|^2, 1] . [-2 y, 1, |y|^2].
+        ones_a, ones_b = np.ones((Xa.shape[0], 1)), np.ones((Xb.shape[0], 1))
+        left = np.hstack([Xa, sq_a[:, None], ones_a])
+        right = np.hstack([-2.0 * Xb, ones_b, sq_b[:, None]])
+        sq = left @ right.T
+    return float(sq.max())
+
+
+# -- the backend ------------------------------------------------------------------------------
+
+
+@dataclass
+class NystromBasis:
+    """The H-step's basis: ``H = F @ coefficients``; ``vectors`` are the eigenvectors of
+    ``D_w G D_w`` (R x k, zero outside the support) used to warm-start the next iteration."""
+
+    coefficients: np.ndarray
+    vectors: np.ndarray
+
+
+def _check_dtype(dtype: Any) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be float64 or float32, got {dtype}")
+    return dtype
+
+
+def _landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
+    if np.ndim(n_landmarks) == 0:
+        counts = [n_landmarks] * m
+    else:
+        counts = list(n_landmarks)
+        if len(counts) != m:
+            raise ValueError(f"n_landmarks has {len(counts)} entries for {m} kernels")
+    out = []
+    for value in counts:
+        if isinstance(value, bool) or int(value) != value or value < 1:
+            raise ValueError(f"n_landmarks must be positive integers, got {value!r}")
+        out.append(min(int(value), n))
+    return out
+
+
+class NystromBackend(KernelBackend):
+    """Nystrom factors in a Zarr store, their Gram matrix in memory; see the module docstring.
+
+    Build with :meth:`from_views`. ``info`` records the landmarks, ranks, the largest distances
+    (and whether exact or estimated), and the seconds and FLOPs of every pass.
+    """
+
+    measures = GRAM_MEASURES
+
+    def __init__(self, model: NystromModel, gram: np.ndarray, traces: np.ndarray, n_samples: int,
+                 *, diag_correction: np.ndarray | None = None, diagonal_correction: bool = True,
+                 factors_array: Any = None, session: DaskSession | None = None,
+                 row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
+                 info: dict | None = None):
+        self.model = model
+        self.kernel_specs = model.specs
+        self.gram = np.asarray(gram, dtype=np.float64)
+        self._traces = np.asarray(traces, dtype=np.float64)
+        self.diag_correction = (None if diag_correction is None
+                                else np.asarray(diag_correction, dtype=np.float64))
+        self.diagonal_correction = bool(diagonal_correction)
+        self.n_samples = int(n_samples)
+        self.n_kernels = len(model.specs)
+        self.offsets = model.offsets
+        self.factors_array = factors_array
+        self.session = session
+        self.row_tasks = row_tasks or [(0, self.n_samples)]
+        self._temp_dir = temp_dir
+        self.info = info or {}
+        self._kernel_gram: np.ndarray | None = None
+        self.n_features: list[int] | None = None
+
+    # -- construction ---------------------------------------------------------------------
+
+    @classmethod
+    def from_views(
+        cls, views: Sequence[Any], specs: Sequence[KernelSpec], *, normalize: bool = True,
+        store: Any = None, scheduler: Any = None, chunk_size: int | None = None,
+        dtype: Any = "float64", n_landmarks: Any = 500, landmarks: str = "kmeans++",
+        random_state: Any = None, rel_floor: float = DEFAULT_REL_FLOOR,
+        exact_distance_max_n: int = 100_000, overwrite: bool = False,
+        blas_threads: int | None = None, diagonal_correction: bool = True,
+    ) -> NystromBackend:
+        """Select landmarks, run the factor + Gram pass on Dask (or reuse a complete store).
+
+        Parameters
+        ----------
+        views : list of arrays
+            One per view, same rows: numpy, scipy sparse, dask or Zarr arrays.
+        specs : list of KernelSpec
+        normalize : bool
+        store : path, optional
+            Zarr store for the factors; a complete store built from the same data and
+            settings is reused (its landmarks, Gram matrix and traces are loaded, no pass).
+            Default: a temporary store deleted by :meth:`close`.
+        scheduler : None, address or distributed.Client
+        chunk_size : int, optional
+            Rows per Zarr chunk of the factors (default: about 32 MiB per chunk).
+        dtype : {"float64", "float32"}
+            Storage dtype of the factors (and of the Gram products per chunk; the Gram matrix
+            is accumulated in float64).
+        n_landmarks : int or sequence of int
+            Landmarks per kernel (capped at n).
+        landmarks : {"kmeans++", "uniform"}
+        random_state : int, RandomState or None
+            Seeds the landmark selection (and the distance sample).
+        rel_floor : float
+            Relative eigenvalue floor of the landmark blocks (:func:`landmark_transform`).
+        exact_distance_max_n : int
+            Largest n for which the largest pairwise distance is computed exactly.
+        overwrite : bool
+            Rebuild ``store`` even if it exists.
+        blas_threads : int, optional
+            BLAS threads inside each task (default: the library's own setting).
+        diagonal_correction : bool
+            Estimate ``tr(K_p K_q)`` with the EXACT diagonal (see :meth:`kernel_gram`);
+            False gives the plain ``||G_pq||_F^2``.
+        """
+        specs = list(specs)
+        dtype = _check_dtype(dtype)
+        n = int(views[0].shape[0])
+        if any(int(v.shape[0]) != n for v in views):
+            raise ValueError("all views must have the same number of rows")
+        counts = _landmark_counts(n_landmarks, len(specs), n)
+        n_features = [int(v.shape[1]) for v in views]
+        info: dict[str, Any] = {"n_samples": n, "seconds": {}}
+        session = DaskSession(scheduler)
+        temp_dir = None
+        try:
+            client = session.client
+            threads = sum(client.nthreads().values()) or 1
+            rows = [_ViewRows(client, v) for v in views]
+            from ..store import (
+                create_store,
+                data_fingerprint,
+                load_result,
+                mark_complete,
+                open_complete_store,
+                save_result,
+            )
+
+            if store is None:
+                temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
+                path = Path(temp_dir) / "factors.zarr"
+                expected = None
+            else:
+                path = Path(store)
+                expected = {
+                    "fingerprint": data_fingerprint(list(views)), "n_samples": n,
+                    "kernels": [s.to_dict() for s in specs], "normalize": bool(normalize),
+                    "dtype": dtype.name, "n_landmarks": counts, "landmarks": str(landmarks),
+                    "random_state": random_state if isinstance(random_state, int) else None,
+                    "rel_floor": float(rel_floor),
+                    "exact_distance_max_n": int(exact_distance_max_n)}
+            group = None
+            if expected is not None and not overwrite:
+                group = open_complete_store(path, kind=STORE_KIND, expected=expected)
+            if group is not None:
+                model, gram, traces, correction, meta = _load_model(group, load_result)
+                info.update(meta)
+                info["reused_store"] = True
+                chunk = int(group["factors"].chunks[0])
+                factors_array = group["factors"]
+            else:
+                info["reused_store"] = False
+                t0 = time.perf_counter()
+                scales = _view_scales(client, rows, specs, n, exact_distance_max_n,
+                                      random_state, threads)
+                info["seconds"]["scales"] = time.perf_counter() - t0
+                info["scales"] = scales
+                distances = [scales[v]["value"] if v in scales else 0.0
+                             for v in range(len(views))]
+                resolved = resolve_kernels(specs, distances)
+                t0 = time.perf_counter()
+                model, landmark_idx = _build_model(views, resolved, normalize, counts,
+                                                   landmarks, random_state, rel_floor, dtype)
+                info["seconds"]["landmarks"] = time.perf_counter() - t0
+                R = model.n_components
+                chunk = int(chunk_size or max(256, min(n, _CHUNK_BYTES // (R * dtype.itemsize))))
+                meta = {"resolved_kernels": [s.to_dict() for s in resolved],
+                        "scales": {str(k): v for k, v in scales.items()},
+                        "ranks": model.ranks.tolist(), "chunk_size": chunk}
+                group = create_store(path, kind=STORE_KIND, metadata={**(expected or {}),
+                                                                      **meta},
+                                     overwrite=overwrite or store is None)
+                for v, L in model.landmarks.items():
+                    _save_array(group, f"landmarks_{v}", L)
+                    _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
+                for p, T in enumerate(model.transforms):
+                    _save_array(group, f"transform_{p}", T)
+                factors_array = group.create_array(
+                    "factors", shape=(n, R), chunks=(chunk, R), dtype=dtype, compressors=None,
+                    overwrite=True)
+                tasks = _row_tasks(n, chunk, threads)
+                t0 = time.perf_counter()
+                gram, traces, correction, seconds = _factor_pass(client, rows, model, tasks, chunk,
+                                                     factors_array, threads, blas_threads)
+                elapsed = time.perf_counter() - t0
+                info["seconds"]["gram_pass"] = elapsed
+                info["gram_pass"] = {
+                    "seconds": elapsed, "flops": 2.0 * n * R * R,
+                    "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
+                    "task_seconds": seconds}
+                save_result(group, "gram", gram)
+                save_result(group, "traces", traces)
+                save_result(group, "diag_correction", correction)
+                mark_complete(group)
+                info.update(meta)
+            info["chunk_size"] = chunk
+            info["n_components"] = model.n_components
+            info["store"] = str(path)
+            backend = cls(model, gram, traces, n, diag_correction=correction,
+                          diagonal_correction=diagonal_correction,
+                          factors_array=factors_array,
+                          session=session, row_tasks=_row_tasks(n, chunk, threads),
+                          temp_dir=temp_dir, info=info)
+            backend.n_features = n_features
+            return backend
+        except BaseException:
+            session.close()
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            raise
+
+    # -- the five quantities --------------------------------------------------------------
+
+    def traces(self) -> np.ndarray:
+        return self._traces.copy()
+
+    def kernel_gram(self) -> np.ndarray:
+        """The estimate of ``[tr(K_p K_q)]`` that ``fip`` and ``sfn`` are computed from.
+
+        Plain Nystrom gives ``||G_pq||_F^2 = tr(F_p F_p^T F_q F_q^T)``. Its diagonal terms
+        (``i = j``) use the approximate diagonals ``s_pi = ||f_pi||^2``, which are far too
+        small for a near-identity kernel (a narrow Gaussian: ``s_pi ~ 0`` off the landmarks),
+        so ``tr(K_p K_q)`` of such a kernel comes out ~ r instead of ~ n. With
+        ``diagonal_correction`` (default) those terms are replaced by the exact ones, i.e.
+        the kernels are taken as ``F_p F_p^T + diag(K_p - F_p F_p^T)``:
+        ``tr(K_p K_q) ~ ||G_pq||_F^2 + sum_i (K_p,ii K_q,ii - s_pi s_qi)``, both sums
+        accumulated in the same single pass.
+        """
+        if self._kernel_gram is None:
+            starts = self.offsets[:-1]
+            squares = self.gram * self.gram
+            kernel_gram = np.add.reduceat(np.add.reduceat(squares, starts, axis=0),
+                                          starts, axis=1)
+            if self.diagonal_correction and self.diag_correction is not None:
+                kernel_gram = kernel_gram + self.diag_correction
+            self._kernel_gram = kernel_gram
+        return self._kernel_gram.copy()
+
+    def dissimilarity(self, measure: str) -> np.ndarray:
+        return from_gram(self.kernel_gram(), measure)
+
+    def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Columns of F whose kernel has a nonzero weight, and the weight of each column."""
+        weights = np.asarray(weights, dtype=np.float64)
+        cols = [np.arange(self.offsets[p], self.offsets[p + 1])
+                for p in range(self.n_kernels) if weights[p] != 0]
+        idx = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        scale = np.repeat(weights, np.diff(self.offsets))[idx]
+        return idx, scale
+
+    def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
+        idx, scale = self._columns(weights)
+        if idx.size < k:
+            raise ValueError(
+                f"the kernels with nonzero weight have only {idx.size} Nystrom components, "
+                f"fewer than k={k}; use more landmarks (n_landmarks)")
+        A = self.gram[np.ix_(idx, idx)]
+        A *= scale[:, None]
+        A *= scale[None, :]
+        previous = None
+        if warm_start is not None and isinstance(warm_start.basis, NystromBasis):
+            previous = warm_start.basis.vectors[idx]
+            if not np.linalg.norm(previous, axis=0).min() > 1e-3:
+                previous = None
+        values, vectors = top_k_dense(A, k, previous)
+        if not values[-1] > 1e-12 * max(values[0], 1e-300):
+            raise ValueError(
+                f"the combined Nystrom kernel has rank < k={k} (eigenvalue {values[-1]:.3g}); "
+                "use more landmarks or fewer clusters")
+        R = self.gram.shape[0]
+        full = np.zeros((R, k))
+        full[idx] = vectors
+        B = np.zeros((R, k))
+        B[idx] = scale[:, None] * vectors / np.sqrt(values)[None, :]
+        return TopK(values, NystromBasis(B, full))
+
+    def quad_forms(self, top: TopK) -> np.ndarray:
+        B = top.basis.coefficients
+        idx = np.flatnonzero(np.any(B != 0, axis=1))
+        GB = self.gram[:, idx] @ B[idx]
+        quad = np.add.reduceat(np.einsum("ij,ij->i", GB, GB), self.offsets[:-1])
+        # Nystrom never exceeds the kernel (K - F_p F_p^T is PSD), so tr(H^T K_p H) <= tr(K_p)
+        # up to round-off (float32 factors); clip so that the residual is never negative.
+        return np.minimum(quad, self._traces)
+
+    def embedding(self, top: TopK) -> np.ndarray:
+        """The final pass: ``H = F B`` from the stored factors."""
+        B = top.basis.coefficients
+        H = np.empty((self.n_samples, B.shape[1]))
+        t0 = time.perf_counter()
+        if self.session is None or self.factors_array is None:
+            raise RuntimeError("the backend is closed")
+        client = self.session.client
+        [B_ref] = client.scatter([B], broadcast=True)
+
+        def submit(i: int) -> Any:
+            start, stop = self.row_tasks[i]
+            return client.submit(_embed_task, self.factors_array, start, stop, B_ref,
+                                 pure=False)
+
+        def combine(i: int, value: np.ndarray) -> None:
+            start, stop = self.row_tasks[i]
+            H[start:stop] = value
+
+        threads = sum(client.nthreads().values()) or 1
+        _stream(client, len(self.row_tasks), submit, combine, 2 * threads)
+        self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
+        return H
+
+    def fitted_model(self, top: TopK) -> NystromModel:
+        """A copy of the row map carrying the coefficients ``B`` of ``top`` (for predict)."""
+        m = self.model
+        return NystromModel(specs=list(m.specs), normalize=m.normalize,
+                            landmarks=dict(m.landmarks), kernel_landmarks=list(m.kernel_landmarks),
+                            transforms=list(m.transforms), dtype=m.dtype,
+                            coefficients=np.array(top.basis.coefficients),
+                            n_features=list(self.n_features), info=dict(self.info))
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+            self.factors_array = None
+
+
+# -- helpers of from_views --------------------------------------------------------------------
+
+
+def _row_tasks(n: int, chunk: int, threads: int) -> list[tuple[int, int]]:
+    """Row ranges of the tasks: whole chunks, about 4 tasks per thread (each task returns one
+    R x R Gram matrix, so fewer, larger tasks mean less to add up)."""
+    n_chunks = -(-n // chunk)
+    per_task = max(1, -(-n_chunks // (4 * threads)))
+    step = per_task * chunk
+    return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def _factor_pass(client: Any, rows: list[_ViewRows], model: NystromModel,
+                 tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
+                 blas_threads: int | None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    R, m = model.n_components, len(model.specs)
+    gram = np.zeros((R, R))
+    diag = np.zeros(m)
+    correction = np.zeros((m, m))
+    seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
+    [model_ref] = client.scatter([model], broadcast=True)
+
+    def submit(i: int) -> Any:
+        start, stop = tasks[i]
+        blocks = [r.block(client, start, stop) for r in rows]
+        return client.submit(_factor_task, model_ref, blocks, start, stop, chunk,
+                             factors_array, blas_threads, pure=False)
+
+    def combine(i: int, value: dict) -> None:
+        nonlocal gram, diag, correction
+        gram += value["gram"]
+        diag += value["diag"]
+        correction += value["exact_diag_products"] - value["nystrom_diag_products"]
+        for key, s in value["seconds"].items():
+            seconds[key] += s
+
+    _stream(client, len(tasks), submit, combine, max(2, threads))
+    gram = 0.5 * (gram + gram.T)
+    return gram, diag, 0.5 * (correction + correction.T), seconds
+
+
+def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
+                 counts: list[int], method: str, random_state: Any, rel_floor: float,
+                 dtype: np.dtype) -> tuple[NystromModel, dict[int, np.ndarray]]:
+    rng = check_random_state(random_state)
+    landmarks: dict[int, np.ndarray] = {}
+    indices: dict[int, np.ndarray] = {}
+    transforms: list[np.ndarray | None] = [None] * len(specs)
+    for view in sorted({s.view for s in specs}):
+        idx = [p for p, s in enumerate(specs) if s.view == view]
+        r = max(counts[p] for p in idx)
+        chosen = select_landmarks(views[view], r, method, rng)
+        L = take_rows(views[view], chosen)
+        L = L.toarray() if sp.issparse(L) else np.asarray(L, dtype=np.float64)
+        landmarks[view] = L
+        indices[view] = chosen
+        sq = row_sq_norms(L)
+        W = kernel_blocks([specs[p] for p in idx], L, L, sq, sq, normalize=normalize)
+        for j, p in enumerate(idx):
+            rp = counts[p]
+            T, _ = landmark_transform(W[j][:rp, :rp], rel_floor)
+            if T.shape[1] == 0:
+                raise ValueError(f"kernel {specs[p].name}: the landmark block is zero")
+            transforms[p] = T
+    model = NystromModel(specs=specs, normalize=normalize, landmarks=landmarks,
+                         kernel_landmarks=counts, transforms=transforms, dtype=dtype)
+    return model, indices
+
+
+def _save_array(group: Any, name: str, value: np.ndarray) -> None:
+    value = np.asarray(value)
+    array = group.create_array(name, shape=value.shape, dtype=value.dtype,
+                               chunks=value.shape, compressors=None, overwrite=True)
+    array[...] = value
+
+
+def _load_model(group: Any, load_result: Callable
+                ) -> tuple[NystromModel, np.ndarray, np.ndarray, np.ndarray, dict]:
+    attrs = group.attrs.asdict()
+    specs = [KernelSpec(**d) for d in attrs["resolved_kernels"]]
+    landmarks = {v: np.asarray(group[f"landmarks_{v}"][...])
+                 for v in sorted({s.view for s in specs})}
+    transforms = [np.asarray(group[f"transform_{p}"][...]) for p in range(len(specs))]
+    model = NystromModel(specs=specs, normalize=attrs["normalize"], landmarks=landmarks,
+                         kernel_landmarks=list(attrs["n_landmarks"]), transforms=transforms,
+                         dtype=attrs["dtype"])
+    gram, traces = load_result(group, "gram"), load_result(group, "traces")
+    correction = load_result(group, "diag_correction")
+    if gram is None or traces is None or correction is None:
+        from ..store import StoreError
+
+        raise StoreError(f"{group.store} is complete but lacks its Gram matrix; rebuild it")
+    meta = {k: attrs[k] for k in ("resolved_kernels", "scales", "ranks", "chunk_size")}
+    return model, gram, traces, correction, meta
+
+
+def _view_scales(client: Any, rows: list[_ViewRows], specs: list[KernelSpec], n: int,
+                 exact_max_n: int, random_state: Any, threads: int) -> dict[int, dict]:
+    """The largest pairwise distance of every view that has a relative Gaussian."""
+    out = {}
+    rng = check_random_state(random_state)
+    for view in sorted(views_needing_scale(specs)):
+        if n <= exact_max_n:
+            out[view] = {"value": _exact_max_distance(client, rows[view], n, threads),
+                         "method": "exact"}
+        else:
+            out[view] = _estimated_max_distance(client, rows[view], n, threads, rng)
+    return out
+
+
+def _exact_max_distance(client: Any, rows: _ViewRows, n: int, threads: int) -> float:
+    starts = list(range(0, n, _DISTANCE_BLOCK))
+    # Dask inputs: every block is computed once and held (n <= exact_distance_max_n).
+    blocks = [rows.block(client, a, min(a + _DISTANCE_BLOCK, n)) for a in starts]
+    pairs = [(i, j) for i in range(len(starts)) for j in range(i, len(starts))]
+    best = [0.0]
+
+    def submit(t: int) -> Any:
+        i, j = pairs[t]
+        return client.submit(_pair_max_task, blocks[i], blocks[j], pure=False)
+
+    def combine(_: int, value: float) -> None:
+        best[0] = max(best[0], value)
+
+    _stream(client, len(pairs), submit, combine, 2 * threads)
+    return math.sqrt(max(best[0], 0.0))
+
+
+def _estimated_max_distance(client: Any, rows: _ViewRows, n: int, threads: int,
+                            rng: np.random.RandomState) -> dict:
+    sample_idx = np.sort(rng.choice(n, size=min(_DISTANCE_SAMPLE, n), replace=False))
+    sample = take_rows(rows.X, sample_idx)
+    sample = sample.toarray() if sp.issparse(sample) else np.asarray(sample, dtype=np.float64)
+    sq = row_sq_norms(sample)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * sample @ sample.T
+    i, _ = np.unravel_index(np.argmax(d2), d2.shape)
+    sample_max = math.sqrt(max(float(d2.max()), 0.0))
+    point = sample[i]
+    tasks = [(a, min(a + 65536, n)) for a in range(0, n, 65536)]
+    passes = []
+    for _ in range(2):
+        best: list[Any] = [-1.0, None]
+
+        def submit(t: int, point: np.ndarray = point) -> Any:
+            a, b = tasks[t]
+            return client.submit(_farthest_task, *rows.block(client, a, b), point,
+                                 float(point @ point), pure=False)
+
+        def combine(_: int, value: tuple, best: list = best) -> None:
+            if value[0] > best[0]:
+                best[0], best[1] = value
+
+        _stream(client, len(tasks), submit, combine, 2 * threads)
+        passes.append(math.sqrt(max(best[0], 0.0)))
+        point = best[1]
+    value = max(sample_max, *passes)
+    return {"value": value, "method": "estimate", "sample_rows": int(sample_idx.size),
+            "sample_max": sample_max, "farthest_point_passes": passes,
+            "lower_bound": value, "upper_bound": 2.0 * max(passes)}

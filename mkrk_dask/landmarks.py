@@ -1,0 +1,169 @@
+"""Nystrom landmarks: which rows to use, and the floored inverse square root of their kernel.
+
+Landmarks are rows of the data, chosen per view (every kernel of a view uses a prefix of the
+view's landmark list, so the landmark count can differ per kernel):
+
+- ``"uniform"``: a uniform sample without replacement;
+- ``"kmeans++"``: k-means++ (D^2) seeding in the input space, run on a uniform candidate pool
+  of at most ``pool_size`` rows (default ``max(20 r, 5000)``), so its cost does not grow with n.
+  D^2 seeding spreads the landmarks over the data and picks far-out groups a uniform sample
+  misses; a prefix of a k-means++ sequence is itself a k-means++ seeding.
+
+Both are deterministic for a given ``random_state``.
+
+:func:`landmark_transform` turns the landmark kernel block ``W = K(L, L)`` into the factor map
+``T = U diag(lambda)^(-1/2)`` with a RELATIVE eigenvalue floor: eigenvalues below
+``rel_floor * lambda_max`` (tiny, zero or negative from duplicated or nearly identical
+landmarks and round-off) are treated as zero (the pseudo-inverse of the floored block), so no
+factor column is ever scaled by ``1/sqrt(tiny)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from .kernels import inner_products, row_sq_norms
+
+__all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
+           "DEFAULT_REL_FLOOR"]
+
+LANDMARK_METHODS = ("kmeans++", "uniform")
+
+#: eigenvalues of a landmark block below this times the largest are dropped
+DEFAULT_REL_FLOOR = 1e-10
+
+
+def take_rows(X: Any, indices: np.ndarray) -> Any:
+    """Rows ``indices`` of a numpy, scipy sparse, dask or Zarr array, in the order given.
+
+    Returns a numpy array (or CSR matrix for sparse input).
+    """
+    indices = np.asarray(indices, dtype=np.int64)
+    order = np.argsort(indices, kind="stable")
+    sorted_idx = indices[order]
+    if sp.issparse(X):
+        rows = sp.csr_matrix(X)[sorted_idx]
+    elif hasattr(X, "compute"):  # dask
+        rows = np.asarray(X[sorted_idx].compute())
+    elif hasattr(X, "get_orthogonal_selection"):  # zarr
+        rows = np.asarray(X.get_orthogonal_selection((sorted_idx, slice(None))))
+    else:
+        rows = np.asarray(X)[sorted_idx]
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(order.size)
+    return rows[inverse]
+
+
+def _kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState) -> np.ndarray:
+    """Indices into ``pool`` in k-means++ (D^2) order; falls back to uniform draws among the
+    unchosen rows once every remaining row coincides with a chosen one."""
+    size = pool.shape[0]
+    sq = row_sq_norms(pool)
+    chosen = np.empty(n_select, dtype=np.int64)
+    taken = np.zeros(size, dtype=bool)
+    first = int(rng.randint(size))
+    chosen[0] = first
+    taken[first] = True
+
+    def sq_dist_to(index: int) -> np.ndarray:
+        inner = inner_products(pool, pool[index:index + 1]).ravel()
+        return np.maximum(sq + sq[index] - 2.0 * inner, 0.0)
+
+    closest = sq_dist_to(first)
+    for t in range(1, n_select):
+        weights = np.where(taken, 0.0, closest)
+        total = weights.sum()
+        if total > 0:
+            pick = int(np.searchsorted(np.cumsum(weights), rng.uniform(0, total)))
+            pick = min(pick, size - 1)
+            if taken[pick]:  # round-off at the boundary of the cumulative sum
+                pick = int(np.flatnonzero(~taken & (weights > 0))[0])
+        else:
+            pick = int(rng.choice(np.flatnonzero(~taken)))
+        chosen[t] = pick
+        taken[pick] = True
+        closest = np.minimum(closest, sq_dist_to(pick))
+    return chosen
+
+
+def select_landmarks(
+    X: Any,
+    n_landmarks: int,
+    method: str = "kmeans++",
+    random_state: Any = None,
+    *,
+    pool_size: int | None = None,
+) -> np.ndarray:
+    """Choose ``n_landmarks`` distinct rows of ``X`` as Nystrom landmarks.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix, dask array or Zarr array of shape (n, d)
+    n_landmarks : int
+        Capped at n.
+    method : {"kmeans++", "uniform"}
+    random_state : int, RandomState or None
+    pool_size : int, optional
+        k-means++ only: size of the uniform candidate pool (default ``max(20 r, 5000)``).
+
+    Returns
+    -------
+    ndarray of int64, shape (min(n_landmarks, n),)
+        Row indices, in selection order (any prefix is a valid smaller landmark set).
+    """
+    if method not in LANDMARK_METHODS:
+        raise ValueError(f"landmarks must be one of {LANDMARK_METHODS}, got {method!r}")
+    n = int(X.shape[0])
+    if isinstance(n_landmarks, bool) or int(n_landmarks) != n_landmarks or n_landmarks < 1:
+        raise ValueError(f"n_landmarks must be a positive integer, got {n_landmarks!r}")
+    r = min(int(n_landmarks), n)
+    rng = check_random_state(random_state)
+    if method == "uniform":
+        return rng.choice(n, size=r, replace=False).astype(np.int64)
+    pool_size = max(20 * r, 5000) if pool_size is None else max(int(pool_size), r)
+    if pool_size >= n:
+        pool_idx = np.arange(n, dtype=np.int64)
+    else:
+        pool_idx = np.sort(rng.choice(n, size=pool_size, replace=False)).astype(np.int64)
+    pool = take_rows(X, pool_idx)
+    if not sp.issparse(pool):
+        pool = np.asarray(pool, dtype=np.float64)
+    return pool_idx[_kmeanspp_order(pool, r, rng)]
+
+
+def landmark_transform(W: np.ndarray, rel_floor: float = DEFAULT_REL_FLOOR
+                       ) -> tuple[np.ndarray, np.ndarray]:
+    """``T = U diag(lambda)^(-1/2)`` of a landmark block ``W = U diag(lambda) U^T``, floored.
+
+    With ``F = K(X, L) T``, ``F F^T = K(X, L) W^+ K(L, X)`` is the Nystrom approximation.
+
+    Parameters
+    ----------
+    W : ndarray of shape (r, r)
+        Kernel among the landmarks (symmetrised here).
+    rel_floor : float
+        Eigenvalues ``<= rel_floor * lambda_max`` (and all non-positive ones) are dropped.
+
+    Returns
+    -------
+    T : ndarray of shape (r, r_kept)
+        Columns ordered by decreasing eigenvalue; ``r_kept >= 1`` unless W is zero.
+    eigenvalues : ndarray of shape (r_kept,)
+        The eigenvalues kept.
+    """
+    if not rel_floor > 0:
+        raise ValueError(f"rel_floor must be > 0, got {rel_floor}")
+    W = np.asarray(W, dtype=np.float64)
+    values, vectors = np.linalg.eigh(0.5 * (W + W.T))
+    order = np.argsort(values)[::-1]
+    values, vectors = values[order], vectors[:, order]
+    top = values[0] if values.size else 0.0
+    if not np.isfinite(values).all():
+        raise ValueError("the landmark kernel block has non-finite eigenvalues")
+    keep = values > max(rel_floor * top, 0.0) if top > 0 else np.zeros(values.size, bool)
+    values, vectors = values[keep], vectors[:, keep]
+    return vectors / np.sqrt(values)[None, :], values

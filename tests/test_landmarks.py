@@ -1,0 +1,82 @@
+"""Landmark selection and the floored landmark transform."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import zarr
+
+from mkrk_dask.kernels import KernelSpec, kernel_blocks, resolve_kernels
+from mkrk_dask.landmarks import landmark_transform, select_landmarks, take_rows
+
+
+@pytest.fixture(scope="module")
+def X():
+    rng = np.random.default_rng(0)
+    # Two tight groups and one small far-away group of 5 rows.
+    return np.vstack([rng.normal(0, 1, (300, 4)), rng.normal(0, 1, (300, 4)) + 5,
+                      rng.normal(0, 0.1, (5, 4)) + 100])
+
+
+@pytest.mark.parametrize("method", ["kmeans++", "uniform"])
+def test_selection_is_deterministic_by_seed(X, method):
+    a = select_landmarks(X, 40, method, random_state=3)
+    b = select_landmarks(X, 40, method, random_state=3)
+    c = select_landmarks(X, 40, method, random_state=4)
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a, c)
+    assert len(np.unique(a)) == 40 and a.min() >= 0 and a.max() < len(X)
+
+
+def test_count_is_capped_at_n_and_validated(X):
+    assert len(select_landmarks(X[:10], 50, "kmeans++", random_state=0)) == 10
+    with pytest.raises(ValueError, match="landmarks must be one of"):
+        select_landmarks(X, 5, "leverage")
+    with pytest.raises(ValueError, match="positive integer"):
+        select_landmarks(X, 0)
+
+
+def test_kmeanspp_finds_the_far_group_uniform_sampling_misses(X):
+    # The 5-row group holds 0.8% of the rows; D^2 seeding picks it within the first few.
+    hits = [np.any(select_landmarks(X, 10, "kmeans++", random_state=s) >= 600)
+            for s in range(10)]
+    assert all(hits)
+
+
+def test_kmeanspp_on_duplicates_still_returns_distinct_rows():
+    X = np.repeat(np.arange(3.0)[:, None], 20, axis=0)  # 3 distinct rows, 60 in all
+    idx = select_landmarks(X, 10, "kmeans++", random_state=0)
+    assert len(np.unique(idx)) == 10
+    assert len(np.unique(X[idx, 0])) == 3
+
+
+def test_take_rows_numpy_sparse_dask_zarr_agree(X, tmp_path):
+    idx = np.array([7, 3, 600, 3, 0])
+    expected = X[idx]
+    z = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 4),
+                          dtype="f8")
+    z[...] = X
+    np.testing.assert_array_equal(take_rows(X, idx), expected)
+    np.testing.assert_array_equal(take_rows(da.from_array(X, chunks=(100, 4)), idx), expected)
+    np.testing.assert_array_equal(take_rows(z, idx), expected)
+    np.testing.assert_array_equal(take_rows(sp.csr_matrix(X), idx).toarray(), expected)
+
+
+def test_floor_drops_tiny_and_negative_eigenvalues():
+    rng = np.random.default_rng(1)
+    L = rng.normal(size=(8, 3))
+    L = np.vstack([L, L[:2]])  # two duplicated landmarks: W is singular
+    spec = resolve_kernels([KernelSpec("gaussian", c=1.0)], [5.0])
+    W = kernel_blocks(spec, L, L)[0]
+    W[0, 0] -= 1e-17  # round-off: the zero eigenvalues may come out negative
+    T, values = landmark_transform(W)
+    assert T.shape == (10, 8) and np.all(values > 0) and np.isfinite(T).all()
+    # F = K(X, L) T reproduces K on the landmarks, duplicates included.
+    F = W @ T
+    np.testing.assert_allclose(F @ F.T, W, atol=1e-9)
+    # A relative floor: scaling W scales nothing but the kept eigenvalues.
+    T2, values2 = landmark_transform(1e-6 * W)
+    assert T2.shape == T.shape
+    np.testing.assert_allclose(values2, 1e-6 * values, rtol=1e-8)

@@ -1,0 +1,264 @@
+"""The Nystrom backend against the exact one, on real Zarr stores and a real LocalCluster."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.auto import choose_solver
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.backends.nystrom import NystromBackend
+from mkrk_dask.datasets import load_dataset, make_multiview_blobs
+from mkrk_dask.kernels import KernelSpec, max_pairwise_distance
+from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.solver import solve
+from mkrk_dask.store import StoreError
+
+LAM = 2.0**-10
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                           dashboard_address=None)
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def small():
+    views, y, _ = make_multiview_blobs(160, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=5, random_state=0)
+    return views, y
+
+
+def multiview_specs():
+    return [KernelSpec("linear", view=0), KernelSpec("polynomial", a=1, b=2, view=0),
+            KernelSpec("gaussian", c=0.1, view=0), KernelSpec("gaussian", c=1.0, view=0),
+            KernelSpec("gaussian", c=1.0, view=1), KernelSpec("polynomial", a=1, b=2, view=1)]
+
+
+@pytest.fixture(scope="module")
+def full_rank(client, small, tmp_path_factory):
+    """r = n landmarks: the Nystrom quantities are the exact ones."""
+    views, _ = small
+    specs = multiview_specs()
+    exact = ExactBackend.from_views(views, specs)
+    nys = NystromBackend.from_views(views, specs, n_landmarks=len(views[0]), scheduler=client,
+                                    store=tmp_path_factory.mktemp("s") / "f.zarr",
+                                    chunk_size=48, random_state=0, rel_floor=1e-14)
+    yield exact, nys
+    nys.close()
+
+
+def test_full_rank_quantities_equal_exact(full_rank):
+    exact, nys = full_rank
+    n = exact.n_samples
+    np.testing.assert_array_equal(nys.traces(), np.full(6, float(n)))
+    for measure in ("fip", "sfn"):
+        Ce, Cn = exact.dissimilarity(measure), nys.dissimilarity(measure)
+        np.testing.assert_allclose(Cn, Ce, rtol=1e-8, atol=1e-8 * np.abs(Ce).max())
+    w = np.random.default_rng(0).dirichlet(np.ones(6))
+    te, tn = exact.top_k(w, 4), nys.top_k(w, 4)
+    np.testing.assert_allclose(tn.eigenvalues, te.eigenvalues, rtol=1e-8)
+    np.testing.assert_allclose(nys.quad_forms(tn), exact.quad_forms(te), rtol=1e-8)
+    H = nys.embedding(tn)
+    np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-8)
+    np.testing.assert_allclose(H @ H.T, te.basis @ te.basis.T, atol=1e-8)
+    re_, rn = solve(exact, 4, LAM), solve(nys, 4, LAM)
+    np.testing.assert_allclose(rn.objective_history, re_.objective_history, rtol=1e-8)
+    np.testing.assert_allclose(rn.weights, re_.weights, atol=1e-6)
+
+
+def test_gram_quad_forms_equal_explicit_factor_products(client, small, tmp_path):
+    views, _ = small
+    specs = multiview_specs()
+    nys = NystromBackend.from_views(views, specs, n_landmarks=[30, 20, 25, 30, 15, 40],
+                                    scheduler=client, store=tmp_path / "f.zarr",
+                                    chunk_size=32, random_state=1)
+    try:
+        F = np.asarray(nys.factors_array[...])
+        o = nys.offsets
+        assert F.shape == (160, o[-1]) and np.isfinite(F).all()
+        np.testing.assert_allclose(nys.gram, F.T @ F, rtol=1e-10, atol=1e-10)
+        w = np.array([0.3, 0.0, 0.2, 0.1, 0.25, 0.15])
+        top = nys.top_k(w, 4)
+        H = nys.embedding(top)
+        np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-8)
+        explicit = [np.trace(H.T @ F[:, o[p]:o[p + 1]] @ F[:, o[p]:o[p + 1]].T @ H)
+                    for p in range(6)]
+        np.testing.assert_allclose(nys.quad_forms(top), explicit, rtol=1e-9)
+        # The eigenvalues are those of K_w = sum w_p^2 F_p F_p^T.
+        Kw = sum(w[p] ** 2 * F[:, o[p]:o[p + 1]] @ F[:, o[p]:o[p + 1]].T for p in range(6))
+        np.testing.assert_allclose(top.eigenvalues, np.linalg.eigvalsh(Kw)[::-1][:4],
+                                   rtol=1e-9)
+        # fip with and without the exact-diagonal correction.
+        G = nys.gram
+        plain = np.array([[np.sum(G[o[p]:o[p + 1], o[q]:o[q + 1]] ** 2) for q in range(6)]
+                          for p in range(6)])
+        s = np.stack([np.sum(F[:, o[p]:o[p + 1]] ** 2, axis=1) for p in range(6)], axis=1)
+        corrected = plain + len(F) - s.T @ s  # exact diagonal of every kernel is 1
+        np.testing.assert_allclose(nys.dissimilarity("fip"), corrected, rtol=1e-10)
+        nys.diagonal_correction, nys._kernel_gram = False, None
+        np.testing.assert_allclose(nys.dissimilarity("fip"), plain, rtol=1e-10)
+    finally:
+        nys.close()
+
+
+def test_duplicated_landmarks_give_finite_factors(client):
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(40, 3)), 2, axis=0)  # every row twice
+    specs = [KernelSpec("gaussian", c=0.5), KernelSpec("polynomial", a=1, b=2)]
+    exact = ExactBackend.from_views([X], specs)
+    nys = NystromBackend.from_views([X], specs, n_landmarks=80, landmarks="uniform",
+                                    scheduler=client, random_state=0)
+    try:
+        assert np.isfinite(nys.gram).all()
+        assert nys.model.ranks.max() <= 40  # the duplicates' directions were dropped
+        np.testing.assert_allclose(nys.dissimilarity("fip"), exact.dissimilarity("fip"),
+                                   rtol=1e-7)
+        res = solve(nys, 3, LAM)
+        assert np.isfinite(res.weights).all()
+    finally:
+        nys.close()
+
+
+def test_inputs_numpy_dask_zarr_give_the_same_gram(client, small, tmp_path):
+    views, _ = small
+    specs = multiview_specs()
+    z = []
+    for i, v in enumerate(views):
+        arr = zarr.create_array(str(tmp_path / f"v{i}.zarr"), shape=v.shape, chunks=(50, 5),
+                                dtype="f8")
+        arr[...] = v
+        z.append(arr)
+    grams = []
+    for inp in (views, [da.from_array(v, chunks=(37, 5)) for v in views], z):
+        nys = NystromBackend.from_views(inp, specs, n_landmarks=30, scheduler=client,
+                                        random_state=5, chunk_size=40)
+        grams.append(nys.gram)
+        nys.close()
+    np.testing.assert_allclose(grams[1], grams[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(grams[2], grams[0], rtol=1e-12, atol=1e-12)
+
+
+def test_store_is_reused_and_checked(client, small, tmp_path):
+    views, _ = small
+    specs = multiview_specs()
+    path = tmp_path / "f.zarr"
+    first = NystromBackend.from_views(views, specs, n_landmarks=30, scheduler=client,
+                                      store=path, random_state=2)
+    gram, info = first.gram.copy(), first.info
+    first.close()
+    assert path.exists() and not info["reused_store"]
+    again = NystromBackend.from_views(views, specs, n_landmarks=30, scheduler=client,
+                                      store=path, random_state=2)
+    try:
+        assert again.info["reused_store"]
+        np.testing.assert_array_equal(again.gram, gram)
+        top = again.top_k(np.full(6, 1 / 6), 4)
+        assert again.embedding(top).shape == (160, 4)
+    finally:
+        again.close()
+    with pytest.raises(StoreError, match="n_landmarks"):
+        NystromBackend.from_views(views, specs, n_landmarks=31, scheduler=client, store=path,
+                                  random_state=2)
+
+
+def test_estimated_largest_distance_is_recorded_and_bounded(client, small):
+    views, _ = small
+    M = max_pairwise_distance(views[0])
+    nys = NystromBackend.from_views(views, [KernelSpec("gaussian", c=1.0)], n_landmarks=20,
+                                    scheduler=client, exact_distance_max_n=100, random_state=0)
+    scale = nys.info["scales"]["0"]
+    nys.close()
+    assert scale["method"] == "estimate"
+    assert M / 2 <= scale["value"] <= M * (1 + 1e-12)
+    assert scale["value"] >= 0.9 * M
+    exact = NystromBackend.from_views(views, [KernelSpec("gaussian", c=1.0)], n_landmarks=20,
+                                      scheduler=client, random_state=0)
+    assert exact.info["scales"]["0"]["method"] == "exact"
+    assert exact.info["scales"]["0"]["value"] == pytest.approx(M, rel=1e-12)
+    exact.close()
+
+
+def _compare_with_exact(client, X, y, k, n_landmarks, **kwargs):
+    nys = MKKMRK(k, lam=LAM, solver="nystrom", n_landmarks=n_landmarks, scheduler=client,
+                 random_state=0, **kwargs).fit(X)
+    exact = MKKMRK(k, lam=LAM, random_state=0).fit(X)
+    dw = np.abs(nys.weights_ - exact.weights_).max()
+    nmi_n, nmi_e = normalized_mutual_info(y, nys.labels_), normalized_mutual_info(y, exact.labels_)
+    return nys, dw, nmi_n, nmi_e
+
+
+def test_nystrom_matches_exact_on_synthetic_data(client):
+    views, y, _ = make_multiview_blobs(300, 5, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=8, separation=4.0, random_state=3)
+    nys, dw, nmi_n, nmi_e = _compare_with_exact(client, views[0], y, 5, 120)
+    assert dw <= 0.02
+    assert abs(nmi_n - nmi_e) <= 0.02
+    assert nys.solver_ == "nystrom"
+
+
+@pytest.mark.datasets
+def test_nystrom_matches_exact_on_jaffe(client, require_dataset, data_dir):
+    require_dataset("jaffe")
+    data = load_dataset("jaffe", data_dir)
+    _, dw, nmi_n, nmi_e = _compare_with_exact(client, data.X, data.y, 10, 200)
+    assert dw <= 0.02
+    assert abs(nmi_n - nmi_e) <= 0.02
+
+
+def test_predict_and_transform(client):
+    views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=6, random_state=1)
+    specs = ["gaussian(c=0.5)@0", "polynomial(a=1,b=2)@0", "gaussian(c=0.5)@1"]
+    model = MKKMRK(4, kernels=specs, solver="nystrom", n_landmarks=60, scheduler=client,
+                   random_state=0)
+    labels = model.fit_predict(views)
+    np.testing.assert_array_equal(model.predict(views), labels)
+    np.testing.assert_allclose(model.transform(views), model.embedding_, atol=1e-10)
+    new, y_new, _ = make_multiview_blobs(700, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                         n_features=6, random_state=1, row_slice=(500, 700))
+    assert model.transform(new).shape == (200, 4)
+    predicted = model.predict(new)
+    assert predicted.shape == (200,) and set(predicted) <= set(range(4))
+    # New points of the same clusters land in the clusters learned for them.
+    assert normalized_mutual_info(y_new, predicted) > 0.9
+    with pytest.raises(ValueError, match="view"):
+        model.predict(new[:1])
+    exact = MKKMRK(4, kernels=specs, random_state=0).fit(views)
+    with pytest.raises(NotImplementedError, match="solver='nystrom'"):
+        exact.predict(views)
+
+
+def test_float32_factors_agree_with_float64(client):
+    views, y, _ = make_multiview_blobs(400, 5, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=8, random_state=4)
+    fits = {dt: MKKMRK(5, lam=LAM, solver="nystrom", n_landmarks=80, dtype=dt,
+                       scheduler=client, random_state=0).fit(views[0])
+            for dt in ("float64", "float32")}
+    dw = np.abs(fits["float32"].weights_ - fits["float64"].weights_).max()
+    assert dw < 1e-3
+    assert normalized_mutual_info(fits["float32"].labels_, fits["float64"].labels_) > 0.99
+    np.testing.assert_array_equal(fits["float32"].predict(views[0]), fits["float32"].labels_)
+
+
+def test_auto_choice():
+    gib = 2**30
+    choice, reason = choose_solver(500, 12, available_memory=8 * gib, free_disk=50 * gib)
+    assert choice == "exact" and "n=500" in reason and "m=12" in reason
+    assert choose_solver(500, 12, available_memory=10**6, free_disk=50 * gib)[0] == "blockwise"
+    assert choose_solver(20_000, 12, available_memory=8 * gib, free_disk=500 * gib)[0] == \
+        "blockwise"
+    choice, reason = choose_solver(20_000, 12, available_memory=8 * gib, free_disk=10 * gib)
+    assert choice == "nystrom" and "disk" in reason
+    assert choose_solver(100_000, 12, available_memory=10**12, free_disk=10**15)[0] == "nystrom"
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    model = MKKMRK(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
+    assert model.solver_ == "exact" and "n=60" in model.solver_reason_
