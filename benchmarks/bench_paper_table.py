@@ -41,6 +41,7 @@ from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import clustering_scores
 from mkrk_dask.qp import UncertifiedSolutionWarning
 from mkrk_dask.search import summarize_scores
+from mkrk_dask.solver import selected_kernels
 from mkrk_dask.validation import check_views
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -252,7 +253,7 @@ def render_markdown(report: dict[str, Any]) -> str:
         rk = ds["MKKM-RK"]
         w = np.asarray(rk["weights"])
         sel = ", ".join(f"{ds['kernel_names'][p]} {w[p]:.3f}" for p in np.argsort(-w)
-                        if w[p] > 1e-8)
+                        if p in set(selected_kernels(w)))
         lines += ["",
                   f"MKKM-RK: iterations per lambda {rk['iterations']}; max_iter (100) reached "
                   f"for {rk['max_iter_hits']} of {rk['n_lambdas']} lambdas; largest QP relative "

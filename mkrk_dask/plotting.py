@@ -29,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["make_figures", "plot_sensitivity", "plot_representation", "plot_selected",
-           "plot_objective", "SELECTION_THRESHOLD"]
+from .solver import selected_kernels
 
-#: A weight above this counts as selected (the same threshold as ``MKKMRK.selected_kernels_``).
-SELECTION_THRESHOLD = 1e-8
+__all__ = ["make_figures", "plot_sensitivity", "plot_representation", "plot_selected",
+           "plot_objective"]
+
 
 _METRICS = (("acc", "ACC"), ("nmi", "NMI"), ("purity", "Purity"))
 
@@ -62,7 +62,7 @@ def _per_lambda(entry: dict[str, Any]) -> list[dict[str, Any]]:
 def _n_selected(item: dict[str, Any]) -> int:
     if "n_selected" in item:
         return int(item["n_selected"])
-    return int(np.sum(np.asarray(item["weights"]) > SELECTION_THRESHOLD))
+    return int(selected_kernels(np.asarray(item["weights"])).size)
 
 
 def _save(fig: Any, path: Path, dpi: int) -> Path:

@@ -664,6 +664,7 @@ class RepresentativeQP:
         self._layout = _LAYOUTS[formulation](self.m)
         self._solver: osqp.OSQP | None = None
         self._Y_prev: np.ndarray | None = None
+        self._fallback: RepresentativeQP | None = None
 
     # ---- OSQP problem -----------------------------------------------------------------------
 
@@ -775,7 +776,12 @@ class RepresentativeQP:
             G = _prices(Y, a, c)
             nu = np.where(S, G, np.inf).min(axis=0)
             rho = np.where(S, np.inf, G - nu[None, :])
-            tol = 1e-12 * max(float(np.max(np.abs(G))), _TINY)
+            # Price to the accuracy the certificate needs (a violation rho costs at most
+            # |rho| per column), but not below round-off in G: with a data scale (lam * C)
+            # far above the objective, a tolerance relative to max |G| stops too early.
+            g_scale = max(float(np.max(np.abs(G))), _TINY)
+            tol = max(min(1e-12 * g_scale, 1e-2 * self.gap_tol * cands[-1].scale / m),
+                      1e-15 * g_scale)
             if not rho.min() < -tol:
                 break  # a KKT point of the whole problem
             S[np.unravel_index(np.argmin(rho), rho.shape)] = True
@@ -820,6 +826,15 @@ class RepresentativeQP:
             cands = [self._candidate(_closed_form_lp(self._c), d)]
         else:
             cands, status, iters, rounds = self._solve_numerically(d, a, timings)
+            if self.polish and self._certificate(cands)[1] > self.gap_tol:
+                # The two formulations fail on different problems (seen: lifted stalls on an
+                # "ld" C spanning 1e-8..1e8 that block certifies in 750 iterations), so the
+                # other one gets a try before anything is reported uncertified.
+                more, status, extra, more_rounds = self._other_formulation()._solve_numerically(
+                    d, a, timings)
+                cands += more
+                iters += extra
+                rounds += more_rounds
         sol = self._select(cands, status, iters, rounds)
         sol.timings = {**timings, "total": time.perf_counter() - t0}
         for key, value in sol.timings.items():
@@ -901,6 +916,15 @@ class RepresentativeQP:
         return QPSolution(Y=best.Y, objective=best.objective, gap=best.fw_gap, relative_gap=rel,
                           certified=bool(rel <= self.gap_tol), osqp_status=status,
                           osqp_iterations=iters, polish_rounds=rounds)
+
+    def _other_formulation(self) -> RepresentativeQP:
+        """The same problem in the other formulation (built once, on first need)."""
+        if self._fallback is None:
+            other = next(name for name in _LAYOUTS if name != self.formulation)
+            self._fallback = RepresentativeQP(self.C, self.lam, gap_tol=self.gap_tol,
+                                              eps=self.eps, max_iter=self.max_iter,
+                                              polish=True, formulation=other)
+        return self._fallback
 
     def _report(self, sol: QPSolution) -> None:
         if sol.certified:
