@@ -1,4 +1,4 @@
-"""The MKKM-RK alternating loop, written once against :class:`~mkrk_dask.backends.base.KernelBackend`.
+"""The MKKM-RK alternating loop, written once against the backend interface.
 
 Each iteration (DESIGN.md, the paper's Algorithm 1):
 
