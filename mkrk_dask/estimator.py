@@ -82,6 +82,11 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         Nystrom landmark selection.
     dtype : {"float64", "float32"}, default="float64"
         Storage precision of the blockwise kernels / Nystrom factors.
+    backend_options : dict, optional
+        Further keyword arguments for the backend's constructor, e.g.
+        ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
+        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`) or
+        ``{"eigen_method": "lapack"}`` for the exact one.
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
     tol : float, default=1e-5
@@ -167,6 +172,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         n_landmarks: int = 500,
         landmarks: str = "kmeans++",
         dtype: str = "float64",
+        backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
     ):
@@ -188,6 +194,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         self.n_landmarks = n_landmarks
         self.landmarks = landmarks
         self.dtype = dtype
+        self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
 
@@ -242,15 +249,16 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         n_samples = data.shape[1] if specs is None else data[0].shape[0]
         solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs))
         self._solver_used = solver
+        extra = dict(self.backend_options or {})
         if solver == "exact":
             if specs is None:
-                return ExactBackend.from_precomputed(data, normalize=self.normalize)
-            return ExactBackend.from_views(data, specs, normalize=self.normalize)
+                return ExactBackend.from_precomputed(data, normalize=self.normalize, **extra)
+            return ExactBackend.from_views(data, specs, normalize=self.normalize, **extra)
         if solver == "blockwise":
             from .backends.blockwise import BlockwiseBackend
 
             options = dict(normalize=self.normalize, store=self.store, scheduler=self.scheduler,
-                           chunk_size=self.chunk_size, dtype=self.dtype)
+                           chunk_size=self.chunk_size, dtype=self.dtype, **extra)
             if specs is None:
                 return BlockwiseBackend.from_precomputed(data, **options)
             return BlockwiseBackend.from_views(data, specs, **options)
@@ -261,7 +269,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         return NystromBackend.from_views(
             data, specs, normalize=self.normalize, store=self.store, scheduler=self.scheduler,
             chunk_size=self.chunk_size, dtype=self.dtype, n_landmarks=self.n_landmarks,
-            landmarks=self.landmarks, random_state=self.random_state)
+            landmarks=self.landmarks, random_state=self.random_state, **extra)
 
     def _build(self, X: Any) -> tuple[KernelBackend, int]:
         """Validate everything and build the backend; shared with :func:`lambda_search`."""

@@ -227,12 +227,12 @@ def test_foreign_and_half_written_stores_are_refused(client, tmp_path):
 
 
 def test_fit_runs_each_pass_once(client, tmp_path):
-    """A fit: one build (with the Gram matrix), no Gram pass, no separate quad-form pass, and
-    exactly one task per row block per product."""
+    """A fused fit: one build (with the Gram matrix), no Gram pass, no separate quad-form pass,
+    and exactly one task per row block per product."""
     X, y = blobs(n=160)
     with get_task_stream(client) as stream:
         backend = BlockwiseBackend.from_views([X], paper_kernels(), scheduler=client,
-                                              chunk_size=64)
+                                              chunk_size=64, products="fused")
         try:
             result = solve(backend, 3, 2.0**-10)
             passes = dict(backend.passes)
@@ -251,7 +251,7 @@ def test_combined_products_match_fused_and_clean_up(client, tmp_path):
     X, _ = blobs(n=150)
     path = tmp_path / "k.zarr"
     with BlockwiseBackend.from_views([X], paper_kernels(), scheduler=client, store=path,
-                                     chunk_size=64) as fused:
+                                     chunk_size=64, products="fused") as fused:
         ref = solve(fused, 3, 2.0**-10)
         assert fused.passes["combine"] == 0 and fused.passes["quad"] == 0
     combined = BlockwiseBackend.from_views([X], paper_kernels(), scheduler=client, store=path,

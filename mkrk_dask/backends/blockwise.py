@@ -270,13 +270,14 @@ class BlockwiseBackend(KernelBackend):
         Storage precision (the arithmetic is float64 either way).
     overwrite : bool
         Rebuild over an existing store at ``store`` instead of refusing it.
-    products : {"fused", "combined"}
-        How the H-step reads the store. ``"fused"`` (default): every eigensolver product reads
-        the m kernels and returns ``K_w V`` together with every ``K_p V``, so the final
-        ``tr(U^T K_p U)`` needs no further pass. ``"combined"``: one pass writes
+    products : {"combined", "fused"}
+        How the H-step reads the store. ``"fused"``: every eigensolver product reads the m
+        kernels and returns ``K_w V`` together with every ``K_p V``, so the final
+        ``tr(U^T K_p U)`` needs no further pass. ``"combined"`` (default): one pass writes
         ``K_w`` to a scratch array of the store (1/m of its size), the products read only that,
-        and one more pass over the m kernels gives the quadratic forms; fewer bytes read when
-        the eigensolver needs more than ~2 products per iteration (see the USPS benchmark).
+        and one more pass over the m kernels gives the quadratic forms. The eigensolver needs
+        12-20 products per iteration, so ``combined`` reads about 3 store-equivalents per
+        iteration where ``fused`` reads 12-20 (``benchmarks/bench_blockwise_usps.py``).
     eigen_tol, eigen_depth, eigen_oversample, eigen_max_restarts
         Passed to :func:`mkrk_dask.eigen.block_krylov_top_k` (relative residual tolerance of the
         subspace, Krylov blocks per restart, extra columns).
@@ -285,7 +286,7 @@ class BlockwiseBackend(KernelBackend):
     measures = GRAM_MEASURES
 
     def __init__(self, session: DaskSession, group: Any, *, temp_dir: str | None,
-                 built: bool, products: str = "fused", eigen_tol: float = 1e-10,
+                 built: bool, products: str = "combined", eigen_tol: float = 1e-10,
                  eigen_depth: int = 4, eigen_oversample: int = 10,
                  eigen_max_restarts: int = 100):
         if products not in PRODUCTS:
