@@ -49,7 +49,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the store afterwards")
     parser.add_argument("--chunk-size", type=int, default=None)
     parser.add_argument("--dtype", default="float64")
-    parser.add_argument("--lam", type=float, default=2.0**-10)
+    parser.add_argument("--lam", type=float, default=2.0**-15,
+                        help="lambda (default: the library's, 2^-15)")
     parser.add_argument("--max-iter", type=int, default=100)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--products", default="combined", choices=["fused", "combined"])
