@@ -344,8 +344,14 @@ def _factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk
             "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
 
 
-def _embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray) -> np.ndarray:
-    return embed_rows(np.asarray(factors_array[start:stop]), B)
+def _embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
+                chunk: int) -> np.ndarray:
+    """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory)."""
+    out = np.empty((stop - start, B.shape[1]))
+    for a in range(start, stop, chunk):
+        b = min(a + chunk, stop)
+        out[a - start:b - start] = embed_rows(np.asarray(factors_array[a:b]), B)
+    return out
 
 
 def _farthest_task(X: Any, start: Any, stop: Any, point: np.ndarray, point_sq: float
@@ -678,14 +684,14 @@ class NystromBackend(KernelBackend):
         def submit(i: int) -> Any:
             start, stop = self.row_tasks[i]
             return client.submit(_embed_task, self.factors_array, start, stop, B_ref,
-                                 pure=False)
+                                 int(self.factors_array.chunks[0]), pure=False)
 
         def combine(i: int, value: np.ndarray) -> None:
             start, stop = self.row_tasks[i]
             H[start:stop] = value
 
         threads = sum(client.nthreads().values()) or 1
-        _stream(client, len(self.row_tasks), submit, combine, 2 * threads)
+        _stream(client, len(self.row_tasks), submit, combine, threads)
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
 
