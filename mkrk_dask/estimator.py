@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .backends.base import KernelBackend
@@ -365,6 +366,11 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                                  f"fitted with {dim}")
         return views
 
+    def _maps_new_points(self) -> bool:
+        """Out-of-sample methods exist only where a Nystrom row map can exist."""
+        return self.solver in ("nystrom", "auto")
+
+    @available_if(_maps_new_points)
     def transform(self, X: Any) -> np.ndarray:
         """Embed samples into the learned spectral space: ``H(x) = F(x) B``.
 
@@ -383,6 +389,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         views = self._out_of_sample_views(X)
         return self.nystrom_model_.transform_chunked(views)
 
+    @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
         """Cluster of new samples: the nearest learned centre of the unit-length rows of
         :meth:`transform` (only for ``solver="nystrom"``; on the training data it returns
