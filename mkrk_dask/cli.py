@@ -287,7 +287,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     X, y = load_digits(return_X_y=True)
     if args.n_samples:
         X, y = X[: args.n_samples], y[: args.n_samples]
-    solver = args.solver or "exact"
+    solver = args.solver or "blockwise"
     _say(args, f"MKKM-RK demo: scikit-learn digits, {X.shape[0]} samples x {X.shape[1]} "
                f"features, 10 classes, the paper's 12 kernels, lambda = 2^{np.log2(args.lam):g},"
                f" solver = {solver}")
@@ -771,7 +771,7 @@ figures: <dataset>_fig1_sensitivity.png (ACC/NMI/purity vs log2 lambda),
     "demo": """examples:
   mkrk demo
   mkrk demo --lam 0.01 --seed 3 -v
-  mkrk demo --solver blockwise --n-samples 600""",
+  mkrk demo --solver exact --n-samples 600""",
 }
 
 
@@ -880,7 +880,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = add("demo", "cluster scikit-learn's digits and print ACC/NMI/purity and the weights",
             "Run MKKM-RK on scikit-learn's bundled digits data (1797 x 64, 10 classes).")
     p.add_argument("--lam", type=_lam_type, default=2.0**-15, help="lambda (default 2^-15)")
-    p.add_argument("--solver", choices=SOLVER_CHOICES, default="exact", help="backend")
+    p.add_argument("--solver", choices=SOLVER_CHOICES, default="blockwise",
+                   help="backend (default blockwise: kernels in a temporary Zarr store, "
+                        "computed on the embedded local Dask cluster)")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="a running Dask scheduler (for blockwise/nystrom)")
     p.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)

@@ -175,3 +175,19 @@ def test_ctrl_c_exits_130(digits: Path, tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_demo_runs_on_the_embedded_dask_cluster_and_matches_exact() -> None:
+    blockwise = run("demo", "--n-samples", "300")
+    exact = run("demo", "--n-samples", "300", "--solver", "exact")
+    assert blockwise.returncode == 0, blockwise.stderr
+    assert exact.returncode == 0, exact.stderr
+    assert "backend blockwise" in blockwise.stdout and "backend exact" in exact.stdout
+
+    def scores_and_weights(out: str) -> list[str]:
+        # The ACC/NMI/purity line and the weight lines must agree between the two backends.
+        return [line for line in out.splitlines()
+                if line.startswith("ACC") or line.startswith("  ")]
+
+    assert scores_and_weights(blockwise.stdout) == scores_and_weights(exact.stdout)
+    assert scores_and_weights(exact.stdout)[0].startswith("ACC")
