@@ -233,8 +233,11 @@ def test_predict_and_transform(client):
     with pytest.raises(ValueError, match="view"):
         model.predict(new[:1])
     exact = MKKMRK(4, kernels=specs, random_state=0).fit(views)
+    assert not hasattr(exact, "predict")  # no row map can exist for solver="exact"
+    auto = MKKMRK(4, kernels=specs, solver="auto", random_state=0).fit(views)
+    assert auto.solver_ == "exact"
     with pytest.raises(NotImplementedError, match="solver='nystrom'"):
-        exact.predict(views)
+        auto.predict(views)
 
 
 def test_float32_factors_agree_with_float64(client):

@@ -265,7 +265,9 @@ class _ViewRows:
         if self.kind == "memory":
             if not sp.issparse(X):
                 X = np.asarray(X)
-            [self.ref] = client.scatter([X])
+            # hash=False: a unique key, never shared with (and released by) another backend
+            # that scattered the same data on the same client.
+            [self.ref] = client.scatter([X], hash=False)
         else:
             self.ref = X
 
@@ -679,7 +681,7 @@ class NystromBackend(KernelBackend):
         if self.session is None or self.factors_array is None:
             raise RuntimeError("the backend is closed")
         client = self.session.client
-        [B_ref] = client.scatter([B], broadcast=True)
+        [B_ref] = client.scatter([B], broadcast=True, hash=False)
 
         def submit(i: int) -> Any:
             start, stop = self.row_tasks[i]
@@ -735,7 +737,7 @@ def _factor_pass(client: Any, rows: list[_ViewRows], model: NystromModel,
     diag = np.zeros(m)
     correction = np.zeros((m, m))
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
-    [model_ref] = client.scatter([model], broadcast=True)
+    [model_ref] = client.scatter([model], broadcast=True, hash=False)
 
     def submit(i: int) -> Any:
         start, stop = tasks[i]
