@@ -8,8 +8,11 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 import scipy.sparse.linalg
+from threadpoolctl import threadpool_limits
 
 __all__ = ["top_k_dense", "block_krylov_top_k", "fix_signs"]
+
+_SINGLE_THREAD_LANCZOS_MAX_N = 4000
 
 
 def fix_signs(vectors: np.ndarray) -> np.ndarray:
@@ -70,7 +73,11 @@ def top_k_dense(
             return top_k_dense(A, k, method="lapack")
     elif method == "lanczos":
         v0 = None if warm_start is None else warm_start.sum(axis=1)
-        values, vectors = scipy.sparse.linalg.eigsh(A, k=k, which="LA", v0=v0, tol=tol * 1e-2)
+        # ARPACK's one-vector products are too small for threaded BLAS to pay: on COIL20
+        # (n = 1440) one thread takes half the time of two (the threads mostly synchronise).
+        with threadpool_limits(1 if n <= _SINGLE_THREAD_LANCZOS_MAX_N else None):
+            values, vectors = scipy.sparse.linalg.eigsh(A, k=k, which="LA", v0=v0,
+                                                        tol=tol * 1e-2)
     else:
         raise ValueError(f"unknown eigensolver method {method!r}")
     order = np.argsort(values)[::-1]
