@@ -1,4 +1,5 @@
-"""Shared fixtures: access to the benchmark datasets, skipping cleanly where they are absent."""
+"""Shared fixtures: a real in-process Dask cluster, and access to the benchmark datasets
+(skipping cleanly where they are absent)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ from pathlib import Path
 import pytest
 
 from mkrk_dask.datasets import PAPER_DATASETS, default_data_dir
+
+
+@pytest.fixture(scope="module")
+def client():
+    """A distributed client on a real LocalCluster (one worker, two threads), per test module."""
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                           dashboard_address=":0")
+    with Client(cluster) as c:
+        yield c
+    cluster.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import zarr
-from distributed import Client, LocalCluster, get_task_stream
+from distributed import Client, get_task_stream
 
 import mkrk_dask
 from mkrk_dask import MKKMRK
@@ -25,15 +25,6 @@ from mkrk_dask.solver import solve
 from mkrk_dask.store import StoreError, create_store
 
 REPO_ROOT = Path(mkrk_dask.__file__).resolve().parent.parent
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                           dashboard_address=None)
-    with Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 def blobs(n=150, d=6, k=3, seed=0):

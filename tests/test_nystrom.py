@@ -6,7 +6,6 @@ import dask.array as da
 import numpy as np
 import pytest
 import zarr
-from distributed import Client, LocalCluster
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.auto import choose_solver
@@ -19,15 +18,6 @@ from mkrk_dask.solver import solve
 from mkrk_dask.store import StoreError
 
 LAM = 2.0**-10
-
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                           dashboard_address=None)
-    with Client(cluster) as c:
-        yield c
-    cluster.close()
 
 
 @pytest.fixture(scope="module")

@@ -93,14 +93,7 @@ def _kernel_array(store: tuple[str, str], mode: str = "r") -> Any:
     ``store`` is ``(path, build_id)``: a store rebuilt at the same path gets a new build id, so
     a worker never uses the metadata (shape, chunks) of the array it replaced.
     """
-    import zarr
-
-    key = (f"{store[0]}|{store[1]}", mode)
-    if key not in _OPEN:
-        while len(_OPEN) >= _OPEN_MAX:
-            _OPEN.pop(next(iter(_OPEN)))
-        _OPEN[key] = zarr.open_array(str(Path(store[0]) / _ARRAY), mode=mode)
-    return _OPEN[key]
+    return _scratch_array(store, _ARRAY, mode)
 
 
 def _read_slab(arr: Any, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
@@ -185,7 +178,8 @@ def _row_images(store: tuple[str, str], rows: tuple[int, int], col_bounds: list[
 
 
 def _scratch_array(store: tuple[str, str], name: str, mode: str = "r") -> Any:
-    """A scratch array of the store (the combined kernel), opened once per worker."""
+    """An array of the store (the kernels, or a scratch array such as the combined kernel),
+    opened once per worker process and kept in a small cache."""
     import zarr
 
     key = (f"{store[0]}|{store[1]}|{name}", mode)
