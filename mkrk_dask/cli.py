@@ -222,7 +222,8 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
     if solver == "exact" and not address:
         yield None
         return
-    from .progress import local_cluster, progress_client
+    from .cluster import start_local_cluster
+    from .progress import progress_client
 
     verbose = 0 if args.verbosity <= 0 else args.verbosity
     cluster = None
@@ -231,7 +232,7 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
         client = progress_client(address, verbose=verbose,
                                  timeout=getattr(args, "connect_timeout", 30.0))
     else:
-        cluster = local_cluster(n_workers=getattr(args, "workers", None))
+        cluster = start_local_cluster(n_workers=getattr(args, "workers", None))
         client = progress_client(cluster, verbose=verbose)
     try:
         if args.verbosity >= 2:

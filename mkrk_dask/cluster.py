@@ -11,11 +11,27 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["DaskSession", "SchedulerUnreachableError"]
+__all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster"]
 
 
 class SchedulerUnreachableError(ConnectionError):
     """The scheduler address given could not be reached."""
+
+
+def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | None = None,
+                        processes: bool = False, memory_limit: str | int = "auto") -> Any:
+    """The embedded local cluster. Defaults: one in-process worker with a thread per core
+    (it shares memory with the client and needs no serialisation); with ``processes``, one
+    single-threaded worker process per core. The dashboard goes to a free port."""
+    from distributed import LocalCluster
+
+    cores = os.cpu_count() or 1
+    if processes:
+        n_workers, threads_per_worker = n_workers or cores, threads_per_worker or 1
+    else:
+        n_workers, threads_per_worker = n_workers or 1, threads_per_worker or cores
+    return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                        processes=processes, dashboard_address=":0", memory_limit=memory_limit)
 
 
 class DaskSession:
@@ -38,7 +54,7 @@ class DaskSession:
     def __init__(self, scheduler: Any = None, *, n_workers: int | None = None,
                  threads_per_worker: int | None = None, processes: bool = False,
                  timeout: float = 30.0, memory_limit: str | int = "auto"):
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
         self.cluster = None
         self._owns_client = True
@@ -46,17 +62,8 @@ class DaskSession:
             self.client = scheduler
             self._owns_client = False
         elif scheduler is None:
-            cores = os.cpu_count() or 1
-            if processes:
-                n_workers = n_workers or cores
-                threads_per_worker = threads_per_worker or 1
-            else:
-                n_workers = n_workers or 1
-                threads_per_worker = threads_per_worker or cores
-            self.cluster = LocalCluster(n_workers=n_workers,
-                                        threads_per_worker=threads_per_worker,
-                                        processes=processes, dashboard_address=":0",
-                                        memory_limit=memory_limit)
+            self.cluster = start_local_cluster(n_workers, threads_per_worker, processes,
+                                               memory_limit)
             self.client = Client(self.cluster)
         elif isinstance(scheduler, str):
             try:

@@ -23,6 +23,7 @@ from .solver import (
     assign_clusters,
     selected_kernels,
     solve,
+    unit_rows,
 )
 from .validation import (
     check_lambda,
@@ -336,7 +337,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             if hasattr(self, "nystrom_model_"):
                 del self.nystrom_model_
             return
-        from .backends.nystrom import lloyd_centres, unit_rows
+        from .backends.nystrom import lloyd_centres
 
         centres, labels, changed = lloyd_centres(unit_rows(embedding), self.labels_,
                                                  self.n_clusters)

@@ -28,6 +28,7 @@ __all__ = [
     "kernel_diagonal",
     "kernel_blocks",
     "max_pairwise_distance",
+    "block_max_sq_distance",
     "resolve_kernels",
     "kernel_matrices",
     "normalize_kernels",
@@ -274,6 +275,17 @@ def kernel_blocks(
     return out
 
 
+def block_max_sq_distance(Xa: Any, Xb: Any, sq_norms_a: np.ndarray | None = None,
+                          sq_norms_b: np.ndarray | None = None) -> float:
+    """Largest squared Euclidean distance between a row of ``Xa`` and a row of ``Xb``.
+
+    The block step of every exact largest-distance pass (in memory and on Dask workers).
+    """
+    sq_a = row_sq_norms(Xa) if sq_norms_a is None else sq_norms_a
+    sq_b = row_sq_norms(Xb) if sq_norms_b is None else sq_norms_b
+    return float((sq_a[:, None] + sq_b[None, :] - 2.0 * inner_products(Xa, Xb)).max())
+
+
 def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:
     """Largest Euclidean distance between two rows of ``X``, computed exactly by row blocks.
 
@@ -284,9 +296,7 @@ def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:
     best = 0.0
     for start in range(0, n, block_rows):
         stop = min(start + block_rows, n)
-        inner = inner_products(X[start:stop], X)
-        sq_dist = sq[start:stop, None] + sq[None, :] - 2.0 * inner
-        best = max(best, float(sq_dist.max()))
+        best = max(best, block_max_sq_distance(X[start:stop], X, sq[start:stop], sq))
     return math.sqrt(max(best, 0.0))
 
 

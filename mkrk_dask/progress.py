@@ -18,12 +18,11 @@ import threading
 import time
 from typing import Any, TextIO
 
-from distributed import Client, LocalCluster
+from distributed import Client
 from distributed.diagnostics.progressbar import TextProgressBar
 from distributed.utils import key_split
 
-__all__ = ["ProgressClient", "progress_client", "local_cluster",
-           "MAIN_PASSES"]
+__all__ = ["ProgressClient", "progress_client", "MAIN_PASSES"]
 
 #: Task names of the passes shown at the default verbosity (building a store and reading it
 #: whole); every other pass (the products of the H-step, ...) is shown with ``verbose >= 2``.
@@ -143,21 +142,6 @@ class _Counter:
                 self.stream.write(f"[dask] {self.name:<22s} {self.done} tasks {state} "
                                   f"in {now - self.start:.1f}s\n")
                 self.stream.flush()
-
-
-def local_cluster(n_workers: int | None = None, threads_per_worker: int | None = None,
-                  processes: bool = False) -> LocalCluster:
-    """The embedded local cluster, with the defaults of :class:`mkrk_dask.cluster.DaskSession`
-    (one in-process worker with a thread per core; the dashboard on a free port)."""
-    import os
-
-    cores = os.cpu_count() or 1
-    if processes:
-        n_workers, threads_per_worker = n_workers or cores, threads_per_worker or 1
-    else:
-        n_workers, threads_per_worker = n_workers or 1, threads_per_worker or cores
-    return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                        processes=processes, dashboard_address=":0")
 
 
 def progress_client(address: Any, *, verbose: int = 1, stream: TextIO | None = None,

@@ -24,7 +24,7 @@ from .backends.base import KernelBackend, TopK
 from .qp import RepresentativeQP
 
 __all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "assign_clusters",
-           "repeated_assignments", "SELECTION_THRESHOLD", "selected_kernels",
+           "repeated_assignments", "unit_rows", "SELECTION_THRESHOLD", "selected_kernels",
            "LAM_SCALINGS", "TOL_MODES"]
 
 LAM_SCALINGS = ("none", "normalized")
@@ -197,15 +197,21 @@ def solve(
         lam_effective=lam_eff, timings=timings)
 
 
+def unit_rows(H: np.ndarray) -> np.ndarray:
+    """Rows of H scaled to unit length, as before the final k-means; zero rows stay zero
+    (they carry no direction)."""
+    H = np.asarray(H, dtype=np.float64)
+    norms = np.linalg.norm(H, axis=1, keepdims=True)
+    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
+
+
 def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_iter: int = 1000,
                     random_state: int | np.random.RandomState | None = None) -> np.ndarray:
     """The paper's final step: scale every row of H to unit length, then k-means.
 
     Rows of H that are exactly zero stay zero (they carry no direction).
     """
-    H = np.asarray(H, dtype=np.float64)
-    norms = np.linalg.norm(H, axis=1, keepdims=True)
-    unit = np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
+    unit = unit_rows(H)
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
                    random_state=random_state)
     return model.fit_predict(unit)

@@ -44,7 +44,7 @@ from ..dissimilarity import GRAM_MEASURES, check_measure, from_gram
 from ..eigen import block_krylov_top_k
 from ..kernels import (
     KernelSpec,
-    inner_products,
+    block_max_sq_distance,
     kernel_blocks,
     normalize_kernels,
     resolve_kernels,
@@ -105,11 +105,6 @@ def _slice_rows(X: Any, start: int, stop: int) -> Any:
     if sp.issparse(X):
         return sp.csr_matrix(X[start:stop])
     return np.asarray(X[start:stop], dtype=np.float64)
-
-
-def _pair_max_sq_distance(Xa: Any, Xb: Any, sq_a: np.ndarray, sq_b: np.ndarray) -> float:
-    inner = inner_products(Xa, Xb)
-    return float((sq_a[:, None] + sq_b[None, :] - 2.0 * inner).max())
 
 
 def _build_pair(store: tuple[str, str], groups: list[tuple[list[int], list[KernelSpec]]],
@@ -653,7 +648,7 @@ def _build_from_views(views: list, specs: list[KernelSpec], *, normalize: bool, 
     # Relative Gaussian widths: the exact largest pairwise distance, blockwise on the workers.
     distances = [0.0] * len(views)
     for v in views_needing_scale(specs):
-        parts = [client.submit(_pair_max_sq_distance, blocks[v][i], blocks[v][j], sq[v][i],
+        parts = [client.submit(block_max_sq_distance, blocks[v][i], blocks[v][j], sq[v][i],
                                sq[v][j], pure=False) for i, j in pairs]
         distances[v] = math.sqrt(max(max(client.gather(parts)), 0.0))
     resolved = resolve_kernels(specs, distances)

@@ -53,6 +53,7 @@ from ..dissimilarity import GRAM_MEASURES, from_gram
 from ..eigen import top_k_dense
 from ..kernels import (
     KernelSpec,
+    block_max_sq_distance,
     inner_products,
     kernel_blocks,
     kernel_diagonal,
@@ -61,6 +62,7 @@ from ..kernels import (
     views_needing_scale,
 )
 from ..landmarks import DEFAULT_REL_FLOOR, landmark_transform, select_landmarks, take_rows
+from ..solver import unit_rows
 from .base import KernelBackend, TopK
 
 __all__ = ["NystromBackend", "NystromModel", "NystromBasis", "STORE_KIND"]
@@ -202,13 +204,6 @@ class NystromModel:
 def embed_rows(F: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``)."""
     return np.asarray(F, dtype=np.float64) @ B
-
-
-def unit_rows(H: np.ndarray) -> np.ndarray:
-    """Rows scaled to unit length (zero rows stay zero), as before the final k-means."""
-    H = np.asarray(H, dtype=np.float64)
-    norms = np.linalg.norm(H, axis=1, keepdims=True)
-    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
 
 
 def nearest_centre(U: np.ndarray, centres: np.ndarray) -> np.ndarray:
@@ -368,17 +363,7 @@ def _farthest_task(X: Any, start: Any, stop: Any, point: np.ndarray, point_sq: f
 
 def _pair_max_task(a: tuple, b: tuple) -> float:
     """Largest squared distance between two row blocks."""
-    Xa, Xb = _rows(*a), _rows(*b)
-    sq_a, sq_b = row_sq_norms(Xa), row_sq_norms(Xb)
-    if sp.issparse(Xa) or sp.issparse(Xb):
-        sq = sq_a[:, None] + sq_b[None, :] - 2.0 * inner_products(Xa, Xb)
-    else:
-        # One GEMM gives the squared distances: [x, |x|^2, 1] . [-2 y, 1, |y|^2].
-        ones_a, ones_b = np.ones((Xa.shape[0], 1)), np.ones((Xb.shape[0], 1))
-        left = np.hstack([Xa, sq_a[:, None], ones_a])
-        right = np.hstack([-2.0 * Xb, ones_b, sq_b[:, None]])
-        sq = left @ right.T
-    return float(sq.max())
+    return block_max_sq_distance(_rows(*a), _rows(*b))
 
 
 # -- the backend ------------------------------------------------------------------------------
