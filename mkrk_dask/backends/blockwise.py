@@ -265,8 +265,8 @@ class BlockwiseBackend(KernelBackend):
         ``tr(U^T K_p U)`` needs no further pass. ``"combined"`` (default): one pass writes
         ``K_w`` to a scratch array of the store (1/m of its size), the products read only that,
         and one more pass over the m kernels gives the quadratic forms. The eigensolver needs
-        12-20 products per iteration, so ``combined`` reads about 3 store-equivalents per
-        iteration where ``fused`` reads 12-20 (``benchmarks/bench_blockwise_usps.py``).
+        12-16 products per iteration, so ``combined`` reads about 3 store-equivalents per
+        iteration where ``fused`` reads 12-16 (``benchmarks/results/blockwise_usps*.md``).
     eigen_tol, eigen_depth, eigen_oversample, eigen_max_restarts
         Passed to :func:`mkrk_dask.eigen.block_krylov_top_k` (relative residual tolerance of the
         subspace, Krylov blocks per restart, extra columns).
