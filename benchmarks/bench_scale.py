@@ -61,7 +61,7 @@ def specs():
     return out
 
 
-def gemm_rate(rows: int, R: int, dtype, repeats: int = 3) -> float:
+def gemm_rate(rows: int, R: int, dtype, repeats: int = 5) -> float:
     F = np.random.default_rng(0).standard_normal((rows, R)).astype(dtype)
     best = np.inf
     for _ in range(repeats):
@@ -92,6 +92,8 @@ def run(n: int, args) -> dict:
                     overwrite=True, exact_distance_max_n=args.exact_distance_max_n)
                 out["build"] = time.perf_counter() - t0
                 info = backend.info
+                rates = [gemm_rate(info["chunk_size"], info["n_components"],
+                                   np.dtype(args.dtype))]
                 t0 = time.perf_counter()
                 result = solve(backend, K, args.lam, tol=1e-6, tol_mode="relative")
                 out["iterations"] = time.perf_counter() - t0
@@ -113,7 +115,11 @@ def run(n: int, args) -> dict:
     out["nmi"] = 100 * normalized_mutual_info(y, labels)
     out["acc"] = 100 * clustering_accuracy(y, labels)
     R = info["n_components"]
-    out["gemm_rate"] = gemm_rate(info["chunk_size"], R, np.dtype(args.dtype))
+    # The machine is shared: measure numpy's rate right after the pass and again at the
+    # end, and compare against the faster of the two (the stricter test).
+    rates.append(gemm_rate(info["chunk_size"], R, np.dtype(args.dtype)))
+    out["gemm_rate"] = max(rates)
+    out["gemm_rates"] = rates
     return out
 
 
@@ -147,7 +153,8 @@ def main() -> None:
             f"{100 * pass_rate / r['gemm_rate']:.0f}% | {r['nmi']:.2f} / {r['acc']:.2f} |")
         details.append(f"- n = {n:,}: phases {info['seconds']}; task seconds "
                        f"{gp['task_seconds']}; largest distances {info['scales']}; ranks "
-                       f"{info['ranks']}; chunk {info['chunk_size']} rows; weights "
+                       f"{info['ranks']}; chunk {info['chunk_size']} rows; numpy GFLOP/s after the "
+                       f"pass / at the end {np.round(r['gemm_rates'], 1).tolist()}; weights "
                        f"{np.round(r['weights'], 4).tolist()}")
         print(rows[-1], flush=True)
     body = (
@@ -161,7 +168,8 @@ def main() -> None:
         "Gram pass rate = 2 n R^2 / wall time of the whole pass (factor evaluation, Zarr "
         "writes and the products); 'GEMM only' = 2 n R^2 / (time inside the products / 2 "
         "threads); numpy rate = `F_chunk.T @ F_chunk` on one chunk of the same shape and "
-        "dtype, best of 3, in the same run.\n\n"
+        "dtype, best of 5, measured right after the pass and again at the end of the "
+        "run, the faster of the two (both are in the details below).\n\n"
         "| n | R | total s | build s | Gram pass s | data generation s | iterations s | "
         "H pass s | k-means s | "
         "peak RSS | pass GFLOP/s | GEMM-only GFLOP/s | numpy GFLOP/s | pass/numpy | "

@@ -70,7 +70,7 @@ def test_gram_quad_forms_equal_explicit_factor_products(client, small, tmp_path)
     specs = multiview_specs()
     nys = NystromBackend.from_views(views, specs, n_landmarks=[30, 20, 25, 30, 15, 40],
                                     scheduler=client, store=tmp_path / "f.zarr",
-                                    chunk_size=32, random_state=1)
+                                    chunk_size=32, random_state=1, exact_dissimilarity_max_n=0)
     try:
         F = np.asarray(nys.factors_array[...])
         o = nys.offsets
@@ -106,7 +106,8 @@ def test_duplicated_landmarks_give_finite_factors(client):
     specs = [KernelSpec("gaussian", c=0.5), KernelSpec("polynomial", a=1, b=2)]
     exact = ExactBackend.from_views([X], specs)
     nys = NystromBackend.from_views([X], specs, n_landmarks=80, landmarks="uniform",
-                                    scheduler=client, random_state=0)
+                                    scheduler=client, random_state=0,
+                                    exact_dissimilarity_max_n=0)
     try:
         assert np.isfinite(nys.gram).all()
         assert nys.model.ranks.max() <= 40  # the duplicates' directions were dropped
@@ -116,6 +117,43 @@ def test_duplicated_landmarks_give_finite_factors(client):
         assert np.isfinite(res.weights).all()
     finally:
         nys.close()
+
+
+def test_exact_dissimilarity_up_to_the_threshold(client, small, tmp_path):
+    """Few landmarks: C is nevertheless the exact backend's when n <= the threshold, for
+    numpy and dask inputs, and survives the store's reuse; above the threshold it is the
+    Nystrom estimate (a different matrix)."""
+    views, _ = small
+    specs = multiview_specs()
+    exact = ExactBackend.from_views(views, specs)
+    Ce = exact.dissimilarity("fip")
+    path = tmp_path / "f.zarr"
+    for inp in (views, [da.from_array(v, chunks=(37, 5)) for v in views]):
+        nys = NystromBackend.from_views(inp, specs, n_landmarks=12, scheduler=client,
+                                        random_state=0, store=path, overwrite=True)
+        try:
+            assert nys.info["dissimilarity_source"] == "exact"
+            np.testing.assert_allclose(nys.dissimilarity("fip"), Ce, rtol=1e-12,
+                                       atol=1e-12 * np.abs(Ce).max())
+            np.testing.assert_allclose(nys.dissimilarity("sfn"), exact.dissimilarity("sfn"),
+                                       rtol=1e-10, atol=1e-12)
+        finally:
+            nys.close()
+    again = NystromBackend.from_views(views, specs, n_landmarks=12, scheduler=client,
+                                      random_state=0, store=path)
+    try:
+        assert again.info["reused_store"] and again.info["dissimilarity_source"] == "exact"
+        np.testing.assert_allclose(again.dissimilarity("fip"), Ce, rtol=1e-12,
+                                   atol=1e-12 * np.abs(Ce).max())
+    finally:
+        again.close()
+    estimate = NystromBackend.from_views(views, specs, n_landmarks=12, scheduler=client,
+                                         random_state=0, exact_dissimilarity_max_n=159)
+    try:
+        assert estimate.info["dissimilarity_source"] == "nystrom"
+        assert np.abs(estimate.dissimilarity("fip") - Ce).max() > 1e-6 * np.abs(Ce).max()
+    finally:
+        estimate.close()
 
 
 def test_inputs_numpy_dask_zarr_give_the_same_gram(client, small, tmp_path):

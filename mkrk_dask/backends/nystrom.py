@@ -74,6 +74,10 @@ _DISTANCE_BLOCK = 4096
 _DISTANCE_SAMPLE = 4096
 #: target bytes of one factor chunk (rows x R)
 _CHUNK_BYTES = 32 * 2**20
+#: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
+_KERNEL_GRAM_BLOCK = 1024
+#: default largest n for which tr(K_p K_q) (hence C) is computed exactly
+EXACT_DISSIMILARITY_MAX_N = 20_000
 
 
 # -- the picklable map from rows to factors ---------------------------------------------------
@@ -145,11 +149,19 @@ class NystromModel:
         """R, the columns of F."""
         return int(self.ranks.sum())
 
-    def factors(self, views: Sequence[Any]) -> np.ndarray:
-        """``F`` for the given rows (one array per view, same rows), in ``self.dtype``."""
+    def factors(self, views: Sequence[Any], sq_norms: np.ndarray | None = None,
+                out: np.ndarray | None = None) -> np.ndarray:
+        """``F`` for the given rows (one array per view, same rows), in ``self.dtype``.
+
+        ``sq_norms``: an optional ``(n_rows, m)`` float64 array that receives the Nystrom
+        diagonals ``||f_pi||^2``, taken from each block in float64 before any cast (cheaper
+        than squaring all of F afterwards). ``out``: an optional ``(n_rows, R)`` buffer to
+        fill (a pass reuses one, instead of mapping fresh pages for every chunk).
+        """
         n = views[0].shape[0]
         offsets = self.offsets
-        out = np.empty((n, self.n_components), dtype=self.dtype)
+        if out is None:
+            out = np.empty((n, self.n_components), dtype=self.dtype)
         for view in sorted(self.landmarks):
             idx = [p for p, s in enumerate(self.specs) if s.view == view]
             X = views[view]
@@ -160,7 +172,10 @@ class NystromModel:
                                    normalize=self.normalize)
             for j, p in enumerate(idx):
                 r = self.kernel_landmarks[p]
-                out[:, offsets[p]:offsets[p + 1]] = blocks[j][:, :r] @ self.transforms[p]
+                block = blocks[j][:, :r] @ self.transforms[p]
+                if sq_norms is not None:
+                    sq_norms[:, p] = np.einsum("ij,ij->i", block, block)
+                out[:, offsets[p]:offsets[p + 1]] = block
         return out
 
     def diagonal(self, views: Sequence[Any]) -> np.ndarray:
@@ -310,21 +325,24 @@ def _factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk
     views = [_rows(*b) for b in blocks]
     R = model.n_components
     m = len(model.specs)
-    starts = model.offsets[:-1]
     gram = np.zeros((R, R))
     diag = np.zeros(m)
     exact_diag_products = np.zeros((m, m))
     nystrom_diag_products = np.zeros((m, m))
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
+    # One factor buffer for all chunks of the task: a chunk's factors are ~32 MiB, above
+    # glibc's largest mmap threshold, so a fresh array would map (and fault) new pages
+    # every time.
+    buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
     with threadpool_limits(limits=blas_threads):
         for a in range(0, stop - start, chunk):
             b = min(a + chunk, stop - start)
             part = [v[a:b] for v in views]
             t0 = time.perf_counter()
-            F = model.factors(part)
-            kappa = model.diagonal(part)
             # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
-            nys = np.add.reduceat(np.square(F, dtype=np.float64), starts, axis=1)
+            nys = np.empty((b - a, m))
+            F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
+            kappa = model.diagonal(part)
             diag += kappa.sum(axis=0)
             exact_diag_products += kappa.T @ kappa
             nystrom_diag_products += nys.T @ nys
@@ -364,6 +382,25 @@ def _farthest_task(X: Any, start: Any, stop: Any, point: np.ndarray, point_sq: f
 def _pair_max_task(a: tuple, b: tuple) -> float:
     """Largest squared distance between two row blocks."""
     return block_max_sq_distance(_rows(*a), _rows(*b))
+
+
+def _kernel_gram_pair_task(specs: list[KernelSpec], normalize: bool, blocks_a: list,
+                           blocks_b: list, same: bool, blas_threads: int | None) -> np.ndarray:
+    """``sum_{i in A, j in B} K_p(i, j) K_q(i, j)`` for every pair of kernels (m x m), doubled
+    for an off-diagonal block pair (the kernels are symmetric)."""
+    from threadpoolctl import threadpool_limits
+
+    Xa = {v: _rows(*b) for v, b in blocks_a.items()}
+    Xb = Xa if same else {v: _rows(*b) for v, b in blocks_b.items()}
+    n_a, n_b = next(iter(Xa.values())).shape[0], next(iter(Xb.values())).shape[0]
+    stacked = np.empty((len(specs), n_a * n_b))
+    with threadpool_limits(limits=blas_threads):
+        for view in Xa:
+            idx = [p for p, s in enumerate(specs) if s.view == view]
+            stacked[idx] = kernel_blocks([specs[p] for p in idx], Xa[view], Xb[view],
+                                         normalize=normalize).reshape(len(idx), -1)
+        products = stacked @ stacked.T
+    return products if same else 2.0 * products
 
 
 # -- the backend ------------------------------------------------------------------------------
@@ -411,6 +448,7 @@ class NystromBackend(KernelBackend):
 
     def __init__(self, model: NystromModel, gram: np.ndarray, traces: np.ndarray, n_samples: int,
                  *, diag_correction: np.ndarray | None = None, diagonal_correction: bool = True,
+                 exact_kernel_gram: np.ndarray | None = None,
                  factors_array: Any = None, session: DaskSession | None = None,
                  row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
                  info: dict | None = None):
@@ -421,6 +459,8 @@ class NystromBackend(KernelBackend):
         self.diag_correction = (None if diag_correction is None
                                 else np.asarray(diag_correction, dtype=np.float64))
         self.diagonal_correction = bool(diagonal_correction)
+        self.exact_kernel_gram = (None if exact_kernel_gram is None
+                                  else np.asarray(exact_kernel_gram, dtype=np.float64))
         self.n_samples = int(n_samples)
         self.n_kernels = len(model.specs)
         self.offsets = model.offsets
@@ -442,6 +482,7 @@ class NystromBackend(KernelBackend):
         random_state: Any = None, rel_floor: float = DEFAULT_REL_FLOOR,
         exact_distance_max_n: int = 100_000, overwrite: bool = False,
         blas_threads: int | None = None, diagonal_correction: bool = True,
+        exact_dissimilarity_max_n: int = EXACT_DISSIMILARITY_MAX_N,
     ) -> NystromBackend:
         """Select landmarks, run the factor + Gram pass on Dask (or reuse a complete store).
 
@@ -473,10 +514,19 @@ class NystromBackend(KernelBackend):
         overwrite : bool
             Rebuild ``store`` even if it exists.
         blas_threads : int, optional
-            BLAS threads inside each task (default: the library's own setting).
+            BLAS threads inside each task. Default: 1 when a worker runs several threads
+            (its tasks already run in parallel; more BLAS threads would oversubscribe the
+            cores, measured 1.4x slower on the embedded cluster), else BLAS's own setting.
         diagonal_correction : bool
             Estimate ``tr(K_p K_q)`` with the EXACT diagonal (see :meth:`kernel_gram`);
             False gives the plain ``||G_pq||_F^2``.
+        exact_dissimilarity_max_n : int
+            Up to this n, ``tr(K_p K_q)`` (hence C) is computed EXACTLY on the workers, by
+            row-block pairs from the data (``O(n^2 (d + m^2))``, a few seconds at n = 20,000);
+            above, it is estimated from the Gram matrix. The Nystrom estimate of C is the
+            largest source of weight error at moderate lambda (measured by
+            ``benchmarks/bench_nystrom_paper.py``); which was used is
+            ``backend.info["dissimilarity_source"]``.
         """
         specs = list(specs)
         dtype = _check_dtype(dtype)
@@ -513,12 +563,14 @@ class NystromBackend(KernelBackend):
                     "dtype": dtype.name, "n_landmarks": counts, "landmarks": str(landmarks),
                     "random_state": random_state if isinstance(random_state, int) else None,
                     "rel_floor": float(rel_floor),
-                    "exact_distance_max_n": int(exact_distance_max_n)}
+                    "exact_distance_max_n": int(exact_distance_max_n),
+                    "exact_dissimilarity_max_n": int(exact_dissimilarity_max_n)}
             group = None
             if expected is not None and not overwrite:
                 group = open_complete_store(path, kind=STORE_KIND, expected=expected)
             if group is not None:
                 model, gram, traces, correction, meta = _load_model(group, load_result)
+                exact_kernel_gram = load_result(group, "exact_kernel_gram")
                 info.update(meta)
                 info["reused_store"] = True
                 chunk = int(group["factors"].chunks[0])
@@ -563,6 +615,13 @@ class NystromBackend(KernelBackend):
                     "seconds": elapsed, "flops": 2.0 * n * R * R,
                     "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
                     "task_seconds": seconds}
+                exact_kernel_gram = None
+                if n <= exact_dissimilarity_max_n:
+                    t0 = time.perf_counter()
+                    exact_kernel_gram = _exact_kernel_gram(client, rows, model, n, threads,
+                                                           blas_threads)
+                    info["seconds"]["exact_kernel_gram"] = time.perf_counter() - t0
+                    save_result(group, "exact_kernel_gram", exact_kernel_gram)
                 save_result(group, "gram", gram)
                 save_result(group, "traces", traces)
                 save_result(group, "diag_correction", correction)
@@ -571,8 +630,10 @@ class NystromBackend(KernelBackend):
             info["chunk_size"] = chunk
             info["n_components"] = model.n_components
             info["store"] = str(path)
+            info["dissimilarity_source"] = "nystrom" if exact_kernel_gram is None else "exact"
             backend = cls(model, gram, traces, n, diag_correction=correction,
                           diagonal_correction=diagonal_correction,
+                          exact_kernel_gram=exact_kernel_gram,
                           factors_array=factors_array,
                           session=session, row_tasks=_row_tasks(n, chunk, threads),
                           temp_dir=temp_dir, info=info)
@@ -600,7 +661,12 @@ class NystromBackend(KernelBackend):
         the kernels are taken as ``F_p F_p^T + diag(K_p - F_p F_p^T)``:
         ``tr(K_p K_q) ~ ||G_pq||_F^2 + sum_i (K_p,ii K_q,ii - s_pi s_qi)``, both sums
         accumulated in the same single pass.
+
+        When the exact ``[tr(K_p K_q)]`` was computed (``n <= exact_dissimilarity_max_n``),
+        it is returned instead.
         """
+        if self.exact_kernel_gram is not None:
+            return self.exact_kernel_gram.copy()
         if self._kernel_gram is None:
             starts = self.offsets[:-1]
             squares = self.gram * self.gram
@@ -713,11 +779,45 @@ def _row_tasks(n: int, chunk: int, threads: int) -> list[tuple[int, int]]:
     return [(a, min(a + step, n)) for a in range(0, n, step)]
 
 
+def _task_blas_threads(client: Any, requested: int | None) -> int | None:
+    """BLAS threads per task: as requested, else 1 when a worker runs several task threads
+    (more would oversubscribe its cores), else BLAS's own setting."""
+    if requested is None and max(client.nthreads().values(), default=1) > 1:
+        return 1
+    return requested
+
+
+def _exact_kernel_gram(client: Any, rows: list[_ViewRows], model: NystromModel, n: int,
+                       threads: int, blas_threads: int | None) -> np.ndarray:
+    """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers."""
+    blas_threads = _task_blas_threads(client, blas_threads)
+    views = sorted({s.view for s in model.specs})
+    starts = list(range(0, n, _KERNEL_GRAM_BLOCK))
+    # Dask inputs: every block is computed once and held (n <= exact_dissimilarity_max_n).
+    blocks = [{v: rows[v].block(client, a, min(a + _KERNEL_GRAM_BLOCK, n)) for v in views}
+              for a in starts]
+    pairs = [(i, j) for i in range(len(starts)) for j in range(i, len(starts))]
+    [specs_ref] = client.scatter([list(model.specs)], broadcast=True, hash=False)
+    total = np.zeros((len(model.specs),) * 2)
+
+    def submit(t: int) -> Any:
+        i, j = pairs[t]
+        return client.submit(_kernel_gram_pair_task, specs_ref, model.normalize, blocks[i],
+                             blocks[j], i == j, blas_threads, pure=False)
+
+    def combine(_: int, value: np.ndarray) -> None:
+        total[...] += value
+
+    _stream(client, len(pairs), submit, combine, 2 * threads)
+    return 0.5 * (total + total.T)
+
+
 def _factor_pass(client: Any, rows: list[_ViewRows], model: NystromModel,
                  tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
                  blas_threads: int | None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     R, m = model.n_components, len(model.specs)
+    blas_threads = _task_blas_threads(client, blas_threads)
     gram = np.zeros((R, R))
     diag = np.zeros(m)
     correction = np.zeros((m, m))
