@@ -98,6 +98,12 @@ def main() -> None:
                     f"{res_e.n_iter}/{res_n.n_iter} | {nys.info['dissimilarity_source']} | "
                     f"{c_err:.1e} |")
                 print(rows[-1], flush=True)
+            captured = np.array([np.trace(nys.gram[a:b, a:b]) for a, b in
+                                 zip(nys.offsets[:-1], nys.offsets[1:], strict=True)])
+            residual = 1.0 - captured / nys.traces()
+            notes.append(f"- {name}: Nystrom residual trace 1 - ||F_p||^2 / tr(K_p) per kernel "
+                         f"({', '.join(s.name for s in nys.kernel_specs)}): "
+                         f"{', '.join(f'{v:.2f}' for v in residual)}")
             notes.append(f"- {name}: exact kernels built in {t_exact:.1f}s, Nystrom backend "
                          f"(landmarks + factor/Gram pass on a local Dask cluster) in "
                          f"{t_nys:.1f}s (of which exact C "
