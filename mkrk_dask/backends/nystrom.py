@@ -379,13 +379,14 @@ def _farthest_task(X: Any, start: Any, stop: Any, point: np.ndarray, point_sq: f
     return float(sq[i]), row
 
 
-def _pair_max_task(a: tuple, b: tuple) -> float:
+def _pair_max_task(a: tuple, b: tuple, same: bool) -> float:
     """Largest squared distance between two row blocks."""
-    return block_max_sq_distance(_rows(*a), _rows(*b))
+    rows_a = _rows(*a)
+    return block_max_sq_distance(rows_a, rows_a if same else _rows(*b))
 
 
-def _kernel_gram_pair_task(specs: list[KernelSpec], normalize: bool, blocks_a: list,
-                           blocks_b: list, same: bool, blas_threads: int | None) -> np.ndarray:
+def _kernel_gram_pair_task(blocks_a: dict, blocks_b: dict, same: bool, specs: list[KernelSpec],
+                           normalize: bool, blas_threads: int | None) -> np.ndarray:
     """``sum_{i in A, j in B} K_p(i, j) K_q(i, j)`` for every pair of kernels (m x m), doubled
     for an off-diagonal block pair (the kernels are symmetric)."""
     from threadpoolctl import threadpool_limits
@@ -792,23 +793,17 @@ def _exact_kernel_gram(client: Any, rows: list[_ViewRows], model: NystromModel, 
     """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers."""
     blas_threads = _task_blas_threads(client, blas_threads)
     views = sorted({s.view for s in model.specs})
-    starts = list(range(0, n, _KERNEL_GRAM_BLOCK))
     # Dask inputs: every block is computed once and held (n <= exact_dissimilarity_max_n).
     blocks = [{v: rows[v].block(client, a, min(a + _KERNEL_GRAM_BLOCK, n)) for v in views}
-              for a in starts]
-    pairs = [(i, j) for i in range(len(starts)) for j in range(i, len(starts))]
+              for a in range(0, n, _KERNEL_GRAM_BLOCK)]
     [specs_ref] = client.scatter([list(model.specs)], broadcast=True, hash=False)
     total = np.zeros((len(model.specs),) * 2)
 
-    def submit(t: int) -> Any:
-        i, j = pairs[t]
-        return client.submit(_kernel_gram_pair_task, specs_ref, model.normalize, blocks[i],
-                             blocks[j], i == j, blas_threads, pure=False)
-
-    def combine(_: int, value: np.ndarray) -> None:
+    def combine(value: np.ndarray) -> None:
         total[...] += value
 
-    _stream(client, len(pairs), submit, combine, 2 * threads)
+    _stream_block_pairs(client, blocks, _kernel_gram_pair_task,
+                        (specs_ref, model.normalize, blas_threads), combine, threads)
     return 0.5 * (total + total.T)
 
 
@@ -912,21 +907,29 @@ def _view_scales(client: Any, rows: list[_ViewRows], specs: list[KernelSpec], n:
     return out
 
 
-def _exact_max_distance(client: Any, rows: _ViewRows, n: int, threads: int) -> float:
-    starts = list(range(0, n, _DISTANCE_BLOCK))
-    # Dask inputs: every block is computed once and held (n <= exact_distance_max_n).
-    blocks = [rows.block(client, a, min(a + _DISTANCE_BLOCK, n)) for a in starts]
-    pairs = [(i, j) for i in range(len(starts)) for j in range(i, len(starts))]
-    best = [0.0]
+def _stream_block_pairs(client: Any, blocks: list, task: Callable, args: tuple,
+                        combine: Callable[[Any], None], threads: int) -> None:
+    """``task(blocks[i], blocks[j], i == j, *args)`` on the workers for every pair ``i <= j``
+    of row blocks, each result passed to ``combine`` as it arrives (bounded memory)."""
+    pairs = [(i, j) for i in range(len(blocks)) for j in range(i, len(blocks))]
 
     def submit(t: int) -> Any:
         i, j = pairs[t]
-        return client.submit(_pair_max_task, blocks[i], blocks[j], pure=False)
+        return client.submit(task, blocks[i], blocks[j], i == j, *args, pure=False)
 
-    def combine(_: int, value: float) -> None:
+    _stream(client, len(pairs), submit, lambda _, value: combine(value), 2 * threads)
+
+
+def _exact_max_distance(client: Any, rows: _ViewRows, n: int, threads: int) -> float:
+    # Dask inputs: every block is computed once and held (n <= exact_distance_max_n).
+    blocks = [rows.block(client, a, min(a + _DISTANCE_BLOCK, n))
+              for a in range(0, n, _DISTANCE_BLOCK)]
+    best = [0.0]
+
+    def combine(value: float) -> None:
         best[0] = max(best[0], value)
 
-    _stream(client, len(pairs), submit, combine, 2 * threads)
+    _stream_block_pairs(client, blocks, _pair_max_task, (), combine, threads)
     return math.sqrt(max(best[0], 0.0))
 
 
