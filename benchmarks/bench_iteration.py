@@ -45,6 +45,8 @@ from mkrk_dask.qp import RepresentativeQP  # noqa: E402
 from mkrk_dask.validation import check_views  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
+#: idle time before each timed side (see ``measure``)
+SETTLE_SECONDS = 0.5
 
 
 def library_iteration(backend: ExactBackend, C: np.ndarray, lam: float, k: int,
@@ -98,7 +100,12 @@ def measure(backend, kernels, C, C_ref, args, k):
     for rep in range(args.repeats):
         for case, (w, Y, H, dprev) in (("cold", (w0, Y0, None, None)),
                                        ("warm", (w1, Y1, H1, d1))):
+            # A pause before each side: OpenBLAS's worker threads busy-wait for a while after a
+            # threaded call, and on 2 cores the reference's would otherwise steal the core of
+            # the library's next (single-threaded) eigensolver, and vice versa.
+            time.sleep(SETTLE_SECONDS)
             r_times, r_out = reference_timed(kernels, C_ref, args.lam, k, w, Y)
+            time.sleep(SETTLE_SECONDS)
             l_times, l_out = library_iteration(backend, C, args.lam, k, w, H, dprev)
             results[case]["ref"].append(r_times)
             results[case]["lib"].append(l_times)
@@ -184,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
         "`top_k_dense` with the method named in each section, warm-started from the previous "
         "H where the method uses one), tr(H^T K_p H) = <K_p, H H^T> as one GEMV, "
         "`RepresentativeQP` (OSQP + KKT polish, certified).",
+        "",
+        f"Each timed side starts after {SETTLE_SECONDS} s idle, so that BLAS threads still "
+        "spinning after the other side's threaded calls do not slow it.",
         "",
         "\"cold\" = iteration 1 (w = 1/m, Y = I, nothing warm); \"warm\" = iteration 2 from "
         "the library's iteration-1 weights, Y and H (the library warm-starts its eigensolver "
