@@ -254,8 +254,8 @@ def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: A
         dissimilarity=args.dissimilarity, lam_scaling=args.lam_scaling, solver=solver,
         tol=args.tol, tol_mode=args.tol_mode, max_iter=args.max_iter, n_init=args.n_init,
         store=args.store, scheduler=client, chunk_size=args.chunk_size,
-        n_landmarks=args.n_landmarks, dtype=args.dtype, random_state=args.seed,
-        verbose=1 if args.verbosity >= 1 else 0)
+        n_landmarks=args.n_landmarks, landmarks=args.landmarks, dtype=args.dtype,
+        random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0)
 
 
 def _solver_of(args: argparse.Namespace) -> str:
@@ -328,7 +328,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
                 data.views, specs, store=store, scheduler=client, chunk_size=args.chunk_size,
                 dtype=args.dtype, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
                 random_state=args.seed, overwrite=args.overwrite)
-            reused = bool(getattr(backend, "info", {}).get("reused", False))
+            reused = bool(backend.info["reused_store"])
         backend.close()
     seconds = time.perf_counter() - start
     size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) if store.is_dir() else 0
@@ -724,9 +724,8 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
     g.add_argument("--dtype", choices=("float64", "float32"), default="float64",
                    help="storage precision of the store")
     g.add_argument("--n-landmarks", type=int, default=500, help="Nystrom landmarks per kernel")
-    if build:
-        g.add_argument("--landmarks", choices=("kmeans++", "uniform"), default="kmeans++",
-                       help="Nystrom landmark selection")
+    g.add_argument("--landmarks", choices=("kmeans++", "uniform"), default="kmeans++",
+                   help="Nystrom landmark selection (a store is reused only with the same one)")
 
 
 _EXAMPLES = {
@@ -862,8 +861,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "(MKKM-RK only, no baselines)")
     p.set_defaults(func=_cmd_reproduce, lam=2.0**-10, kernels=["paper"], dissimilarity="fip",
                    lam_scaling="none", tol=1e-5, tol_mode="absolute", max_iter=100, n_init=10,
-                   store=None, chunk_size=None, n_landmarks=500, dtype="float64",
-                   n_clusters=None)
+                   store=None, chunk_size=None, n_landmarks=500, landmarks="kmeans++",
+                   dtype="float64", n_clusters=None)
 
     p = add("figures", "draw the paper's figures 1-4 (PNG) from saved results",
             "Draw PNG figures from a JSON file written by 'mkrk search', 'mkrk reproduce' / "

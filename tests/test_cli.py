@@ -140,9 +140,14 @@ def test_build_then_fit_reuses_store_and_nystrom_predict(digits: Path, tmp_path:
     pytest.importorskip("mkrk_dask.backends.nystrom",
                         reason="the Nystrom backend is not in this tree yet")
     store = tmp_path / "factors.zarr"
-    common = ["--solver", "nystrom", "--n-landmarks", "60", "--chunk-size", "75"]
+    common = ["--solver", "nystrom", "--n-landmarks", "60", "--chunk-size", "75",
+              "--landmarks", "uniform"]
     assert main(["build", str(digits), "--store", str(store), *common]) == 0
     assert "built" in capsys.readouterr().out
+    assert main(["build", str(digits), "--store", str(store), *common]) == 0
+    assert "reused" in capsys.readouterr().out
+    # fit opens the store only if every setting matches (the landmark scheme included);
+    # a mismatch would be a StoreError and exit 1.
     out = tmp_path / "run"
     assert main(["fit", str(digits), "--store", str(store), *common, "--lam", "2^-15",
                  "--n-init", "3", "--out", str(out), "-q"]) == 0
