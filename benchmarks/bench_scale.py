@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
 
-from mkrk_dask.backends.nystrom import NystromBackend  # noqa: E402
+from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows  # noqa: E402
 from mkrk_dask.cluster import DaskSession  # noqa: E402
 from mkrk_dask.datasets import make_multiview_blobs  # noqa: E402
 from mkrk_dask.kernels import KernelSpec  # noqa: E402
@@ -75,10 +75,11 @@ def run(n: int, args) -> dict:
     out: dict = {"n": n}
     # numpy's rate before anything is written: after the pass, the kernel's write-back of the
     # factor store competes for the 2 cores and would understate it. The shape is the pass's
-    # (R = m x landmarks unless the eigenvalue floor drops components; the same chunk rule).
+    # (R = m x landmarks unless the eigenvalue floor drops components; the library's chunk
+    # rule).
     dtype = np.dtype(args.dtype)
     R0 = len(specs()) * args.landmarks
-    rates = [gemm_rate(max(256, min(n, (32 * 2**20) // (R0 * dtype.itemsize))), R0, dtype)]
+    rates = [gemm_rate(factor_chunk_rows(n, R0, dtype), R0, dtype)]
     with PeakRSS() as peak:
         t_all = time.perf_counter()
         session = DaskSession()

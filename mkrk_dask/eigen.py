@@ -31,8 +31,8 @@ def fix_signs(vectors: np.ndarray) -> np.ndarray:
 def _symmetric_operator(A: np.ndarray) -> scipy.sparse.linalg.LinearOperator:
     """``x -> A @ x`` by BLAS ``dsymv``, which reads one triangle of the symmetric ``A``.
 
-    The products are memory-bound, so reading half the matrix makes each one ~1.7x faster
-    than ``dgemv`` (0.36 ms against 0.62 ms at n = 1440, measured on this machine).
+    The products are memory-bound, so reading half the matrix makes each one faster than
+    ``dgemv`` (the eigensolver phase of ``benchmarks/results/iteration.md``).
     """
     if A.dtype != np.float64:
         return scipy.sparse.linalg.aslinearoperator(A)

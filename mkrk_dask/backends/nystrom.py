@@ -65,7 +65,8 @@ from ..landmarks import DEFAULT_REL_FLOOR, landmark_transform, select_landmarks,
 from ..solver import unit_rows
 from .base import KernelBackend, TopK
 
-__all__ = ["NystromBackend", "NystromModel", "NystromBasis", "STORE_KIND"]
+__all__ = ["NystromBackend", "NystromModel", "NystromBasis", "STORE_KIND",
+           "factor_chunk_rows"]
 
 STORE_KIND = "nystrom"
 #: rows per pair block of the exact largest-distance computation
@@ -517,13 +518,15 @@ class NystromBackend(KernelBackend):
         blas_threads : int, optional
             BLAS threads inside each task. Default: 1 when a worker runs several threads
             (its tasks already run in parallel; more BLAS threads would oversubscribe the
-            cores, measured 1.4x slower on the embedded cluster), else BLAS's own setting.
+            cores; ``benchmarks/bench_scale.py`` records the pass's task seconds), else
+            BLAS's own setting.
         diagonal_correction : bool
             Estimate ``tr(K_p K_q)`` with the EXACT diagonal (see :meth:`kernel_gram`);
             False gives the plain ``||G_pq||_F^2``.
         exact_dissimilarity_max_n : int
             Up to this n, ``tr(K_p K_q)`` (hence C) is computed EXACTLY on the workers, by
-            row-block pairs from the data (``O(n^2 (d + m^2))``, a few seconds at n = 20,000);
+            row-block pairs from the data (``O(n^2 (d + m^2))``, timed in
+            ``info["seconds"]["exact_kernel_gram"]``);
             above, it is estimated from the Gram matrix. The Nystrom estimate of C is the
             largest source of weight error at moderate lambda (measured by
             ``benchmarks/bench_nystrom_paper.py``); which was used is
@@ -591,7 +594,7 @@ class NystromBackend(KernelBackend):
                                                    landmarks, random_state, rel_floor, dtype)
                 info["seconds"]["landmarks"] = time.perf_counter() - t0
                 R = model.n_components
-                chunk = int(chunk_size or max(256, min(n, _CHUNK_BYTES // (R * dtype.itemsize))))
+                chunk = int(chunk_size or factor_chunk_rows(n, R, dtype))
                 meta = {"resolved_kernels": [s.to_dict() for s in resolved],
                         "scales": {str(k): v for k, v in scales.items()},
                         "ranks": model.ranks.tolist(), "chunk_size": chunk}
@@ -778,6 +781,12 @@ def _row_tasks(n: int, chunk: int, threads: int) -> list[tuple[int, int]]:
     per_task = max(1, -(-n_chunks // (4 * threads)))
     step = per_task * chunk
     return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
+    """Default rows per factor chunk: about 32 MiB of ``n_components`` columns (at least 256
+    rows, at most n)."""
+    return max(256, min(n, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
 
 
 def _task_blas_threads(client: Any, requested: int | None) -> int | None:
