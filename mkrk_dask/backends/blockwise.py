@@ -432,22 +432,34 @@ class BlockwiseBackend(KernelBackend):
         check_measure(measure, self.measures)
         return from_gram(self.gram(), measure)
 
+    def _share(self, array: np.ndarray) -> Any:
+        """A future of ``array`` held by one worker, which the tasks fetch it from.
+
+        Not broadcast: a worker dying while the scheduler replicates a broadcast can hang the
+        scatter for good (dask/distributed#5704). If the holder dies, the tasks that need it
+        are cancelled and :meth:`_with_retries` shares it again.
+        """
+        [future] = self.client.scatter([np.ascontiguousarray(array, dtype=np.float64)],
+                                       hash=False)
+        return future
+
     def _apply_images(self, V: np.ndarray) -> list[Any]:
         """Futures of the per-kernel images ``(K_p V)[rows]``, one per row block."""
-        V_future = self.client.scatter(np.ascontiguousarray(V, dtype=np.float64),
-                                       broadcast=True, hash=False)
+        V_future = self._share(V)
         return [self.client.submit(_row_images, self._store_key, rows, self._bounds, V_future,
                                    pure=False) for rows in self._bounds]
 
     def _with_retries(self, run: Any, attempts: int = 3) -> Any:
         """Run a distributed step again if it failed because workers were lost mid-way."""
+        from concurrent.futures import CancelledError
+
         from distributed import KilledWorker
-        from distributed.client import FutureCancelledError
 
         for attempt in range(attempts):
             try:
                 return run()
-            except (KilledWorker, FutureCancelledError, OSError):
+            # CancelledError: a single future's or a gather's (FuturesCancelledError).
+            except (KilledWorker, CancelledError, OSError):
                 if attempt == attempts - 1:
                     raise
                 time.sleep(1.0)
@@ -519,8 +531,7 @@ class BlockwiseBackend(KernelBackend):
 
         def apply(V: np.ndarray) -> np.ndarray:
             def run() -> np.ndarray:
-                V_future = self.client.scatter(np.ascontiguousarray(V, dtype=np.float64),
-                                               broadcast=True, hash=False)
+                V_future = self._share(V)
                 return np.vstack(self.client.gather([self.client.submit(
                     _combined_rows, self._store_key, name, rows, self._bounds, V_future,
                     pure=False) for rows in self._bounds]))
@@ -555,9 +566,9 @@ class BlockwiseBackend(KernelBackend):
             return None
         split = np.cumsum([V.shape[1] for V, _ in history])[:-1]
         coefficients = np.split(S, split, axis=0)
-        U_future = self.client.scatter(U, broadcast=True, hash=False)
 
         def run() -> np.ndarray:
+            U_future = self._share(U)
             parts = [self.client.submit(_fused_quad, [imgs[r] for _, imgs in history],
                                         coefficients, U_future, rows, pure=False)
                      for r, rows in enumerate(self._bounds)]
@@ -576,7 +587,7 @@ class BlockwiseBackend(KernelBackend):
         H = np.ascontiguousarray(top.basis, dtype=np.float64)
 
         def run() -> np.ndarray:
-            H_future = self.client.scatter(H, broadcast=True, hash=False)
+            H_future = self._share(H)
             parts = [self.client.submit(_row_quad, self._store_key, rows, self._bounds,
                                         H_future, pure=False) for rows in self._bounds]
             return np.sum(self.client.gather(parts), axis=0)
