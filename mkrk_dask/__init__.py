@@ -3,6 +3,7 @@
 Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
+from .backends.nystrom import NystromApproximationWarning
 from .baselines import average_kernel_clustering, single_kernel_clustering
 from .estimator import MKKMRK
 from .kernels import KernelSpec, paper_kernels, parse_kernel
@@ -29,5 +30,6 @@ __all__ = [
     "RepresentativeQP",
     "QPSolution",
     "UncertifiedSolutionWarning",
+    "NystromApproximationWarning",
     "__version__",
 ]

@@ -369,6 +369,9 @@ def _fit_outputs(out: Path, model: Any, data: _Data, args: argparse.Namespace,
         "qp_relative_gaps": np.asarray(model.qp_relative_gaps_).tolist(),
         "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
         "model": MODEL_FILE}
+    if hasattr(model, "nystrom_missed_fraction_"):
+        result["nystrom_residual"] = model.nystrom_residual_.tolist()
+        result["nystrom_missed_fraction"] = float(model.nystrom_missed_fraction_)
     if data.y is not None:
         scores = clustering_scores(data.y, labels)
         result["metrics"] = scores
@@ -421,6 +424,7 @@ def _search_record(res: Any) -> dict[str, Any]:
             "n_iter": int(res.n_iter), "converged": bool(res.converged),
             "max_qp_relative_gap": float(res.max_qp_relative_gap),
             "n_selected": int(res.n_selected), "seconds": float(res.seconds),
+            "nystrom_missed_fraction": res.nystrom_missed_fraction,
             "summary": summarize_scores(res.scores) if res.scores else None,
             "scores": res.scores}
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,17 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         Features seen in ``fit`` (single-view feature input only).
     timings_ : dict
         Seconds spent per phase.
+    nystrom_model_ : NystromModel
+        ``solver="nystrom"`` only: the row map (landmarks, transforms, coefficients, centres)
+        that :meth:`transform` and :meth:`predict` apply to new points.
+    nystrom_residual_ : ndarray of shape (n_kernels,)
+        ``solver="nystrom"`` only: the share of every kernel's trace its factors miss,
+        ``1 - ||F_p||_F^2 / tr(K_p)``.
+    nystrom_missed_fraction_ : float
+        ``solver="nystrom"`` only: the share of the trace of the learned ``K_w`` the factors
+        miss. Above :data:`~mkrk_dask.backends.nystrom.MISSED_FRACTION_WARNING` a
+        :class:`~mkrk_dask.NystromApproximationWarning` names the kernels responsible: the
+        H-step did not see that part of ``K_w``, so the result can differ from the exact one.
 
     Examples
     --------
@@ -321,7 +333,34 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             backend.close()
         self._set_fitted(result, embedding, getattr(backend, "kernel_specs", None))
         self._set_out_of_sample(oos_model, embedding)
+        self._set_approximation(backend, result.weights)
         return self
+
+    def _set_approximation(self, backend: KernelBackend, weights: np.ndarray) -> None:
+        """Nystrom only: what the factors miss of every kernel and of ``K_w``; warn if much."""
+        if not hasattr(backend, "missed_fraction"):
+            for name in ("nystrom_residual_", "nystrom_missed_fraction_"):
+                if hasattr(self, name):
+                    delattr(self, name)
+            return
+        from .backends.nystrom import MISSED_FRACTION_WARNING, NystromApproximationWarning
+
+        residual = backend.residual_fractions()
+        missed = backend.missed_fraction(weights)
+        self.nystrom_residual_ = residual
+        self.nystrom_missed_fraction_ = missed
+        if missed > MISSED_FRACTION_WARNING:
+            share = weights**2 * residual * backend.traces()
+            worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
+            names = ", ".join(f"{self.kernel_names_[p]} ({residual[p]:.0%} of its trace)"
+                              for p in worst)
+            warnings.warn(
+                f"the Nystrom factors miss {missed:.0%} of the trace of the learned combined "
+                f"kernel, mostly of {names}; the H-step did not see that part, so the "
+                "weights and labels can differ from the exact solution's. Give these kernels "
+                "more landmarks (n_landmarks accepts one count per kernel), or use "
+                "solver='exact' or 'blockwise' if n allows.",
+                NystromApproximationWarning, stacklevel=3)
 
     # -- out of sample (solver="nystrom") ---------------------------------------------------
 
@@ -455,4 +494,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         for p in np.argsort(-self.weights_):
             if self.weights_[p] >= SELECTION_THRESHOLD:
                 lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")
+        if hasattr(self, "nystrom_missed_fraction_"):
+            lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
+                         "of the combined kernel")
         return "\n".join(lines)

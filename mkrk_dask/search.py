@@ -34,6 +34,8 @@ class LambdaResult:
     labels: list[np.ndarray]
     scores: list[dict[str, float]] = field(default_factory=list)
     seconds: float = 0.0
+    #: Nystrom only: the share of the trace of K_w its factors miss (see ``MKKMRK``)
+    nystrom_missed_fraction: float | None = None
 
     @property
     def n_selected(self) -> int:
@@ -107,7 +109,9 @@ def lambda_search(
                 lam=lam, weights=res.weights, representation=res.representation,
                 objective_history=res.objective_history, n_iter=res.n_iter,
                 converged=res.converged, max_qp_relative_gap=float(res.qp_relative_gaps.max()),
-                labels=labels, scores=scores, seconds=time.perf_counter() - start)
+                labels=labels, scores=scores, seconds=time.perf_counter() - start,
+                nystrom_missed_fraction=(backend.missed_fraction(res.weights)
+                                         if hasattr(backend, "missed_fraction") else None))
             results.append(item)
             if callback is not None:
                 callback(item)

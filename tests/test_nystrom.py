@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
+
 import dask.array as da
 import numpy as np
 import pytest
 import zarr
 
-from mkrk_dask import MKKMRK
+from mkrk_dask import MKKMRK, NystromApproximationWarning
 from mkrk_dask.auto import choose_solver
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.backends.nystrom import NystromBackend
+from mkrk_dask.backends.nystrom import MISSED_FRACTION_WARNING, NystromBackend
 from mkrk_dask.datasets import load_dataset, make_multiview_blobs
 from mkrk_dask.kernels import KernelSpec, max_pairwise_distance
 from mkrk_dask.metrics import normalized_mutual_info
@@ -60,6 +62,7 @@ def test_full_rank_quantities_equal_exact(full_rank):
     H = nys.embedding(tn)
     np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-8)
     np.testing.assert_allclose(H @ H.T, te.basis @ te.basis.T, atol=1e-8)
+    np.testing.assert_allclose(nys.residual_fractions(), 0.0, atol=1e-8)
     re_, rn = solve(exact, 4, LAM), solve(nys, 4, LAM)
     np.testing.assert_allclose(rn.objective_history, re_.objective_history, rtol=1e-8)
     np.testing.assert_allclose(rn.weights, re_.weights, atol=1e-6)
@@ -96,6 +99,12 @@ def test_gram_quad_forms_equal_explicit_factor_products(client, small, tmp_path)
         np.testing.assert_allclose(nys.dissimilarity("fip"), corrected, rtol=1e-10)
         nys.diagonal_correction, nys._kernel_gram = False, None
         np.testing.assert_allclose(nys.dissimilarity("fip"), plain, rtol=1e-10)
+        # What the factors miss: of every kernel's trace (n), and of the trace of K_w.
+        captured = np.array([np.sum(F[:, o[p]:o[p + 1]] ** 2) for p in range(6)])
+        np.testing.assert_allclose(nys.residual_fractions(), 1 - captured / len(F), atol=1e-12)
+        assert nys.info["residual_fraction"] == pytest.approx(1 - captured / len(F), abs=1e-12)
+        missed = np.sum(w**2 * (len(F) - captured)) / np.sum(w**2 * len(F))
+        assert nys.missed_fraction(w) == pytest.approx(missed, rel=1e-10)
     finally:
         nys.close()
 
@@ -266,6 +275,29 @@ def test_predict_and_transform(client):
     assert auto.solver_ == "exact"
     with pytest.raises(NotImplementedError, match="solver='nystrom'"):
         auto.predict(views)
+
+
+def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
+    views, _, _ = make_multiview_blobs(200, 4, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=6, random_state=2)
+    # At a large lambda the weight piles onto the near-identity Gaussian (the cheapest
+    # representative under fip), which 30 landmarks cannot represent.
+    specs = ["gaussian(c=0.01)", "linear", "gaussian(c=1)"]
+    params = dict(kernels=specs, lam=2.0**5, solver="nystrom", scheduler=client,
+                  random_state=0)
+    with pytest.warns(NystromApproximationWarning, match=r"gaussian\(c=0\.01\)"):
+        model = MKKMRK(4, n_landmarks=30, **params).fit(views[0])
+    assert model.weights_[0] > 0.5
+    assert model.nystrom_residual_[0] > 0.5
+    assert model.nystrom_missed_fraction_ > MISSED_FRACTION_WARNING
+    assert "Nystrom factors miss" in model.summary()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NystromApproximationWarning)
+        full = MKKMRK(4, n_landmarks=200, **params).fit(views[0])  # every row a landmark
+    assert full.nystrom_missed_fraction_ < 1e-6
+    exact = full.set_params(solver="exact").fit(views[0])
+    assert not hasattr(exact, "nystrom_residual_")
+    assert not hasattr(exact, "nystrom_missed_fraction_")
 
 
 def test_float32_factors_agree_with_float64(client):

@@ -66,7 +66,7 @@ from ..solver import unit_rows
 from .base import KernelBackend, TopK
 
 __all__ = ["NystromBackend", "NystromModel", "NystromBasis", "STORE_KIND",
-           "factor_chunk_rows"]
+           "factor_chunk_rows", "NystromApproximationWarning", "MISSED_FRACTION_WARNING"]
 
 STORE_KIND = "nystrom"
 #: rows per pair block of the exact largest-distance computation
@@ -79,6 +79,12 @@ _CHUNK_BYTES = 32 * 2**20
 _KERNEL_GRAM_BLOCK = 1024
 #: default largest n for which tr(K_p K_q) (hence C) is computed exactly
 EXACT_DISSIMILARITY_MAX_N = 20_000
+#: the estimator warns when the factors miss more than this share of the trace of K_w
+MISSED_FRACTION_WARNING = 0.05
+
+
+class NystromApproximationWarning(UserWarning):
+    """The Nystrom factors leave out a large share of the learned combined kernel."""
 
 
 # -- the picklable map from rows to factors ---------------------------------------------------
@@ -642,6 +648,7 @@ class NystromBackend(KernelBackend):
                           session=session, row_tasks=_row_tasks(n, chunk, threads),
                           temp_dir=temp_dir, info=info)
             backend.n_features = n_features
+            backend.info["residual_fraction"] = backend.residual_fractions().tolist()
             return backend
         except BaseException:
             session.close()
@@ -683,6 +690,31 @@ class NystromBackend(KernelBackend):
 
     def dissimilarity(self, measure: str) -> np.ndarray:
         return from_gram(self.kernel_gram(), measure)
+
+    def residual_fractions(self) -> np.ndarray:
+        """The share of every kernel's trace that its factors miss, shape (m,).
+
+        ``1 - ||F_p||_F^2 / tr(K_p)``: 0 when ``F_p F_p^T = K_p`` (every row a landmark), near
+        ``1 - r_p / n`` for a near-identity kernel (a narrow Gaussian), whose local structure
+        a few hundred landmarks cannot represent.
+        """
+        captured = np.add.reduceat(np.diag(self.gram), self.offsets[:-1])
+        traces = np.where(self._traces > 0, self._traces, 1.0)
+        return np.clip(1.0 - captured / traces, 0.0, 1.0)
+
+    def missed_fraction(self, weights: np.ndarray) -> float:
+        """The share of the trace of ``K_w = sum_p w_p^2 K_p`` that the factors miss.
+
+        The H-step sees only ``sum_p w_p^2 F_p F_p^T``; the rest of ``K_w`` (this share of its
+        trace) is left out. A large share means ``H``, and with it the weights and labels, can
+        differ from the exact backend's (``benchmarks/bench_nystrom_paper.py`` reports it next
+        to the measured differences).
+        """
+        w2 = np.asarray(weights, dtype=np.float64) ** 2
+        total = float(w2 @ self._traces)
+        if not total > 0:
+            return 0.0
+        return float(w2 @ (self.residual_fractions() * self._traces)) / total
 
     def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Columns of F whose kernel has a nonzero weight, and the weight of each column."""
