@@ -88,8 +88,11 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     backend_options : dict, optional
         Further keyword arguments for the backend's constructor, e.g.
         ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
-        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`) or
-        ``{"eigen_method": "lapack"}`` for the exact one.
+        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
+        ``{"eigen_method": "lapack"}`` for the exact one, or ``{"local_threshold": 0}`` to
+        turn off the Nystrom backend's sparse local part, which by default follows the exact
+        solution up to n = 20,000 (see
+        :meth:`~mkrk_dask.backends.nystrom.NystromBackend.from_views`).
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
     tol : float, default=1e-5

@@ -55,6 +55,9 @@ __all__ = [
 # Denominator floor for relative quantities (a problem whose objective is exactly 0 is solved
 # exactly by the closed forms or the polish, so dividing a 0 gap by this stays 0).
 _TINY = np.finfo(float).tiny
+#: OSQP's status when Ctrl-C arrived during a solve
+_OSQP_SIGINT = (osqp.SolverStatus.OSQP_SIGINT.value if hasattr(osqp, "SolverStatus")
+                else osqp.constant("OSQP_SIGINT"))
 # Entries of d in [-tol, 0) with tol = max(_D_NEG_REL * max|d|, _D_NEG_ABS) are treated as
 # round-off of tr(K_p) - tr(H^T K_p H) and set to 0; anything more negative is an error.
 _D_NEG_REL = 1e-10
@@ -712,6 +715,9 @@ class RepresentativeQP:
         """One OSQP solve at tolerance ``eps``; returns (Y or None, status, iterations)."""
         self._solver.update_settings(eps_abs=eps, eps_rel=eps, max_iter=max_iter)
         res = self._solver.solve(raise_error=False)
+        if res.info.status_val == _OSQP_SIGINT:
+            # OSQP traps Ctrl-C during a solve and returns; pass the interrupt on.
+            raise KeyboardInterrupt
         x = np.array(res.x, dtype=float)  # copy: OSQP reuses the buffer
         m = self.m
         ok = x.size == self._layout.n_var and np.all(np.isfinite(x))

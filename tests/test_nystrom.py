@@ -12,7 +12,11 @@ import zarr
 from mkrk_dask import MKKMRK, NystromApproximationWarning
 from mkrk_dask.auto import choose_solver
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.backends.nystrom import MISSED_FRACTION_WARNING, NystromBackend
+from mkrk_dask.backends.nystrom import (
+    LOCAL_MAX_PER_ROW,
+    MISSED_FRACTION_WARNING,
+    NystromBackend,
+)
 from mkrk_dask.datasets import load_dataset, make_multiview_blobs
 from mkrk_dask.kernels import KernelSpec, max_pairwise_distance
 from mkrk_dask.metrics import normalized_mutual_info
@@ -161,8 +165,118 @@ def test_exact_dissimilarity_up_to_the_threshold(client, small, tmp_path):
     try:
         assert estimate.info["dissimilarity_source"] == "nystrom"
         assert np.abs(estimate.dissimilarity("fip") - Ce).max() > 1e-6 * np.abs(Ce).max()
+        # The local part comes from the same block-pair pass: none above the threshold.
+        assert estimate.local is None and estimate.info["local_part"] is None
     finally:
         estimate.close()
+
+
+def _dense_local_reference(kernels, F, offsets, threshold):
+    """``S_p``: the entries of ``K_p - F_p F_p^T`` of magnitude >= threshold, densely."""
+    out = []
+    for p, K in enumerate(kernels):
+        Fp = F[:, offsets[p]:offsets[p + 1]]
+        residual = K - Fp @ Fp.T
+        out.append(np.where(np.abs(residual) >= threshold, residual, 0.0))
+    return out
+
+
+@pytest.mark.parametrize("n", [160, 700])  # dense top-k below 500 rows, ARPACK above
+def test_local_part_matches_a_dense_computation(client, tmp_path, n):
+    views, _, _ = make_multiview_blobs(n, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=5, random_state=0)
+    specs = multiview_specs() + [KernelSpec("gaussian", c=0.03, view=1)]
+    m = len(specs)
+    exact = ExactBackend.from_views(views, specs)
+    nys = NystromBackend.from_views(views, specs, n_landmarks=40, scheduler=client,
+                                    random_state=0, store=tmp_path / "f.zarr", chunk_size=64)
+    try:
+        F = np.asarray(nys.factors_array[...])
+        o = nys.offsets
+        reference = _dense_local_reference(exact.kernels, F, o, 0.01)
+        assert nys.info["local_part"]["threshold"] == 0.01
+        # A kernel with more than LOCAL_MAX_PER_ROW entries per row gets no local part.
+        for p, ref in enumerate(reference):
+            left_out = np.count_nonzero(ref) > LOCAL_MAX_PER_ROW * n
+            assert (specs[p].name in nys.info["local_part"]["left_out"]) == left_out
+            if left_out:
+                reference[p] = np.zeros_like(ref)
+        assert sum(S.nnz for S in nys.local.kernels) > n  # more than the diagonal
+        for S, ref in zip(nys.local.kernels, reference, strict=True):
+            np.testing.assert_allclose(S.toarray(), ref, atol=1e-12)
+        w = np.array([0.3, 0.0, 0.2, 0.1, 0.15, 0.1, 0.15])
+        Kw = sum(w[p] ** 2 * (F[:, o[p]:o[p + 1]] @ F[:, o[p]:o[p + 1]].T + reference[p])
+                 for p in range(m))
+        top = nys.top_k(w, 4)
+        np.testing.assert_allclose(top.eigenvalues, np.linalg.eigvalsh(Kw)[::-1][:4],
+                                   rtol=1e-9)
+        H = nys.embedding(top)
+        np.testing.assert_allclose(H.T @ H, np.eye(4), atol=1e-8)
+        np.testing.assert_allclose(Kw @ H, H * top.eigenvalues, atol=1e-8 * top.eigenvalues[0])
+        explicit = [np.trace(H.T @ (F[:, o[p]:o[p + 1]] @ F[:, o[p]:o[p + 1]].T
+                                    + reference[p]) @ H) for p in range(m)]
+        np.testing.assert_allclose(nys.quad_forms(top), explicit, rtol=1e-9)
+        captured = [np.sum(F[:, o[p]:o[p + 1]] ** 2) + np.trace(reference[p]) for p in range(m)]
+        np.testing.assert_allclose(nys.residual_fractions(), 1 - np.array(captured) / n,
+                                   atol=1e-12)
+        # The loop on top of it: the objective never increases.
+        res = solve(nys, 4, LAM)
+        assert np.all(np.diff(res.objective_history) <= 1e-9 * res.objective_history[0])
+    finally:
+        nys.close()
+    again = NystromBackend.from_views(views, specs, n_landmarks=40, scheduler=client,
+                                      random_state=0, store=tmp_path / "f.zarr", chunk_size=64)
+    try:
+        assert again.info["reused_store"]
+        for S, ref in zip(again.local.kernels, reference, strict=True):
+            np.testing.assert_allclose(S.toarray(), ref, atol=1e-12)
+    finally:
+        again.close()
+    with pytest.raises(StoreError, match="local_threshold"):
+        NystromBackend.from_views(views, specs, n_landmarks=40, scheduler=client,
+                                  random_state=0, store=tmp_path / "f.zarr", chunk_size=64,
+                                  local_threshold=0.05)
+
+
+def test_local_part_is_dropped_above_its_size_cap(client, small, monkeypatch):
+    import mkrk_dask.backends.nystrom as nystrom
+
+    views, _ = small
+    specs = multiview_specs()
+    monkeypatch.setattr(nystrom, "LOCAL_MAX_PER_ROW", 10**9)
+    sizes = NystromBackend.from_views(views, specs, n_landmarks=12, scheduler=client,
+                                      random_state=0)
+    per_row = sizes.local.nonzeros_per_row()
+    sizes.close()
+    assert per_row.min() < per_row.max()
+    # A cap between the kernels' sizes: the larger ones are left out, the others kept.
+    cap = float(np.median(per_row))
+    monkeypatch.setattr(nystrom, "LOCAL_MAX_PER_ROW", cap)
+    with pytest.warns(NystromApproximationWarning, match="get no local part"):
+        nys = NystromBackend.from_views(views, specs, n_landmarks=12, scheduler=client,
+                                        random_state=0)
+    try:
+        left_out = [p for p in range(6) if per_row[p] > cap]
+        assert nys.info["local_part"]["left_out"] == [specs[p].name for p in left_out]
+        kept = nys.local.nonzeros_per_row()
+        np.testing.assert_array_equal(kept[left_out], 0.0)
+        others = [p for p in range(6) if p not in left_out]
+        np.testing.assert_allclose(kept[others], per_row[others])
+        assert nys.info["dissimilarity_source"] == "exact"  # C is still exact
+    finally:
+        nys.close()
+    monkeypatch.setattr(nystrom, "LOCAL_MAX_PER_ROW", 0)
+    with pytest.warns(NystromApproximationWarning, match="get no local part"):
+        nys = NystromBackend.from_views(views, specs, n_landmarks=12, scheduler=client,
+                                        random_state=0)
+    try:
+        assert nys.local is None and nys.info["local_part"] is None
+    finally:
+        nys.close()
+    for bad in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="local_threshold"):
+            NystromBackend.from_views(views, multiview_specs(), local_threshold=bad,
+                                      scheduler=client)
 
 
 def test_inputs_numpy_dask_zarr_give_the_same_gram(client, small, tmp_path):
@@ -251,6 +365,29 @@ def test_nystrom_matches_exact_on_jaffe(client, require_dataset, data_dir):
     assert abs(nmi_n - nmi_e) <= 0.02
 
 
+def test_predict_and_transform_with_the_local_part(client):
+    """The local part's row map gives the training rows their H back (so predict on the
+    training data gives labels_), also after pickling, and maps new rows sensibly."""
+    import pickle
+
+    views, y, _ = make_multiview_blobs(700, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=6, random_state=5)
+    specs = ["gaussian(c=0.05)@0", "gaussian(c=0.5)@0", "gaussian(c=0.5)@1"]
+    model = MKKMRK(4, kernels=specs, solver="nystrom", n_landmarks=40, scheduler=client,
+                   random_state=0)
+    train = [v[:600] for v in views]
+    labels = model.fit_predict(train)
+    assert model.nystrom_model_.local is not None
+    assert model.nystrom_model_.local["views"][0].shape == (600, 6)
+    np.testing.assert_allclose(model.transform(train), model.embedding_, atol=1e-8)
+    np.testing.assert_array_equal(model.predict(train), labels)
+    restored = pickle.loads(pickle.dumps(model.nystrom_model_))  # what `mkrk fit` saves
+    assert restored._train_factors is None  # a cache, not pickled
+    np.testing.assert_array_equal(restored.predict(train), labels)
+    new = [v[600:] for v in views]
+    assert normalized_mutual_info(y[600:], model.predict(new)) > 0.9
+
+
 def test_predict_and_transform(client):
     views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=1)
@@ -284,7 +421,7 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
     # representative under fip), which 30 landmarks cannot represent.
     specs = ["gaussian(c=0.01)", "linear", "gaussian(c=1)"]
     params = dict(kernels=specs, lam=2.0**5, solver="nystrom", scheduler=client,
-                  random_state=0)
+                  random_state=0, backend_options={"local_threshold": 0.0})
     with pytest.warns(NystromApproximationWarning, match=r"gaussian\(c=0\.01\)"):
         model = MKKMRK(4, n_landmarks=30, **params).fit(views[0])
     assert model.weights_[0] > 0.5
@@ -295,7 +432,7 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
         warnings.simplefilter("error", NystromApproximationWarning)
         full = MKKMRK(4, n_landmarks=200, **params).fit(views[0])  # every row a landmark
     assert full.nystrom_missed_fraction_ < 1e-6
-    exact = full.set_params(solver="exact").fit(views[0])
+    exact = full.set_params(solver="exact", backend_options=None).fit(views[0])
     assert not hasattr(exact, "nystrom_residual_")
     assert not hasattr(exact, "nystrom_missed_fraction_")
 

@@ -476,3 +476,24 @@ def test_uncertified_solution_raises_when_strict():
     qp = RepresentativeQP(C, lam, max_iter=1, polish=False, strict=True)
     with pytest.raises(QPCertificationError, match="gap"):
         qp.solve(d)
+
+
+def test_ctrl_c_during_an_osqp_solve_interrupts():
+    """OSQP traps SIGINT during a solve and returns early; the Y-step must pass the interrupt
+    on instead of carrying on with an unfinished solution (``mkrk`` exits 130 on Ctrl-C)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    rng = np.random.default_rng(0)
+    m = 60
+    C = gram_dissimilarity(rng, m, 1e4)
+    qp = RepresentativeQP(C, 2.0**-15, polish=False)
+    threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+    start = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UncertifiedSolutionWarning)
+        while time.perf_counter() - start < 10:  # mostly inside OSQP
+            qp.solve(1e4 * (1 + 0.1 * rng.random(m)))
+    assert time.perf_counter() - start < 5

@@ -21,6 +21,14 @@ dropped (``r_p' <= r_p``). With ``F = [F_1 .. F_m]`` (n x R, ``R = sum r_p'``):
   Gram matrix of kernels (``||K_p||_F^2 ~ ||G_pp||_F^2``).
 - A final pass reads ``F`` and forms ``H = F B`` (n x k) for the labels.
 
+Up to ``exact_dissimilarity_max_n`` rows (default 20,000), a pass over row-block pairs of the
+data computes C exactly and a sparse LOCAL PART ``S_p`` of every kernel: the entries of
+``K_p - F_p F_p^T`` of magnitude ``>= local_threshold`` (:class:`LocalPart`). The
+narrow Gaussians are nearly identity matrices that no few-hundred-landmark factor holds, and
+the exact solution depends on their values between nearby rows. With
+``K_p ~ F_p F_p^T + S_p``, the iterations run in n dimensions (ARPACK, F in memory) and follow
+the exact backend (``benchmarks/bench_nystrom_paper.py``).
+
 New points map through the same landmarks and transforms (:class:`NystromModel`), which is
 what ``MKKMRK.predict`` / ``transform`` use.
 
@@ -39,6 +47,7 @@ import math
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,11 +55,12 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg
 from sklearn.utils import check_random_state
 
 from ..cluster import DaskSession
 from ..dissimilarity import GRAM_MEASURES, from_gram
-from ..eigen import top_k_dense
+from ..eigen import fix_signs, top_k_dense
 from ..kernels import (
     KernelSpec,
     block_max_sq_distance,
@@ -81,6 +91,10 @@ _KERNEL_GRAM_BLOCK = 1024
 EXACT_DISSIMILARITY_MAX_N = 20_000
 #: the estimator warns when the factors miss more than this share of the trace of K_w
 MISSED_FRACTION_WARNING = 0.05
+#: default smallest residual entry |K_p - F_p F_p^T|_ij kept in the sparse local part
+LOCAL_THRESHOLD = 0.01
+#: the local part is dropped (with a warning) above this many entries per row and kernel
+LOCAL_MAX_PER_ROW = 64
 
 
 class NystromApproximationWarning(UserWarning):
@@ -112,6 +126,10 @@ class NystromModel:
         ``B`` with ``H = F B`` (set after a fit).
     centres : ndarray (k, k) or None
         Cluster centres of the unit-length rows of H (set after a fit).
+    local : dict or None
+        Fitted with a local part (:class:`LocalPart`): the training rows (``"views"``), the
+        ``"threshold"``, the squared weights (``"weights2"``) and ``H / mu``
+        (``"scaled_embedding"``), for the local term of :meth:`transform`.
     """
 
     specs: list[KernelSpec]
@@ -125,8 +143,14 @@ class NystromModel:
     n_features: list[int | None] | None = None
     chunk_rows: int = 4096
     n_labels_polished: int = 0
+    local: dict | None = field(default=None, repr=False)
     info: dict = field(default_factory=dict, repr=False)
     _landmark_sq: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
+    _train_factors: np.ndarray | None = field(default=None, repr=False)
+
+    def __getstate__(self) -> dict:
+        # The training rows' factors are a cache, recomputed on demand.
+        return {**self.__dict__, "_train_factors": None}
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
@@ -197,7 +221,45 @@ class NystromModel:
         """``H`` rows of new points: ``F(x) B`` (as in the fit: factors in ``self.dtype``)."""
         if self.coefficients is None:
             raise ValueError("this Nystrom model has no coefficients yet (not fitted)")
-        return embed_rows(self.factors(views), self.coefficients)
+        H = embed_rows(self.factors(views), self.coefficients)
+        if self.local is not None:
+            H += self._local_term(views)
+        return H
+
+    def _local_term(self, views: Sequence[Any]) -> np.ndarray:
+        """``sum_p w_p^2 s_p(x)^T H / mu``: the residual entries of the rows against the
+        training rows, kept where ``|K_p(x, x_j) - f_p(x) f_p(x_j)| >= threshold`` (the rule of
+        the fit, so the training rows get their rows of H back)."""
+        local = self.local
+        train = local["views"]
+        if self._train_factors is None:
+            self._train_factors = self.factors(train)
+        F_train = self._train_factors
+        scaled = local["scaled_embedding"]
+        n_rows, n_train = views[0].shape[0], F_train.shape[0]
+        active = [p for p, w2 in enumerate(local["weights2"]) if w2 > 0]
+        offsets = self.offsets
+        out = np.zeros((n_rows, scaled.shape[1]))
+        # Bounded memory: the kernel blocks of a step are about 256 MiB.
+        step = max(1, 2**25 // (n_train * max(1, len(active))))
+        for a in range(0, n_rows, step):
+            part = [v if v is None else v[a:a + step] for v in views]
+            F_new = self.factors(part).astype(np.float64, copy=False)
+            for view in sorted(self.landmarks):
+                idx = [p for p in active if self.specs[p].view == view]
+                if not idx:
+                    continue
+                X = part[view] if sp.issparse(part[view]) else np.asarray(part[view],
+                                                                         dtype=np.float64)
+                blocks = kernel_blocks([self.specs[p] for p in idx], X, train[view],
+                                       normalize=self.normalize)
+                for j, p in enumerate(idx):
+                    cols = slice(offsets[p], offsets[p + 1])
+                    residual = blocks[j] - F_new[:, cols] @ F_train[:, cols].T.astype(
+                        np.float64, copy=False)
+                    residual[np.abs(residual) < local["threshold"]] = 0.0
+                    out[a:a + step] += local["weights2"][p] * (residual @ scaled)
+        return out
 
     def predict(self, views: Sequence[Any]) -> np.ndarray:
         """Nearest learned centre of the unit-length rows of ``transform(views)``."""
@@ -392,23 +454,57 @@ def _pair_max_task(a: tuple, b: tuple, same: bool) -> float:
     return block_max_sq_distance(rows_a, rows_a if same else _rows(*b))
 
 
-def _kernel_gram_pair_task(blocks_a: dict, blocks_b: dict, same: bool, specs: list[KernelSpec],
-                           normalize: bool, blas_threads: int | None) -> np.ndarray:
+def _kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: list[KernelSpec],
+                           normalize: bool, blas_threads: int | None,
+                           local: tuple[Any, np.ndarray, float, np.ndarray] | None = None
+                           ) -> tuple:
     """``sum_{i in A, j in B} K_p(i, j) K_q(i, j)`` for every pair of kernels (m x m), doubled
-    for an off-diagonal block pair (the kernels are symmetric)."""
+    for an off-diagonal block pair (the kernels are symmetric).
+
+    A block is ``(first row, {view: rows})``. With ``local = (factors, offsets, threshold,
+    kernels)`` (the factor store, its kernels' column offsets, and the indices of the kernels
+    that get a local part), also the entries of those residuals ``K_p - F_p F_p^T`` of
+    magnitude ``>= threshold`` with row <= column (global indices):
+    ``(rows, columns, kernels, values)``; else None.
+    """
     from threadpoolctl import threadpool_limits
 
-    Xa = {v: _rows(*b) for v, b in blocks_a.items()}
-    Xb = Xa if same else {v: _rows(*b) for v, b in blocks_b.items()}
+    (start_a, views_a), (start_b, views_b) = block_a, block_b
+    Xa = {v: _rows(*b) for v, b in views_a.items()}
+    Xb = Xa if same else {v: _rows(*b) for v, b in views_b.items()}
     n_a, n_b = next(iter(Xa.values())).shape[0], next(iter(Xb.values())).shape[0]
     stacked = np.empty((len(specs), n_a * n_b))
+    entries = None
     with threadpool_limits(limits=blas_threads):
         for view in Xa:
             idx = [p for p, s in enumerate(specs) if s.view == view]
             stacked[idx] = kernel_blocks([specs[p] for p in idx], Xa[view], Xb[view],
                                          normalize=normalize).reshape(len(idx), -1)
         products = stacked @ stacked.T
-    return products if same else 2.0 * products
+        if local is not None:
+            entries = _residual_entries(*local, stacked, (n_a, n_b), same, start_a, start_b)
+    return (products if same else 2.0 * products), entries
+
+
+def _residual_entries(factors: Any, offsets: np.ndarray, threshold: float, kernels: np.ndarray,
+                      stacked: np.ndarray, shape: tuple[int, int], same: bool, start_a: int,
+                      start_b: int) -> tuple:
+    """Entries ``>= threshold`` in magnitude of ``K_p(A, B) - F_p(A) F_p(B)^T``, row <= column;
+    the factor rows are read from the store the factor pass wrote (the ones the fit uses)."""
+    n_a, n_b = shape
+    Fa = np.asarray(factors[start_a:start_a + n_a], dtype=np.float64)
+    Fb = Fa if same else np.asarray(factors[start_b:start_b + n_b], dtype=np.float64)
+    found: list[tuple] = [_NO_ENTRIES]
+    for p in kernels:
+        cols = slice(offsets[p], offsets[p + 1])
+        residual = stacked[p].reshape(n_a, n_b) - Fa[:, cols] @ Fb[:, cols].T
+        mask = np.abs(residual) >= threshold
+        if same:
+            mask = np.triu(mask)
+        i, j = np.nonzero(mask)
+        found.append((i + start_a, j + start_b, np.full(i.size, p, dtype=np.int32),
+                      residual[i, j]))
+    return tuple(np.concatenate(parts) for parts in zip(*found, strict=True))
 
 
 # -- the backend ------------------------------------------------------------------------------
@@ -421,6 +517,77 @@ class NystromBasis:
 
     coefficients: np.ndarray
     vectors: np.ndarray
+
+
+@dataclass
+class LocalBasis:
+    """The H-step's basis when the kernels have a local part: ``H`` itself (n x k), and the
+    weights it was computed for."""
+
+    embedding: np.ndarray
+    weights: np.ndarray
+
+
+@dataclass
+class LocalPart:
+    """The sparse local part of the kernels, ``K_p ~ F_p F_p^T + S_p``.
+
+    ``S_p`` holds the entries of the residual ``K_p - F_p F_p^T`` of magnitude at least
+    ``threshold``: for a narrow Gaussian, the pairs of nearby rows. A few hundred landmarks
+    cannot represent that local structure, and the exact solution depends on it; with it, the
+    Nystrom backend follows the exact one (``benchmarks/bench_nystrom_variants.py``,
+    ``benchmarks/bench_nystrom_paper.py``). It is collected in the block-pair pass of the
+    exact C, so only up to ``exact_dissimilarity_max_n`` rows.
+
+    Attributes
+    ----------
+    kernels : list of scipy.sparse.csr_matrix
+        ``S_p``, symmetric n x n, one per kernel.
+    threshold : float
+    """
+
+    kernels: list[sp.csr_matrix]
+    threshold: float
+
+    @classmethod
+    def from_entries(cls, entries: tuple, n: int, m: int, threshold: float) -> LocalPart:
+        """From ``(rows, columns, kernels, values)`` of the upper triangles (row <= column)."""
+        rows, cols, kernel, values = entries
+        mats = []
+        for p in range(m):
+            sel = kernel == p
+            upper = sp.csr_matrix((values[sel], (rows[sel], cols[sel])), shape=(n, n))
+            mats.append((upper + upper.T - sp.diags(upper.diagonal())).tocsr())
+        return cls(mats, float(threshold))
+
+    def entries(self) -> tuple:
+        """The upper triangles as ``(rows, columns, kernels, values)`` (what the store keeps)."""
+        parts = []
+        for p, S in enumerate(self.kernels):
+            upper = sp.triu(S).tocoo()
+            parts.append((upper.row.astype(np.int64), upper.col.astype(np.int64),
+                          np.full(upper.nnz, p, dtype=np.int32), upper.data))
+        return tuple(np.concatenate(c) for c in zip(*parts, strict=True))
+
+    def nonzeros_per_row(self) -> np.ndarray:
+        """Average stored entries per row of every ``S_p``."""
+        return np.array([S.nnz / S.shape[0] for S in self.kernels])
+
+    def traces(self) -> np.ndarray:
+        return np.array([S.diagonal().sum() for S in self.kernels])
+
+    def combined(self, weights: np.ndarray) -> sp.csr_matrix:
+        """``sum_p w_p^2 S_p``."""
+        n = self.kernels[0].shape[0]
+        out = sp.csr_matrix((n, n))
+        for w, S in zip(np.asarray(weights, dtype=np.float64), self.kernels, strict=True):
+            if w != 0 and S.nnz:
+                out = out + (w * w) * S
+        return out.tocsr()
+
+    def quad_forms(self, H: np.ndarray) -> np.ndarray:
+        """``tr(H^T S_p H)`` for every kernel."""
+        return np.array([float(np.sum(H * (S @ H))) if S.nnz else 0.0 for S in self.kernels])
 
 
 def _check_dtype(dtype: Any) -> np.dtype:
@@ -456,7 +623,7 @@ class NystromBackend(KernelBackend):
 
     def __init__(self, model: NystromModel, gram: np.ndarray, traces: np.ndarray, n_samples: int,
                  *, diag_correction: np.ndarray | None = None, diagonal_correction: bool = True,
-                 exact_kernel_gram: np.ndarray | None = None,
+                 exact_kernel_gram: np.ndarray | None = None, local: LocalPart | None = None,
                  factors_array: Any = None, session: DaskSession | None = None,
                  row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
                  info: dict | None = None):
@@ -469,6 +636,9 @@ class NystromBackend(KernelBackend):
         self.diagonal_correction = bool(diagonal_correction)
         self.exact_kernel_gram = (None if exact_kernel_gram is None
                                   else np.asarray(exact_kernel_gram, dtype=np.float64))
+        self.local = local
+        self._factors_in_memory: np.ndarray | None = None
+        self._local_views: list | None = None
         self.n_samples = int(n_samples)
         self.n_kernels = len(model.specs)
         self.offsets = model.offsets
@@ -491,6 +661,7 @@ class NystromBackend(KernelBackend):
         exact_distance_max_n: int = 100_000, overwrite: bool = False,
         blas_threads: int | None = None, diagonal_correction: bool = True,
         exact_dissimilarity_max_n: int = EXACT_DISSIMILARITY_MAX_N,
+        local_threshold: float = LOCAL_THRESHOLD,
     ) -> NystromBackend:
         """Select landmarks, run the factor + Gram pass on Dask (or reuse a complete store).
 
@@ -537,9 +708,22 @@ class NystromBackend(KernelBackend):
             largest source of weight error at moderate lambda (measured by
             ``benchmarks/bench_nystrom_paper.py``); which was used is
             ``backend.info["dissimilarity_source"]``.
+        local_threshold : float
+            Up to ``exact_dissimilarity_max_n`` rows, the same pass also keeps every entry of
+            the residuals ``K_p - F_p F_p^T`` of magnitude ``>= local_threshold`` as a sparse
+            local part (:class:`LocalPart`), and the iterations use ``F_p F_p^T + S_p``: the
+            narrow Gaussians' near pairs, which the factors miss and the exact solution
+            depends on (``benchmarks/bench_nystrom_paper.py``). The H-step is then
+            n-dimensional (the factors are held in memory), and the fitted row map keeps the
+            training rows for ``predict``. 0 turns it off. A kernel whose residual has more
+            than ``LOCAL_MAX_PER_ROW`` such entries per row gets none, with a warning.
+            ``info["local_part"]`` records the part's size and the kernels left out.
         """
         specs = list(specs)
         dtype = _check_dtype(dtype)
+        if not (np.isfinite(local_threshold) and local_threshold >= 0):
+            raise ValueError(f"local_threshold must be a finite number >= 0, got "
+                             f"{local_threshold!r}")
         n = int(views[0].shape[0])
         if any(int(v.shape[0]) != n for v in views):
             raise ValueError("all views must have the same number of rows")
@@ -574,13 +758,17 @@ class NystromBackend(KernelBackend):
                     "random_state": random_state if isinstance(random_state, int) else None,
                     "rel_floor": float(rel_floor),
                     "exact_distance_max_n": int(exact_distance_max_n),
-                    "exact_dissimilarity_max_n": int(exact_dissimilarity_max_n)}
+                    "exact_dissimilarity_max_n": int(exact_dissimilarity_max_n),
+                    "local_threshold": float(local_threshold)}
             group = None
             if expected is not None and not overwrite:
                 group = open_complete_store(path, kind=STORE_KIND, expected=expected)
             if group is not None:
                 model, gram, traces, correction, meta = _load_model(group, load_result)
                 exact_kernel_gram = load_result(group, "exact_kernel_gram")
+                local = _load_local(group, load_result, n, len(model.specs))
+                stored = load_result(group, "local_left_out")
+                left_out = [] if stored is None else stored.tolist()
                 info.update(meta)
                 info["reused_store"] = True
                 chunk = int(group["factors"].chunks[0])
@@ -625,13 +813,26 @@ class NystromBackend(KernelBackend):
                     "seconds": elapsed, "flops": 2.0 * n * R * R,
                     "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
                     "task_seconds": seconds}
-                exact_kernel_gram = None
+                exact_kernel_gram = local = None
+                left_out: list[int] = []
                 if n <= exact_dissimilarity_max_n:
                     t0 = time.perf_counter()
-                    exact_kernel_gram = _exact_kernel_gram(client, rows, model, n, threads,
-                                                           blas_threads)
+                    exact_kernel_gram, local, left_out = _exact_kernel_gram(
+                        client, rows, model, n, threads, blas_threads, local_threshold,
+                        factors_array)
                     info["seconds"]["exact_kernel_gram"] = time.perf_counter() - t0
                     save_result(group, "exact_kernel_gram", exact_kernel_gram)
+                    if local is not None:
+                        for name, value in zip(_LOCAL_RESULTS, local.entries(), strict=True):
+                            save_result(group, name, value)
+                    save_result(group, "local_left_out", np.array(left_out, dtype=np.int64))
+                    if left_out:
+                        names = ", ".join(specs[p].name for p in left_out)
+                        warnings.warn(
+                            f"the Nystrom residuals of {names} have more than "
+                            f"{LOCAL_MAX_PER_ROW} entries >= {local_threshold:g} per row; these "
+                            "kernels get no local part (raise local_threshold, or give them "
+                            "more landmarks)", NystromApproximationWarning, stacklevel=2)
                 save_result(group, "gram", gram)
                 save_result(group, "traces", traces)
                 save_result(group, "diag_correction", correction)
@@ -641,13 +842,20 @@ class NystromBackend(KernelBackend):
             info["n_components"] = model.n_components
             info["store"] = str(path)
             info["dissimilarity_source"] = "nystrom" if exact_kernel_gram is None else "exact"
+            info["local_part"] = (None if local is None else {
+                "threshold": local.threshold,
+                "nonzeros_per_row": local.nonzeros_per_row().round(2).tolist(),
+                "left_out": [specs[p].name for p in left_out]})
             backend = cls(model, gram, traces, n, diag_correction=correction,
                           diagonal_correction=diagonal_correction,
-                          exact_kernel_gram=exact_kernel_gram,
+                          exact_kernel_gram=exact_kernel_gram, local=local,
                           factors_array=factors_array,
                           session=session, row_tasks=_row_tasks(n, chunk, threads),
                           temp_dir=temp_dir, info=info)
             backend.n_features = n_features
+            if local is not None:
+                # predict/transform need the training rows for the local part
+                backend._local_views = [_materialize(v) for v in views]
             backend.info["residual_fraction"] = backend.residual_fractions().tolist()
             return backend
         except BaseException:
@@ -696,9 +904,12 @@ class NystromBackend(KernelBackend):
 
         ``1 - ||F_p||_F^2 / tr(K_p)``: 0 when ``F_p F_p^T = K_p`` (every row a landmark), near
         ``1 - r_p / n`` for a near-identity kernel (a narrow Gaussian), whose local structure
-        a few hundred landmarks cannot represent.
+        a few hundred landmarks cannot represent. With a local part, the trace of ``S_p``
+        counts as represented.
         """
         captured = np.add.reduceat(np.diag(self.gram), self.offsets[:-1])
+        if self.local is not None:
+            captured = captured + self.local.traces()
         traces = np.where(self._traces > 0, self._traces, 1.0)
         return np.clip(1.0 - captured / traces, 0.0, 1.0)
 
@@ -726,6 +937,8 @@ class NystromBackend(KernelBackend):
         return idx, scale
 
     def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
+        if self.local is not None:
+            return self._top_k_local(weights, k, warm_start)
         idx, scale = self._columns(weights)
         if idx.size < k:
             raise ValueError(
@@ -751,7 +964,51 @@ class NystromBackend(KernelBackend):
         B[idx] = scale[:, None] * vectors / np.sqrt(values)[None, :]
         return TopK(values, NystromBasis(B, full))
 
+    def _factors(self) -> np.ndarray:
+        """F in memory (the local part's n-dimensional H-step; n <= exact_dissimilarity_max_n)."""
+        if self._factors_in_memory is None:
+            if self.factors_array is None:
+                raise RuntimeError("the backend is closed")
+            # float64: ARPACK multiplies by float64 vectors, and a float32 F would be upcast
+            # (copied) in every product.
+            self._factors_in_memory = np.asarray(self.factors_array[...], dtype=np.float64)
+        return self._factors_in_memory
+
+    def _top_k_local(self, weights: np.ndarray, k: int, warm_start: TopK | None) -> TopK:
+        """Top-k of ``sum_p w_p^2 (F_p F_p^T + S_p)`` in n dimensions (ARPACK, warm-started)."""
+        n = self.n_samples
+        F = self._factors()
+        col_w2 = np.repeat(np.asarray(weights, dtype=np.float64) ** 2, np.diff(self.offsets))
+        S = self.local.combined(weights)
+        if n <= 500 or 3 * k >= n:
+            A = (F * col_w2) @ F.T + S.toarray()
+            values, vectors = top_k_dense(0.5 * (A + A.T), k, method="lapack")
+        else:
+            def apply(V: np.ndarray) -> np.ndarray:
+                return F @ (col_w2.reshape((-1,) + (1,) * (V.ndim - 1)) * (F.T @ V)) + S @ V
+
+            operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=apply, matmat=apply,
+                                                          dtype=np.float64)
+            v0 = (warm_start.basis.embedding.sum(axis=1)
+                  if warm_start is not None and isinstance(warm_start.basis, LocalBasis)
+                  else None)
+            values, vectors = scipy.sparse.linalg.eigsh(operator, k=k, which="LA", v0=v0,
+                                                        tol=1e-12)
+            order = np.argsort(values)[::-1]
+            values, vectors = values[order], fix_signs(vectors[:, order])
+        if not values[-1] > 1e-12 * max(values[0], 1e-300):
+            raise ValueError(
+                f"the combined kernel has rank < k={k} (eigenvalue {values[-1]:.3g}); use more "
+                "landmarks or fewer clusters")
+        return TopK(values, LocalBasis(vectors, np.asarray(weights, dtype=np.float64)))
+
     def quad_forms(self, top: TopK) -> np.ndarray:
+        if isinstance(top.basis, LocalBasis):
+            H = top.basis.embedding
+            FH = self._factors().T @ H
+            quad = (np.add.reduceat(np.einsum("ij,ij->i", FH, FH), self.offsets[:-1])
+                    + self.local.quad_forms(H))
+            return np.minimum(quad, self._traces)
         B = top.basis.coefficients
         idx = np.flatnonzero(np.any(B != 0, axis=1))
         GB = self.gram[:, idx] @ B[idx]
@@ -761,7 +1018,9 @@ class NystromBackend(KernelBackend):
         return np.minimum(quad, self._traces)
 
     def embedding(self, top: TopK) -> np.ndarray:
-        """The final pass: ``H = F B`` from the stored factors."""
+        """The final pass: ``H = F B`` from the stored factors (H itself with a local part)."""
+        if isinstance(top.basis, LocalBasis):
+            return np.array(top.basis.embedding)
         B = top.basis.coefficients
         H = np.empty((self.n_samples, B.shape[1]))
         t0 = time.perf_counter()
@@ -785,12 +1044,29 @@ class NystromBackend(KernelBackend):
         return H
 
     def fitted_model(self, top: TopK) -> NystromModel:
-        """A copy of the row map carrying the coefficients ``B`` of ``top`` (for predict)."""
+        """A copy of the row map carrying the coefficients ``B`` of ``top`` (for predict).
+
+        With a local part, a new point's row of H extends the eigenvector equation,
+        ``h(x) = sum_p w_p^2 (f_p(x) F_p^T H + s_p(x)^T H) / mu``, which gives H back on the
+        training rows: ``B`` holds the factor part, and the model keeps the training rows,
+        ``H / mu`` and the weights for the local part ``s_p(x)``.
+        """
         m = self.model
+        local = None
+        if isinstance(top.basis, LocalBasis):
+            H = top.basis.embedding
+            w2 = top.basis.weights ** 2
+            scaled = H / top.eigenvalues[None, :]
+            coefficients = np.repeat(w2, np.diff(self.offsets))[:, None] * (
+                self._factors().T @ scaled)
+            local = {"views": self._local_views, "threshold": self.local.threshold,
+                     "weights2": w2, "scaled_embedding": scaled}
+        else:
+            coefficients = np.array(top.basis.coefficients)
         return NystromModel(specs=list(m.specs), normalize=m.normalize,
                             landmarks=dict(m.landmarks), kernel_landmarks=list(m.kernel_landmarks),
                             transforms=list(m.transforms), dtype=m.dtype,
-                            coefficients=np.array(top.basis.coefficients),
+                            coefficients=coefficients, local=local,
                             n_features=list(self.n_features), info=dict(self.info))
 
     def close(self) -> None:
@@ -801,6 +1077,7 @@ class NystromBackend(KernelBackend):
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
             self.factors_array = None
+        self._factors_in_memory = None
 
 
 # -- helpers of from_views --------------------------------------------------------------------
@@ -830,22 +1107,67 @@ def _task_blas_threads(client: Any, requested: int | None) -> int | None:
 
 
 def _exact_kernel_gram(client: Any, rows: list[_ViewRows], model: NystromModel, n: int,
-                       threads: int, blas_threads: int | None) -> np.ndarray:
-    """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers."""
+                       threads: int, blas_threads: int | None, local_threshold: float = 0.0,
+                       factors_array: Any = None
+                       ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
+    """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers; with
+    ``local_threshold > 0``, also the sparse local part (:class:`LocalPart`) from the same
+    pairs and the stored factors.
+
+    A kernel whose residual has more than ``LOCAL_MAX_PER_ROW`` entries per row gets no local
+    part (``S_p = 0``); their indices are the third value. Each kernel's count is estimated
+    first, from the first block (its entries per row, scaled by n over the block's rows,
+    assuming neighbours spread evenly), so that a hopeless kernel costs one block pair; then it
+    is counted over all pairs.
+    """
     blas_threads = _task_blas_threads(client, blas_threads)
     views = sorted({s.view for s in model.specs})
+    m = len(model.specs)
     # Dask inputs: every block is computed once and held (n <= exact_dissimilarity_max_n).
-    blocks = [{v: rows[v].block(client, a, min(a + _KERNEL_GRAM_BLOCK, n)) for v in views}
+    blocks = [(a, {v: rows[v].block(client, a, min(a + _KERNEL_GRAM_BLOCK, n)) for v in views})
               for a in range(0, n, _KERNEL_GRAM_BLOCK)]
     [specs_ref] = client.scatter([list(model.specs)], broadcast=True, hash=False)
-    total = np.zeros((len(model.specs),) * 2)
+    cap = LOCAL_MAX_PER_ROW * n
+    dropped = np.zeros(m, dtype=bool)
+    local = None
+    if local_threshold > 0:
+        everything = (factors_array, model.offsets, float(local_threshold), np.arange(m))
+        first = client.submit(_kernel_gram_pair_task, blocks[0], blocks[0], True, specs_ref,
+                              model.normalize, blas_threads, everything, pure=False).result()[1]
+        rows_first = min(_KERNEL_GRAM_BLOCK, n)
+        both = (np.bincount(first[2], minlength=m) * 2
+                - np.bincount(first[2][first[0] == first[1]], minlength=m))
+        dropped = both / rows_first * (n / rows_first) > cap / n
+        if not dropped.all():
+            [local] = client.scatter([(factors_array, model.offsets, float(local_threshold),
+                                       np.flatnonzero(~dropped))], broadcast=True, hash=False)
+    total = np.zeros((m, m))
+    found: list[tuple] = []
+    count = np.zeros(m)
 
-    def combine(value: np.ndarray) -> None:
-        total[...] += value
+    def combine(value: tuple) -> None:
+        total[...] += value[0]
+        if value[1] is None:
+            return
+        rows_, cols_, kernel = value[1][:3]
+        # both triangles, the diagonal once
+        count[...] += (2 * np.bincount(kernel, minlength=m)
+                       - np.bincount(kernel[rows_ == cols_], minlength=m))
+        dropped[...] |= count > cap
+        keep = ~dropped[value[1][2]]
+        found.append(tuple(a[keep] for a in value[1]))
 
     _stream_block_pairs(client, blocks, _kernel_gram_pair_task,
-                        (specs_ref, model.normalize, blas_threads), combine, threads)
-    return 0.5 * (total + total.T)
+                        (specs_ref, model.normalize, blas_threads, local), combine, threads)
+    part = None
+    if local is not None and not dropped.all():
+        entries = tuple(np.concatenate(c) for c in zip(_NO_ENTRIES, *found, strict=True))
+        keep = ~dropped[entries[2]]  # entries collected before their kernel was dropped
+        if keep.any():  # an empty local part would only make the iterations n-dimensional
+            part = LocalPart.from_entries(tuple(a[keep] for a in entries), n, m,
+                                          float(local_threshold))
+    return (0.5 * (total + total.T), part,
+            np.flatnonzero(dropped).tolist() if local_threshold > 0 else [])
 
 
 def _factor_pass(client: Any, rows: list[_ViewRows], model: NystromModel,
@@ -905,6 +1227,29 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
     model = NystromModel(specs=specs, normalize=normalize, landmarks=landmarks,
                          kernel_landmarks=counts, transforms=transforms, dtype=dtype)
     return model, indices
+
+
+_LOCAL_RESULTS = ("local_rows", "local_columns", "local_kernels", "local_values")
+_NO_ENTRIES = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0))
+
+
+def _load_local(group: Any, load_result: Callable, n: int, m: int) -> LocalPart | None:
+    """The local part of a complete store, if it was built with one."""
+    threshold = float(group.attrs.asdict().get("local_threshold", 0.0))
+    entries = [load_result(group, name) for name in _LOCAL_RESULTS]
+    if threshold <= 0 or any(e is None for e in entries):
+        return None
+    return LocalPart.from_entries(tuple(entries), n, m, threshold)
+
+
+def _materialize(view: Any) -> Any:
+    """A view as an in-memory numpy array or CSR matrix (the local part's training rows)."""
+    if sp.issparse(view):
+        return sp.csr_matrix(view)
+    if hasattr(view, "compute"):
+        view = view.compute()
+    return np.asarray(view[...] if hasattr(view, "chunks") and not isinstance(view, np.ndarray)
+                      else view, dtype=np.float64)
 
 
 def _save_array(group: Any, name: str, value: np.ndarray) -> None:
