@@ -233,7 +233,7 @@ class NystromModel:
         local = self.local
         train = local["views"]
         if self._train_factors is None:
-            self._train_factors = self.factors(train)
+            self._train_factors = self.factors(train).astype(np.float64, copy=False)
         F_train = self._train_factors
         scaled = local["scaled_embedding"]
         n_rows, n_train = views[0].shape[0], F_train.shape[0]
@@ -255,9 +255,9 @@ class NystromModel:
                                        normalize=self.normalize)
                 for j, p in enumerate(idx):
                     cols = slice(offsets[p], offsets[p + 1])
-                    residual = blocks[j] - F_new[:, cols] @ F_train[:, cols].T.astype(
-                        np.float64, copy=False)
-                    residual[np.abs(residual) < local["threshold"]] = 0.0
+                    residual, keep = _local_residual(blocks[j], F_new[:, cols], F_train[:, cols],
+                                                    local["threshold"])
+                    residual[~keep] = 0.0
                     out[a:a + step] += local["weights2"][p] * (residual @ scaled)
         return out
 
@@ -486,6 +486,15 @@ def _kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: li
     return (products if same else 2.0 * products), entries
 
 
+def _local_residual(kernel_block: np.ndarray, Fa: np.ndarray, Fb: np.ndarray, threshold: float
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """``K_p(A, B) - F_p(A) F_p(B)^T`` and where it is kept in the local part (``>= threshold``
+    in magnitude): the one rule of the fit and of new rows, so that the training rows get
+    their own entries back."""
+    residual = kernel_block - Fa @ Fb.T
+    return residual, np.abs(residual) >= threshold
+
+
 def _residual_entries(factors: Any, offsets: np.ndarray, threshold: float, kernels: np.ndarray,
                       stacked: np.ndarray, shape: tuple[int, int], same: bool, start_a: int,
                       start_b: int) -> tuple:
@@ -497,8 +506,8 @@ def _residual_entries(factors: Any, offsets: np.ndarray, threshold: float, kerne
     found: list[tuple] = [_NO_ENTRIES]
     for p in kernels:
         cols = slice(offsets[p], offsets[p + 1])
-        residual = stacked[p].reshape(n_a, n_b) - Fa[:, cols] @ Fb[:, cols].T
-        mask = np.abs(residual) >= threshold
+        residual, mask = _local_residual(stacked[p].reshape(n_a, n_b), Fa[:, cols], Fb[:, cols],
+                                        threshold)
         if same:
             mask = np.triu(mask)
         i, j = np.nonzero(mask)
@@ -855,7 +864,7 @@ class NystromBackend(KernelBackend):
             backend.n_features = n_features
             if local is not None:
                 # predict/transform need the training rows for the local part
-                backend._local_views = [_materialize(v) for v in views]
+                backend._local_views = [_rows(v, 0, n) for v in views]
             backend.info["residual_fraction"] = backend.residual_fractions().tolist()
             return backend
         except BaseException:
@@ -1129,14 +1138,15 @@ def _exact_kernel_gram(client: Any, rows: list[_ViewRows], model: NystromModel, 
     [specs_ref] = client.scatter([list(model.specs)], broadcast=True, hash=False)
     cap = LOCAL_MAX_PER_ROW * n
     dropped = np.zeros(m, dtype=bool)
-    local = None
+    local = first = None
     if local_threshold > 0:
         everything = (factors_array, model.offsets, float(local_threshold), np.arange(m))
         first = client.submit(_kernel_gram_pair_task, blocks[0], blocks[0], True, specs_ref,
-                              model.normalize, blas_threads, everything, pure=False).result()[1]
+                              model.normalize, blas_threads, everything, pure=False).result()
         rows_first = min(_KERNEL_GRAM_BLOCK, n)
-        both = (np.bincount(first[2], minlength=m) * 2
-                - np.bincount(first[2][first[0] == first[1]], minlength=m))
+        kernels_first = first[1][2]
+        both = (np.bincount(kernels_first, minlength=m) * 2
+                - np.bincount(kernels_first[first[1][0] == first[1][1]], minlength=m))
         dropped = both / rows_first * (n / rows_first) > cap / n
         if not dropped.all():
             [local] = client.scatter([(factors_array, model.offsets, float(local_threshold),
@@ -1157,8 +1167,11 @@ def _exact_kernel_gram(client: Any, rows: list[_ViewRows], model: NystromModel, 
         keep = ~dropped[value[1][2]]
         found.append(tuple(a[keep] for a in value[1]))
 
+    if first is not None:
+        combine(first)  # entries of kernels dropped by the estimate are filtered out there
     _stream_block_pairs(client, blocks, _kernel_gram_pair_task,
-                        (specs_ref, model.normalize, blas_threads, local), combine, threads)
+                        (specs_ref, model.normalize, blas_threads, local), combine, threads,
+                        skip_first=first is not None)
     part = None
     if local is not None and not dropped.all():
         entries = tuple(np.concatenate(c) for c in zip(_NO_ENTRIES, *found, strict=True))
@@ -1242,16 +1255,6 @@ def _load_local(group: Any, load_result: Callable, n: int, m: int) -> LocalPart 
     return LocalPart.from_entries(tuple(entries), n, m, threshold)
 
 
-def _materialize(view: Any) -> Any:
-    """A view as an in-memory numpy array or CSR matrix (the local part's training rows)."""
-    if sp.issparse(view):
-        return sp.csr_matrix(view)
-    if hasattr(view, "compute"):
-        view = view.compute()
-    return np.asarray(view[...] if hasattr(view, "chunks") and not isinstance(view, np.ndarray)
-                      else view, dtype=np.float64)
-
-
 def _save_array(group: Any, name: str, value: np.ndarray) -> None:
     value = np.asarray(value)
     array = group.create_array(name, shape=value.shape, dtype=value.dtype,
@@ -1294,10 +1297,13 @@ def _view_scales(client: Any, rows: list[_ViewRows], specs: list[KernelSpec], n:
 
 
 def _stream_block_pairs(client: Any, blocks: list, task: Callable, args: tuple,
-                        combine: Callable[[Any], None], threads: int) -> None:
+                        combine: Callable[[Any], None], threads: int,
+                        skip_first: bool = False) -> None:
     """``task(blocks[i], blocks[j], i == j, *args)`` on the workers for every pair ``i <= j``
-    of row blocks, each result passed to ``combine`` as it arrives (bounded memory)."""
+    of row blocks, each result passed to ``combine`` as it arrives (bounded memory).
+    ``skip_first``: leave out the pair (0, 0), which the caller has already combined."""
     pairs = [(i, j) for i in range(len(blocks)) for j in range(i, len(blocks))]
+    pairs = pairs[1:] if skip_first else pairs
 
     def submit(t: int) -> Any:
         i, j = pairs[t]
