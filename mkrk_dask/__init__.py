@@ -3,13 +3,13 @@
 Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
-from .backends.nystrom import NystromApproximationWarning
 from .baselines import average_kernel_clustering, single_kernel_clustering
 from .estimator import MKKMRK
+from .exceptions import NystromApproximationWarning, StoreError, UncertifiedSolutionWarning
 from .kernels import KernelSpec, paper_kernels, parse_kernel
 from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity
-from .qp import QPSolution, RepresentativeQP, UncertifiedSolutionWarning
-from .search import LambdaResult, lambda_search, paper_lambda_grid
+from .qp import QPSolution, RepresentativeQP
+from .search import LambdaResult, build_store, lambda_search, paper_lambda_grid
 
 __version__ = "0.1.0"
 
@@ -19,6 +19,7 @@ __all__ = [
     "paper_kernels",
     "parse_kernel",
     "lambda_search",
+    "build_store",
     "paper_lambda_grid",
     "LambdaResult",
     "single_kernel_clustering",
@@ -31,5 +32,6 @@ __all__ = [
     "QPSolution",
     "UncertifiedSolutionWarning",
     "NystromApproximationWarning",
+    "StoreError",
     "__version__",
 ]

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .assignment import repeated_assignments
 from .backends.base import KernelBackend
-from .solver import repeated_assignments
 
 __all__ = ["fixed_weight_clustering", "single_kernel_clustering", "average_kernel_clustering"]
 

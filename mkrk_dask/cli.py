@@ -216,34 +216,28 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
 
     ``--scheduler ADDRESS`` connects to an existing scheduler (left running afterwards);
     without it the embedded local cluster starts in this process and stops at the end.
-    The client reports Dask's progress on the passes (:mod:`mkrk_dask.progress`).
+    Progress of the passes goes to stderr (:mod:`mkrk_dask.progress`).
     """
-    address = getattr(args, "scheduler", None)
-    if solver == "exact" and not address:
-        yield None
-        return
-    from .cluster import start_local_cluster
-    from .progress import progress_client
+    from . import progress
+    from .cluster import DaskSession
 
-    verbose = 0 if args.verbosity <= 0 else args.verbosity
-    cluster = None
-    if address:
-        _say(args, f"connecting to the Dask scheduler at {address}", 2)
-        client = progress_client(address, verbose=verbose,
-                                 timeout=getattr(args, "connect_timeout", 30.0))
-    else:
-        cluster = start_local_cluster(n_workers=getattr(args, "workers", None))
-        client = progress_client(cluster, verbose=verbose)
-    try:
-        if args.verbosity >= 2:
-            info = client.scheduler_info()
-            print(f"Dask scheduler {info.get('address')}: {len(info.get('workers', {}))} "
-                  f"worker(s)", flush=True)
-        yield client
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+    address = getattr(args, "scheduler", None)
+    with progress.reporting(max(args.verbosity, 0)):
+        if solver == "exact" and not address:
+            yield None
+            return
+        if address:
+            progress.reporter().log(f"connecting to the Dask scheduler at {address}", 2)
+        session = DaskSession(address or None, n_workers=getattr(args, "workers", None),
+                              timeout=getattr(args, "connect_timeout", 30.0))
+        try:
+            if args.verbosity >= 2:
+                info = session.client.scheduler_info()
+                progress.reporter().log(f"Dask scheduler {info.get('address')}: "
+                                        f"{len(info.get('workers', {}))} worker(s)", 2)
+            yield session.client
+        finally:
+            session.close()
 
 
 def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: Any) -> Any:
@@ -305,36 +299,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
-    from .kernels import as_kernel_specs
+    from .estimator import MKKMRK
+    from .search import build_store
 
     data = load_input(args.data)
-    specs = as_kernel_specs(_kernels_arg(args.kernels), n_views=len(data.views))
     store = Path(args.store).expanduser()
-    _say(args, f"building a {args.solver} store at {store}: {data.n_samples} samples, "
-               f"{len(specs)} kernels")
-    start = time.perf_counter()
+    estimator = MKKMRK(kernels=_kernels_arg(args.kernels), solver=args.solver, store=store,
+                       chunk_size=args.chunk_size, dtype=args.dtype,
+                       n_landmarks=args.n_landmarks, landmarks=args.landmarks,
+                       random_state=args.seed,
+                       backend_options={"overwrite": True} if args.overwrite else None)
+    _say(args, f"building a {args.solver} store at {store}: {data.n_samples} samples")
     with dask_client(args, args.solver) as client:
-        if args.solver == "blockwise":
-            from .backends.blockwise import BlockwiseBackend
-
-            backend = BlockwiseBackend.from_views(
-                data.views, specs, store=store, scheduler=client, chunk_size=args.chunk_size,
-                dtype=args.dtype, overwrite=args.overwrite)
-            reused = not backend.built
-        else:
-            from .backends.nystrom import NystromBackend
-
-            backend = NystromBackend.from_views(
-                data.views, specs, store=store, scheduler=client, chunk_size=args.chunk_size,
-                dtype=args.dtype, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
-                random_state=args.seed, overwrite=args.overwrite)
-            reused = bool(backend.info["reused_store"])
-        backend.close()
-    seconds = time.perf_counter() - start
-    size = sum(f.stat().st_size for f in store.rglob("*") if f.is_file()) if store.is_dir() else 0
-    state = "reused (already complete)" if reused else "built"
-    print(f"store {store} {state} in {seconds:.1f} s ({size / 2**20:.1f} MiB); use it with "
-          f"mkrk fit {args.data} --solver {args.solver} --store {store}")
+        info = build_store(estimator.set_params(scheduler=client), data.X)
+    state = "reused (already complete)" if info.reused else "built"
+    print(f"store {store} {state} in {info.seconds:.1f} s ({info.nbytes / 2**20:.1f} MiB); use "
+          f"it with mkrk fit {args.data} --solver {args.solver} --store {store}")
     return EXIT_OK
 
 

@@ -14,8 +14,7 @@ from typing import Any
 __all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster"]
 
 
-class SchedulerUnreachableError(ConnectionError):
-    """The scheduler address given could not be reached."""
+from .exceptions import SchedulerUnreachableError
 
 
 def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | None = None,

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .kernels import kernel_products
+
 __all__ = ["MEASURES", "GRAM_MEASURES", "check_measure", "from_gram", "dense_dissimilarity"]
 
 MEASURES = ("fip", "sfn", "vn", "ld")
@@ -70,8 +72,7 @@ def dense_dissimilarity(kernels: np.ndarray, measure: str = "fip", ridge: float 
     check_measure(measure)
     m, n, _ = kernels.shape
     if measure in GRAM_MEASURES:
-        flat = kernels.reshape(m, n * n)
-        return from_gram(flat @ flat.T, measure)
+        return from_gram(kernel_products(kernels), measure)
     values, vectors = _spectra(kernels, ridge)
     C = np.zeros((m, m))
     for i in range(m):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 import warnings
 from typing import Any
@@ -12,21 +13,18 @@ from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .backends.base import KernelBackend
-from .backends.exact import ExactBackend
+from . import progress
+from .assignment import assign_clusters, lloyd_centres, unit_rows
+from .backends import KernelBackend, make_backend, make_options, option_names
+from .backends.base import APPROXIMATION_WARNING
 from .dissimilarity import check_measure
+from .exceptions import NystromApproximationWarning
 from .kernels import KernelSpec, as_kernel_specs
-from .solver import (
-    LAM_SCALINGS,
-    SELECTION_THRESHOLD,
-    TOL_MODES,
-    IterationInfo,
-    assign_clusters,
-    selected_kernels,
-    solve,
-    unit_rows,
-)
+from .solver import SELECTION_THRESHOLD, IterationInfo, selected_kernels, solve
 from .validation import (
+    LAM_SCALINGS,
+    TOL_MODES,
+    check_choice,
     check_lambda,
     check_n_clusters,
     check_precomputed,
@@ -86,13 +84,15 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     dtype : {"float64", "float32"}, default="float64"
         Storage precision of the blockwise kernels / Nystrom factors.
     backend_options : dict, optional
-        Further keyword arguments for the backend's constructor, e.g.
+        Further options of the backend (the fields of
+        :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`
+        or :class:`~mkrk_dask.backends.NystromOptions`; checked before any work starts), e.g.
         ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
         :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
         ``{"eigen_method": "lapack"}`` for the exact one, or ``{"local_threshold": 0}`` to
         turn off the Nystrom backend's sparse local part, which by default follows the exact
         solution up to n = 20,000 (see
-        :meth:`~mkrk_dask.backends.nystrom.NystromBackend.from_views`).
+        :class:`~mkrk_dask.backends.NystromOptions`).
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
     tol : float, default=1e-5
@@ -154,7 +154,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         ``1 - ||F_p||_F^2 / tr(K_p)``.
     nystrom_missed_fraction_ : float
         ``solver="nystrom"`` only: the share of the trace of the learned ``K_w`` the factors
-        miss. Above :data:`~mkrk_dask.backends.nystrom.MISSED_FRACTION_WARNING` a
+        miss. Above :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING` a
         :class:`~mkrk_dask.NystromApproximationWarning` names the kernels responsible: the
         H-step did not see that part of ``K_w``, so the result can differ from the exact one.
 
@@ -220,13 +220,9 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     def _check_params(self) -> None:
         check_lambda(self.lam)
         check_measure(self.dissimilarity)
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        if self.lam_scaling not in LAM_SCALINGS:
-            raise ValueError(f"lam_scaling must be one of {LAM_SCALINGS}, "
-                             f"got {self.lam_scaling!r}")
-        if self.tol_mode not in TOL_MODES:
-            raise ValueError(f"tol_mode must be one of {TOL_MODES}, got {self.tol_mode!r}")
+        check_choice("solver", self.solver, SOLVERS)
+        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
+        check_choice("tol_mode", self.tol_mode, TOL_MODES)
         for name in ("tol", "qp_gap_tol"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or not value > 0:
@@ -235,6 +231,34 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.backend_options is not None and not isinstance(self.backend_options, dict):
+            raise ValueError(f"backend_options must be a dict or None, got "
+                             f"{type(self.backend_options).__name__}")
+        # The settings of every backend the fit could use, validated now (not after a build).
+        for solver in (("exact", "blockwise", "nystrom") if self.solver == "auto"
+                       else (self.solver,)):
+            self._backend_options(solver, strict=self.solver != "auto")
+
+    def _backend_options(self, solver: str, strict: bool = True) -> Any:
+        """The typed options of ``solver`` from the estimator's parameters and
+        ``backend_options``. With ``strict=False`` (``solver="auto"``), options that belong to
+        another backend are left out instead of refused."""
+        names = set(option_names(solver))
+        settings = {key: getattr(self, key) for key in ("chunk_size", "dtype", "n_landmarks",
+                                                          "landmarks") if key in names}
+        extra = dict(self.backend_options or {})
+        twice = sorted(set(extra) & set(settings))
+        if twice:
+            raise ValueError(f"{', '.join(twice)} given both as a parameter and in "
+                             "backend_options; give it once")
+        if not strict:
+            known = set().union(*(option_names(s) for s in ("exact", "blockwise", "nystrom")))
+            unknown = sorted(set(extra) - known)
+            if unknown:
+                raise ValueError(f"unknown backend option(s) {', '.join(map(repr, unknown))}; "
+                                 f"no backend has them")
+            extra = {k: v for k, v in extra.items() if k in names}
+        return make_options(solver, **settings, **extra)
 
     def _prepare_input(self, X: Any) -> tuple[list | np.ndarray, list[KernelSpec] | None, int]:
         """Validated views (or precomputed kernels), kernel specs and n_samples."""
@@ -262,31 +286,16 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         return choice
 
     def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
-        """The backend for the chosen solver; each backend builds its own kernels."""
+        """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""
         n_samples = data.shape[1] if specs is None else data[0].shape[0]
         solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs))
-        self._solver_used = solver
-        extra = dict(self.backend_options or {})
-        if solver == "exact":
-            if specs is None:
-                return ExactBackend.from_precomputed(data, normalize=self.normalize, **extra)
-            return ExactBackend.from_views(data, specs, normalize=self.normalize, **extra)
-        if solver == "blockwise":
-            from .backends.blockwise import BlockwiseBackend
-
-            options = dict(normalize=self.normalize, store=self.store, scheduler=self.scheduler,
-                           chunk_size=self.chunk_size, dtype=self.dtype, **extra)
-            if specs is None:
-                return BlockwiseBackend.from_precomputed(data, **options)
-            return BlockwiseBackend.from_views(data, specs, **options)
-        from .backends.nystrom import NystromBackend
-
-        if specs is None:
+        if specs is None and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
-        return NystromBackend.from_views(
-            data, specs, normalize=self.normalize, store=self.store, scheduler=self.scheduler,
-            chunk_size=self.chunk_size, dtype=self.dtype, n_landmarks=self.n_landmarks,
-            landmarks=self.landmarks, random_state=self.random_state, **extra)
+        options = self._backend_options(solver, strict=self.solver != "auto")
+        self._solver_used = solver
+        inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
+        return make_backend(options, **inputs, normalize=self.normalize, store=self.store,
+                            scheduler=self.scheduler, random_state=self.random_state)
 
     def _build(self, X: Any) -> tuple[KernelBackend, int]:
         """Validate everything and build the backend; shared with :func:`lambda_search`."""
@@ -303,9 +312,16 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     # -- fitting ----------------------------------------------------------------------------
 
     def _progress(self, info: IterationInfo) -> None:
-        print(f"[MKKMRK] iter {info.iteration:3d}  objective {info.objective:.10g}  "
-              f"change {info.change:.3g}  qp gap {info.qp_relative_gap:.1e}  "
-              f"{info.seconds:.2f}s", flush=True)
+        progress.reporter().log(
+            f"[MKKMRK] iter {info.iteration:3d}  objective {info.objective:.10g}  "
+            f"change {info.change:.3g}  qp gap {info.qp_relative_gap:.1e}  "
+            f"{info.seconds:.2f}s")
+
+    def _reporting(self) -> Any:
+        """Progress at ``verbose`` (on stderr), unless a caller (the CLI) already reports."""
+        if progress.is_active():
+            return contextlib.nullcontext()
+        return progress.reporting(int(self.verbose or 0))
 
     def fit(self, X: Any, y: Any = None) -> MKKMRK:
         """Learn the kernel weights and cluster ``X``.
@@ -321,39 +337,37 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         -------
         self
         """
-        backend, _ = self._build(X)
-        try:
-            result = solve(
-                backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
-                lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
-                max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
-                callback=self._progress if self.verbose else None)
-            embedding = backend.embedding(result.top)
-            # Nystrom: the small row map (landmarks, transforms, B) that predict/transform use.
-            oos_model = (backend.fitted_model(result.top)
-                         if hasattr(backend, "fitted_model") else None)
-        finally:
-            backend.close()
-        self._set_fitted(result, embedding, getattr(backend, "kernel_specs", None))
-        self._set_out_of_sample(oos_model, embedding)
-        self._set_approximation(backend, result.weights)
+        with self._reporting():
+            backend, _ = self._build(X)
+            try:
+                result = solve(
+                    backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
+                    lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
+                    max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
+                    callback=self._progress if self.verbose else None)
+                embedding = backend.embedding(result.top)
+                # The small map of new rows to H that predict/transform use, where one exists.
+                row_map = backend.row_map(result.top)
+                approximation = backend.approximation(result.weights)
+            finally:
+                backend.close()
+        self._set_fitted(result, embedding, backend.kernel_specs)
+        self._set_out_of_sample(row_map, embedding)
+        self._set_approximation(approximation, result)
         return self
 
-    def _set_approximation(self, backend: KernelBackend, weights: np.ndarray) -> None:
-        """Nystrom only: what the factors miss of every kernel and of ``K_w``; warn if much."""
-        if not hasattr(backend, "missed_fraction"):
+    def _set_approximation(self, report: Any, result: Any) -> None:
+        """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
+        if report is None:
             for name in ("nystrom_residual_", "nystrom_missed_fraction_"):
                 if hasattr(self, name):
                     delattr(self, name)
             return
-        from .backends.nystrom import MISSED_FRACTION_WARNING, NystromApproximationWarning
-
-        residual = backend.residual_fractions()
-        missed = backend.missed_fraction(weights)
+        residual, missed = report.residual_fractions, report.missed_fraction
         self.nystrom_residual_ = residual
         self.nystrom_missed_fraction_ = missed
-        if missed > MISSED_FRACTION_WARNING:
-            share = weights**2 * residual * backend.traces()
+        if missed > APPROXIMATION_WARNING:
+            share = result.weights**2 * residual * result.traces
             worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
             names = ", ".join(f"{self.kernel_names_[p]} ({residual[p]:.0%} of its trace)"
                               for p in worst)
@@ -379,8 +393,6 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             if hasattr(self, "nystrom_model_"):
                 del self.nystrom_model_
             return
-        from .backends.nystrom import lloyd_centres
-
         centres, labels, changed = lloyd_centres(unit_rows(embedding), self.labels_,
                                                  self.n_clusters)
         model.centres = centres
@@ -430,7 +442,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         ndarray of shape (n_samples, n_clusters)
         """
         views = self._out_of_sample_views(X)
-        return self.nystrom_model_.transform_chunked(views)
+        return self.nystrom_model_.transform(views)
 
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
@@ -447,7 +459,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         views = self._out_of_sample_views(X)
-        return self.nystrom_model_.predict_chunked(views)
+        return self.nystrom_model_.predict(views)
 
     def _set_fitted(self, result: Any, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:

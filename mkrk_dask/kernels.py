@@ -33,6 +33,8 @@ __all__ = [
     "kernel_matrices",
     "normalize_kernels",
     "views_needing_scale",
+    "symmetrize",
+    "kernel_products",
 ]
 
 _FAMILIES = ("linear", "polynomial", "gaussian")
@@ -366,15 +368,30 @@ def kernel_matrices(
         sq = row_sq_norms(X)
         out[idx] = kernel_blocks([specs[p] for p in idx], X, X, sq, sq,
                                  normalize=normalize, dtype=dtype)
-    # The diagonal is exactly 1 after normalisation; make round-off not say otherwise, and keep
-    # every kernel exactly symmetric (the eigensolver relies on it).
-    for p in range(len(specs)):
-        K = out[p]
+    return symmetrize(out, unit_diagonal=normalize)
+
+
+def symmetrize(kernels: np.ndarray, *, unit_diagonal: bool) -> np.ndarray:
+    """Make square kernel blocks ``(m, c, c)`` exactly symmetric, in place, with a diagonal
+    of exactly 1 when they are normalised.
+
+    Round-off leaves ``K_ij`` and ``K_ji`` a bit apart and the normalised diagonal a bit off 1;
+    the eigensolvers and the stored kernels rely on both holding to the last bit.
+    """
+    for K in kernels:
         K += K.T
         K *= 0.5
-        if normalize:
+        if unit_diagonal:
             np.fill_diagonal(K, 1.0)
-    return out
+    return kernels
+
+
+def kernel_products(stacked: np.ndarray) -> np.ndarray:
+    """``[sum_ij A_p[i, j] A_q[i, j]]`` (m x m) of blocks stacked as ``(m, ...)``: one matrix
+    product over the flattened blocks. Summed over all blocks of the kernels, it is
+    ``tr(K_p K_q)`` (symmetric kernels), from which ``fip`` and ``sfn`` come."""
+    flat = stacked.reshape(stacked.shape[0], -1)
+    return flat @ flat.T
 
 
 def views_needing_scale(specs: Sequence[KernelSpec]) -> set[int]:

@@ -1,4 +1,5 @@
-"""Lambda grid search: kernels and C are built once, then the loop runs for every lambda."""
+"""Reusing one backend: a lambda grid search (kernels and C built once, then the loop for every
+lambda), and building a kernel store ahead of fits (:func:`build_store`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any
 
 import numpy as np
 
+from .assignment import repeated_assignments
 from .metrics import clustering_scores
-from .solver import repeated_assignments, selected_kernels, solve
+from .solver import selected_kernels, solve
 
-__all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores"]
+__all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores",
+           "build_store", "StoreInfo"]
 
 
 def paper_lambda_grid() -> np.ndarray:
@@ -104,17 +107,47 @@ def lambda_search(
             H = backend.embedding(res.top)
             labels = repeated_assignments(H, estimator.n_clusters, n_repeats,
                                           n_init=estimator.n_init, random_state=random_state)
+            report = backend.approximation(res.weights)
             scores = [clustering_scores(y, lab) for lab in labels] if y is not None else []
             item = LambdaResult(
                 lam=lam, weights=res.weights, representation=res.representation,
                 objective_history=res.objective_history, n_iter=res.n_iter,
                 converged=res.converged, max_qp_relative_gap=float(res.qp_relative_gaps.max()),
                 labels=labels, scores=scores, seconds=time.perf_counter() - start,
-                nystrom_missed_fraction=(backend.missed_fraction(res.weights)
-                                         if hasattr(backend, "missed_fraction") else None))
+                nystrom_missed_fraction=None if report is None else report.missed_fraction)
             results.append(item)
             if callback is not None:
                 callback(item)
     finally:
         backend.close()
     return results
+
+
+@dataclass
+class StoreInfo:
+    """What :func:`build_store` did."""
+
+    path: str
+    solver: str
+    reused: bool
+    seconds: float
+    nbytes: int
+
+
+def build_store(estimator: Any, X: Any) -> StoreInfo:
+    """Build the kernel store of ``X`` with ``estimator``'s settings (``solver`` blockwise or
+    nystrom, and ``store``), or find the complete one already there; later fits and searches
+    with the same settings reuse it instead of recomputing."""
+    from pathlib import Path
+
+    if estimator.solver not in ("blockwise", "nystrom") or estimator.store is None:
+        raise ValueError("building a store needs solver='blockwise' or 'nystrom' and a store "
+                         "path")
+    start = time.perf_counter()
+    backend, _ = estimator._build(X)
+    reused = backend.reused_store
+    backend.close()
+    path = Path(estimator.store).expanduser()
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir() else 0
+    return StoreInfo(path=str(path), solver=estimator.solver, reused=reused,
+                     seconds=time.perf_counter() - start, nbytes=size)

@@ -1,13 +1,17 @@
-"""The MKKM-RK alternating loop, written once against the backend interface.
+"""The alternating loop, written once against the backend interface and a weight step.
 
 Each iteration (DESIGN.md, the paper's Algorithm 1):
 
-1. H-step: ``H`` = top-k eigenvectors of ``K_w = sum_p w_p^2 K_p`` (warm-started);
+1. H-step: ``H`` = top-k eigenvectors of ``K_w = sum_p w_p^2 K_p`` (warm-started), by the
+   backend;
 2. residuals ``d_p = tr(K_p) - tr(H^T K_p H)``;
-3. Y-step: the convex QP of :mod:`mkrk_dask.qp`, certified by its duality gap;
-4. ``w = Y 1 / m`` and ``f = sum_p w_p^2 d_p + lambda <C, Y>``.
+3. weight step (:mod:`mkrk_dask.weight_steps`): for MKKM-RK the convex Y-step QP, certified by
+   its duality gap; ``w = Y 1 / m`` and ``f = sum_p w_p^2 d_p + lambda <C, Y>``.
 
 Both steps minimise ``f`` exactly over their block, so ``f`` never increases.
+:func:`alternate` is the loop for any weight step; :func:`solve` is MKKM-RK's entry point (it
+computes C and the effective lambda, then runs the loop with
+:class:`~mkrk_dask.weight_steps.RepresentativeStep`).
 """
 
 from __future__ import annotations
@@ -15,25 +19,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from sklearn.cluster import KMeans
 
 from .backends.base import KernelBackend, TopK
-from .qp import RepresentativeQP
+from .validation import LAM_SCALINGS, TOL_MODES, check_choice, check_lambda
+from .weight_steps import RepresentativeStep, WeightStep
 
-__all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "assign_clusters",
-           "repeated_assignments", "unit_rows", "SELECTION_THRESHOLD", "selected_kernels",
-           "LAM_SCALINGS", "TOL_MODES"]
-
-LAM_SCALINGS = ("none", "normalized")
+__all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "alternate",
+           "SELECTION_THRESHOLD", "selected_kernels", "LAM_SCALINGS", "TOL_MODES"]
 
 #: A kernel counts as selected (a representative) when its weight is at least this. K_w uses
 #: w_p^2, so a smaller weight contributes less than 1e-6 of the combination; the exact QP
 #: optimum often spreads such crumbs over kernels whose column of C is nearly constant.
 SELECTION_THRESHOLD = 1e-3
-TOL_MODES = ("absolute", "relative")
 
 
 @dataclass
@@ -52,14 +51,14 @@ class SolverResult:
     """Everything the loop produced. Arrays are plain numpy except ``top.basis``."""
 
     weights: np.ndarray
-    representation: np.ndarray
+    representation: np.ndarray | None
     top: TopK
     objective_history: np.ndarray
     n_iter: int
     converged: bool
     qp_relative_gaps: np.ndarray
     qp_certified: bool
-    dissimilarity: np.ndarray
+    dissimilarity: np.ndarray | None
     traces: np.ndarray
     residuals: np.ndarray
     lam_effective: float
@@ -73,12 +72,11 @@ def effective_lambda(lam: float, scaling: str, traces: np.ndarray, C: np.ndarray
     ``lam * mean(tr K_p) / mean(|C|)``: with ``fip``, C grows like n^2 and the residuals like n,
     so the paper's lambda means different things on different data; the normalised one does not.
     """
+    check_choice("lam_scaling", scaling, LAM_SCALINGS)
     if scaling == "none":
         return float(lam)
-    if scaling == "normalized":
-        c_scale = float(np.mean(np.abs(C)))
-        return float(lam) * float(np.mean(traces)) / c_scale if c_scale > 0 else float(lam)
-    raise ValueError(f"lam_scaling must be one of {LAM_SCALINGS}, got {scaling!r}")
+    c_scale = float(np.mean(np.abs(C)))
+    return float(lam) * float(np.mean(traces)) / c_scale if c_scale > 0 else float(lam)
 
 
 def selected_kernels(weights: np.ndarray) -> np.ndarray:
@@ -116,7 +114,7 @@ def solve(
     qp_strict: bool = False,
     callback: Callable[[IterationInfo], None] | None = None,
 ) -> SolverResult:
-    """Run the alternating minimisation.
+    """Run MKKM-RK's alternating minimisation.
 
     Parameters
     ----------
@@ -142,21 +140,48 @@ def solve(
     callback : callable, optional
         Called with an :class:`IterationInfo` after every iteration.
     """
-    if tol_mode not in TOL_MODES:
-        raise ValueError(f"tol_mode must be one of {TOL_MODES}, got {tol_mode!r}")
-    m = backend.n_kernels
-    timings = {"dissimilarity": 0.0, "h_step": 0.0, "quad_forms": 0.0, "y_step": 0.0}
+    check_lambda(lam)
+    check_choice("tol_mode", tol_mode, TOL_MODES)
+    check_choice("lam_scaling", lam_scaling, LAM_SCALINGS)
     start = time.perf_counter()
     traces = np.asarray(backend.traces(), dtype=np.float64)
     if C is None:
         C = backend.dissimilarity(dissimilarity)
-    timings["dissimilarity"] = time.perf_counter() - start
+    seconds = time.perf_counter() - start
     lam_eff = effective_lambda(lam, lam_scaling, traces, C)
-    qp = RepresentativeQP(C, lam_eff, gap_tol=qp_gap_tol, strict=qp_strict)
+    step = RepresentativeStep(C, lam_eff, gap_tol=qp_gap_tol, strict=qp_strict)
+    result = alternate(backend, n_clusters, step, traces=traces, tol=tol, tol_mode=tol_mode,
+                       max_iter=max_iter, callback=callback)
+    result.dissimilarity = C
+    result.lam_effective = lam_eff
+    result.timings["dissimilarity"] = seconds
+    result.timings["total"] += seconds
+    return result
 
-    # The authors' code starts from a one-hot Y, whose row means are all 1/m.
-    weights = np.full(m, 1.0 / m)
-    Y = np.eye(m)
+
+def alternate(
+    backend: KernelBackend,
+    n_clusters: int,
+    step: WeightStep,
+    *,
+    traces: np.ndarray | None = None,
+    tol: float = 1e-5,
+    tol_mode: str = "absolute",
+    max_iter: int = 100,
+    callback: Callable[[IterationInfo], None] | None = None,
+) -> SolverResult:
+    """The alternating loop for any weight step (see :mod:`mkrk_dask.weight_steps`).
+
+    Parameters are as for :func:`solve`; ``traces`` may be given when already known.
+    """
+    check_choice("tol_mode", tol_mode, TOL_MODES)
+    timings = {"dissimilarity": 0.0, "h_step": 0.0, "quad_forms": 0.0, "y_step": 0.0}
+    start = time.perf_counter()
+    if traces is None:
+        traces = np.asarray(backend.traces(), dtype=np.float64)
+    m = backend.n_kernels
+    weights = step.initial_weights(m)
+    Y = step.initial_representation(m)
     top: TopK | None = None
     history: list[float] = []
     gaps: list[float] = []
@@ -170,20 +195,20 @@ def solve(
         quad = top.quad_forms if top.quad_forms is not None else backend.quad_forms(top)
         d = _residuals(traces, np.asarray(quad, dtype=np.float64))
         t2 = time.perf_counter()
-        solution = qp.solve(d)
+        update = step.update(d)
         t3 = time.perf_counter()
         timings["h_step"] += t1 - t0
         timings["quad_forms"] += t2 - t1
         timings["y_step"] += t3 - t2
-        Y = solution.Y
-        weights = Y.sum(axis=1) / m
-        history.append(float(solution.objective))
-        gaps.append(float(solution.relative_gap))
-        certified &= bool(solution.certified)
+        Y = update.representation
+        weights = update.weights
+        history.append(float(update.objective))
+        gaps.append(float(update.relative_gap))
+        certified &= bool(update.certified)
         change = history[-1] - history[-2] if len(history) > 1 else np.inf
         if callback is not None:
             callback(IterationInfo(iteration, history[-1], change, t3 - t0,
-                                   solution.relative_gap))
+                                   update.relative_gap))
         if len(history) > 1:
             threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
             if abs(change) < threshold:
@@ -193,37 +218,5 @@ def solve(
     return SolverResult(
         weights=weights, representation=Y, top=top, objective_history=np.asarray(history),
         n_iter=len(history), converged=converged, qp_relative_gaps=np.asarray(gaps),
-        qp_certified=certified, dissimilarity=C, traces=traces, residuals=d,
-        lam_effective=lam_eff, timings=timings)
-
-
-def unit_rows(H: np.ndarray) -> np.ndarray:
-    """Rows of H scaled to unit length, as before the final k-means; zero rows stay zero
-    (they carry no direction)."""
-    H = np.asarray(H, dtype=np.float64)
-    norms = np.linalg.norm(H, axis=1, keepdims=True)
-    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
-
-
-def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_iter: int = 1000,
-                    random_state: int | np.random.RandomState | None = None) -> np.ndarray:
-    """The paper's final step: scale every row of H to unit length, then k-means.
-
-    Rows of H that are exactly zero stay zero (they carry no direction).
-    """
-    unit = unit_rows(H)
-    model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
-                   random_state=random_state)
-    return model.fit_predict(unit)
-
-
-def repeated_assignments(H: np.ndarray, n_clusters: int, n_repeats: int, *, n_init: int = 10,
-                         random_state: Any = None) -> list[np.ndarray]:
-    """The final k-means repeated ``n_repeats`` times with independent seeds.
-
-    The paper's protocol repeats it 20 times and reports the best; report the spread too.
-    """
-    seeds = np.random.SeedSequence(random_state if isinstance(random_state, int) else None)
-    return [assign_clusters(H, n_clusters, n_init=n_init,
-                            random_state=int(child.generate_state(1)[0]))
-            for child in seeds.spawn(n_repeats)]
+        qp_certified=certified, dissimilarity=None, traces=traces, residuals=d,
+        lam_effective=0.0, timings=timings)

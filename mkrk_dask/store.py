@@ -39,6 +39,8 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
+from .exceptions import StoreError
+
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
@@ -58,9 +60,6 @@ FORMAT_VERSION = 1
 #: bytes hashed per slab of a dense view (bounds the memory of fingerprinting)
 _HASH_SLAB_BYTES = 64 * 2**20
 
-
-class StoreError(ValueError):
-    """A store that cannot be used: foreign, incompatible, or half-written."""
 
 
 def json_normalize(value: Any) -> Any:

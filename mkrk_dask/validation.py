@@ -13,7 +13,19 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 __all__ = ["check_views", "check_precomputed", "check_n_clusters", "check_lambda",
-           "is_multiview"]
+           "check_choice", "is_multiview", "LAM_SCALINGS", "TOL_MODES"]
+
+#: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
+LAM_SCALINGS = ("none", "normalized")
+#: how the stopping tolerance compares the change of the objective
+TOL_MODES = ("absolute", "relative")
+
+
+def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``allowed``, else a ValueError naming both."""
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
 
 
 def is_multiview(X: Any) -> bool:

@@ -50,7 +50,7 @@ def test_fit_writes_every_output(digits: Path, tmp_path: Path,
     out = tmp_path / "run"
     assert main(["fit", str(digits), "--lam", "2^-15", "--out", str(out), "--n-init", "3"]) == 0
     printed = capsys.readouterr()
-    assert "ACC" in printed.out and "iter   1" in printed.out  # per-iteration lines
+    assert "ACC" in printed.out and "iter   1" in printed.err  # per-iteration lines (a log)
     for name in ("labels.npy", "labels.csv", "weights.npy", "weights.csv", "Y.npy", "Y.csv",
                  "objective.npy", "objective.csv", "result.json", "metrics.json",
                  "model.joblib"):

@@ -54,7 +54,7 @@ def test_local_recipe_runs_mkrk_fit(tmp_path: Path) -> None:
              str(tmp_path / "kernels.zarr"), "--lam", str(lam), "--out", str(out)],
             env=env, capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert fit.returncode == 0, fit.stderr
-        assert "[dask] build_pair" in fit.stderr  # Dask's progress on the build pass
+        assert "[dask] kernel build" in fit.stderr  # progress of the build pass
         for name in ("labels.npy", "labels.csv", "weights.npy", "weights.csv", "Y.npy",
                      "objective.npy", "result.json", "metrics.json", "model.joblib"):
             assert (out / name).is_file(), name

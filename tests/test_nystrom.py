@@ -239,7 +239,7 @@ def test_local_part_matches_a_dense_computation(client, tmp_path, n):
 
 
 def test_local_part_is_dropped_above_its_size_cap(client, small, monkeypatch):
-    import mkrk_dask.backends.nystrom as nystrom
+    import mkrk_dask.backends.nystrom.local as nystrom
 
     views, _ = small
     specs = multiview_specs()

@@ -3,16 +3,55 @@
 The MKKM-RK loop needs only five things from the base kernels, so it is written once against
 this interface and every scale gets its own backend (exact dense, blockwise on Dask + Zarr,
 Nystrom). A backend owns the kernels; the loop owns everything else.
+
+Beyond the five, a backend may offer optional capabilities, declared here with a default that
+says "not available" (the estimator asks, it never probes with ``hasattr``):
+
+- :meth:`KernelBackend.approximation`: what an approximate backend leaves out of the kernels;
+- :meth:`KernelBackend.row_map`: a map from new rows to the embedding (``predict``).
+
+See ``docs/architecture.rst`` for the layers and where a new backend goes.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["KernelBackend", "TopK"]
+__all__ = ["KernelBackend", "TopK", "ApproximationReport", "RowMap", "APPROXIMATION_WARNING"]
+
+#: the estimator warns when an approximate backend misses more than this share of the trace
+#: of the learned K_w
+APPROXIMATION_WARNING = 0.05
+
+
+@dataclass
+class ApproximationReport:
+    """What an approximate backend leaves out of the kernels.
+
+    Attributes
+    ----------
+    residual_fractions : ndarray of shape (m,)
+        The share of every kernel's trace the approximation misses.
+    missed_fraction : float
+        The share of the trace of the learned ``K_w`` it misses.
+    """
+
+    residual_fractions: np.ndarray
+    missed_fraction: float
+
+
+class RowMap(Protocol):
+    """Maps new rows (one array per view) to rows of the embedding H; picklable."""
+
+    n_features: list[int | None]
+
+    def transform(self, views: Sequence[Any]) -> np.ndarray:
+        """H rows of the given rows, shape (n_rows, k)."""
 
 
 class TopK:
@@ -41,6 +80,10 @@ class KernelBackend(ABC):
 
     n_samples: int
     n_kernels: int
+    #: the resolved kernels (None for precomputed kernels)
+    kernel_specs: list | None = None
+    #: True when the backend reopened a complete store instead of building one
+    reused_store: bool = False
     #: dissimilarity measures the backend can compute
     measures: tuple[str, ...] = ("fip", "sfn")
 
@@ -63,6 +106,14 @@ class KernelBackend(ABC):
     @abstractmethod
     def embedding(self, top: TopK) -> np.ndarray:
         """The n x k matrix H as an in-memory array."""
+
+    def approximation(self, weights: np.ndarray) -> ApproximationReport | None:
+        """What the backend leaves out of the kernels; None for an exact backend."""
+        return None
+
+    def row_map(self, top: TopK) -> RowMap | None:
+        """A map from new rows to the embedding of ``top``; None where there is none."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to free
         """Release resources (clusters started, open stores). Idempotent."""

@@ -13,11 +13,11 @@ from ..eigen import top_k_dense
 from ..kernels import (
     KernelSpec,
     kernel_matrices,
-    max_pairwise_distance,
     normalize_kernels,
     resolve_kernels,
-    views_needing_scale,
+    symmetrize,
 )
+from ..scales import memory_scales
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]
@@ -26,10 +26,14 @@ __all__ = ["ExactBackend"]
 class ExactBackend(KernelBackend):
     """Dense kernels held as one C-contiguous ``(m, n, n)`` float64 array.
 
+    Made by :func:`mkrk_dask.backends.make_backend` with
+    :class:`~mkrk_dask.backends.options.ExactOptions`, or by :meth:`from_views` /
+    :meth:`from_precomputed`.
+
     Parameters
     ----------
     kernels : ndarray of shape (m, n, n)
-        Validated, symmetric base kernels (see :func:`mkrk_dask.validation.check_kernels`).
+        Validated, symmetric base kernels (see :func:`mkrk_dask.validation.check_precomputed`).
     eigen_method : {"auto", "lapack", "lanczos"}
         See :func:`mkrk_dask.eigen.top_k_dense`.
     """
@@ -48,9 +52,8 @@ class ExactBackend(KernelBackend):
     def from_views(cls, views: list, specs: list[KernelSpec], *, normalize: bool = True,
                    eigen_method: str = "auto") -> ExactBackend:
         """Build the dense kernels from validated views (see :func:`check_views`)."""
-        scaled = views_needing_scale(specs)
-        distances = [max_pairwise_distance(v) if i in scaled else 0.0
-                     for i, v in enumerate(views)]
+        scales = memory_scales(views, specs)
+        distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
         resolved = resolve_kernels(specs, distances)
         backend = cls(kernel_matrices(views, resolved, normalize=normalize), eigen_method)
         backend.kernel_specs = resolved
@@ -64,8 +67,7 @@ class ExactBackend(KernelBackend):
         if normalize:
             normalize_kernels(kernels)
         # Exact symmetry, so that the eigensolver's assumptions hold to the last bit.
-        kernels += kernels.transpose(0, 2, 1).copy()
-        kernels *= 0.5
+        symmetrize(kernels, unit_diagonal=False)
         backend = cls(kernels, eigen_method)
         backend.kernel_specs = None
         return backend

@@ -1,17 +1,6 @@
-"""The Y-step of MKKM-RK: a convex QP over a product of simplices, solved and certified.
+"""The Y-step QP of MKKM-RK, solved with OSQP and the active-set polish, and certified.
 
-Given per-kernel residuals ``d`` (m,), a dissimilarity ``C`` (m, m) and ``lam >= 0``::
-
-    minimize    f(Y) = (1/m^2) sum_i d_i s_i^2 + lam <C, Y>,     s = Y @ 1 (row sums)
-    subject to  every column of Y sums to 1,  Y >= 0.
-
-The gradient is ``G_ij = (2/m^2) d_i s_i + lam C_ij``. Because the feasible set is a product of
-simplices (one per column), the Frank-Wolfe gap
-
-    gap(Y) = sum_j ( sum_i Y_ij G_ij - min_i G_ij )
-
-is a computable upper bound on ``f(Y) - f*`` and vanishes exactly at an optimum. The optimum
-``Y`` is *not* unique (only ``f*`` is), so everything here is judged by objective and gap.
+The problem and its certificate are in :mod:`._problem`.
 
 How it is solved. One OSQP workspace per (C, lam) is built once and reused across the
 alternating loop; each solve only updates P's values and q. The result is then refined by an
@@ -30,487 +19,48 @@ it warns (:class:`UncertifiedSolutionWarning`) or, with ``strict=True``, raises
 
 from __future__ import annotations
 
-import contextlib
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import osqp
-import scipy.linalg
 import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
-__all__ = [
-    "QPCertificationError",
-    "QPSolution",
-    "RepresentativeQP",
-    "UncertifiedSolutionWarning",
-    "frank_wolfe_gap",
-    "kkt_residuals",
-    "yqp_gradient",
-    "yqp_objective",
-]
+from ..exceptions import QPCertificationError, UncertifiedSolutionWarning
+from ..validation import check_lambda
+from ._active_set import (
+    _KKT_CONSISTENT,
+    _POLISH_MAX_UNKNOWNS,
+    _PROX_MU,
+    _closed_form_lam0,
+    _closed_form_lp,
+    _initial_support,
+    _line_search,
+    _prices,
+    _project_columns,
+    _solve_kkt_on_support,
+)
+from ._problem import (
+    _TINY,
+    QPSolution,
+    _check_C,
+    _check_d,
+    _fw_gap_from_gradient,
+    _gradient,
+    _objective_parts,
+    _objective_scale,
+)
 
-# Denominator floor for relative quantities (a problem whose objective is exactly 0 is solved
-# exactly by the closed forms or the polish, so dividing a 0 gap by this stays 0).
-_TINY = np.finfo(float).tiny
+__all__ = ["RepresentativeQP"]
+
 #: OSQP's status when Ctrl-C arrived during a solve
 _OSQP_SIGINT = (osqp.SolverStatus.OSQP_SIGINT.value if hasattr(osqp, "SolverStatus")
                 else osqp.constant("OSQP_SIGINT"))
-# Entries of d in [-tol, 0) with tol = max(_D_NEG_REL * max|d|, _D_NEG_ABS) are treated as
-# round-off of tr(K_p) - tr(H^T K_p H) and set to 0; anything more negative is an error.
-_D_NEG_REL = 1e-10
-_D_NEG_ABS = 1e-12
-# Cap on the unknowns of the dense KKT least-squares solve of the polish (about 0.3 s at 1000).
-# An optimal basic solution has at most 2m - 1 support entries, so this binds only for m > 300
-# or for a dense, near-degenerate starting point (then the support guess is thinned).
-_POLISH_MAX_UNKNOWNS = 1000
-# KKT equations on a support whose stationarity misfit (relative to the gradient scale) exceeds
-# this are inconsistent (a cycle of ties that cannot all hold); the polish then takes a
-# proximal step with this weight (relative to the gradient scale) instead.
-_KKT_CONSISTENT = 1e-10
-_PROX_MU = 1e-9
-
-
-class UncertifiedSolutionWarning(ConvergenceWarning):
-    """The returned Y-step solution's relative Frank-Wolfe gap exceeds ``gap_tol``."""
-
-
-class QPCertificationError(RuntimeError):
-    """Raised instead of :class:`UncertifiedSolutionWarning` when ``strict=True``."""
 
 
 # --------------------------------------------------------------------------------------------
-# Objective, gradient and optimality measures (plain functions: usable on any Y, any solver)
-# --------------------------------------------------------------------------------------------
-
-
-def _as_problem(Y, d, C, lam) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Convert the arguments to float arrays and check that their shapes agree."""
-    Y = np.asarray(Y, dtype=float)
-    d = np.asarray(d, dtype=float)
-    C = np.asarray(C, dtype=float)
-    m = C.shape[0] if C.ndim == 2 else -1
-    if C.ndim != 2 or C.shape != (m, m):
-        raise ValueError(f"C must be a square matrix, got shape {C.shape}")
-    if Y.shape != (m, m):
-        raise ValueError(f"Y must have shape {(m, m)}, got {Y.shape}")
-    if d.shape != (m,):
-        raise ValueError(f"d must have shape {(m,)}, got {d.shape}")
-    return Y, d, C, float(lam)
-
-
-def _objective_parts(Y: np.ndarray, d: np.ndarray, C: np.ndarray, lam: float):
-    """The quadratic term and the linear term of f separately (their sum is f)."""
-    m = C.shape[0]
-    s = Y.sum(axis=1)
-    quad = float(np.dot(d, s * s)) / m**2
-    lin = lam * float(np.vdot(C, Y)) if lam != 0.0 else 0.0
-    return quad, lin
-
-
-def _objective_scale(quad: float, lin: float, d: np.ndarray, C: np.ndarray, lam: float) -> float:
-    """Denominator of relative gaps: ``max(quad + |lin|, 1e-15 * fmax)``.
-
-    ``quad + |lin|`` equals ``|f|`` whenever ``lam <C, Y> >= 0`` (the usual C >= 0) and keeps
-    the ratio meaningful when a C with negative entries makes the two terms cancel. The floor
-    ``fmax = max(d) + lam m max|C|`` bounds ``|f|`` over the whole feasible set, so ``1e-15
-    fmax`` is the floating-point resolution of the problem: when ``f* = 0`` (a zero ``d_i``
-    and a zero cost available) a gap of 1e-50 is a perfect solution, not a relative error of
-    order 1.
-    """
-    m = C.shape[0]
-    fmax = float(np.max(d, initial=0.0)) + lam * m * float(np.max(np.abs(C), initial=0.0))
-    return max(quad + abs(lin), 1e-15 * fmax, _TINY)
-
-
-def yqp_objective(Y, d, C, lam) -> float:
-    """Objective of the Y-step, ``(1/m^2) sum_i d_i s_i^2 + lam <C, Y>`` with ``s = Y 1``.
-
-    Parameters
-    ----------
-    Y : array_like of shape (m, m)
-        Representation matrix (need not be feasible).
-    d : array_like of shape (m,)
-        Per-kernel residuals, ``d >= 0``.
-    C : array_like of shape (m, m)
-        Dissimilarity between kernels.
-    lam : float
-        Weight of the representation cost, ``lam >= 0``.
-
-    Returns
-    -------
-    float
-    """
-    quad, lin = _objective_parts(*_as_problem(Y, d, C, lam))
-    return quad + lin
-
-
-def _gradient(Y: np.ndarray, d: np.ndarray, C: np.ndarray, lam: float) -> np.ndarray:
-    m = C.shape[0]
-    t = (2.0 / m**2) * d * Y.sum(axis=1)  # row "prices" a_i s_i
-    return t[:, None] + lam * C
-
-
-def yqp_gradient(Y, d, C, lam) -> np.ndarray:
-    """Gradient of :func:`yqp_objective`: ``G_ij = (2/m^2) d_i s_i + lam C_ij``.
-
-    Parameters
-    ----------
-    Y, d, C, lam
-        As in :func:`yqp_objective`.
-
-    Returns
-    -------
-    ndarray of shape (m, m)
-    """
-    return _gradient(*_as_problem(Y, d, C, lam))
-
-
-def _fw_gap_from_gradient(Y: np.ndarray, G: np.ndarray) -> float:
-    """Frank-Wolfe gap given the gradient.
-
-    Computed as ``sum_ij Y_ij (G_ij - nu_j) + sum_j nu_j (colsum_j - 1)``, which equals the
-    textbook ``sum_j (sum_i Y_ij G_ij - nu_j)`` but subtracts ``nu`` *before* summing, so a
-    feasible Y's gap is not drowned by cancellation between large gradient entries.
-    """
-    nu = G.min(axis=0)
-    reduced = G - nu  # >= 0 exactly in floating point
-    gap = float(np.sum(Y * reduced)) + float(np.dot(nu, Y.sum(axis=0) - 1.0))
-    return gap
-
-
-def frank_wolfe_gap(Y, d, C, lam) -> float:
-    """Frank-Wolfe gap ``sum_j (sum_i Y_ij G_ij - min_i G_ij)``.
-
-    For a feasible ``Y`` (columns summing to 1, ``Y >= 0``) it is ``>= f(Y) - f*`` and it is
-    0 exactly at an optimum, so it certifies a solution without knowing ``f*``.
-
-    Parameters
-    ----------
-    Y, d, C, lam
-        As in :func:`yqp_objective`.
-
-    Returns
-    -------
-    float
-        The gap (absolute, in objective units).
-    """
-    Y, d, C, lam = _as_problem(Y, d, C, lam)
-    return _fw_gap_from_gradient(Y, _gradient(Y, d, C, lam))
-
-
-def kkt_residuals(Y, d, C, lam, nu=None) -> dict[str, float]:
-    """KKT residuals of the Y-step at ``Y``.
-
-    Parameters
-    ----------
-    Y, d, C, lam
-        As in :func:`yqp_objective`.
-    nu : array_like of shape (m,), optional
-        Multipliers of the column-sum constraints. By default ``nu_j = min_i G_ij``, the
-        choice that makes the Frank-Wolfe gap the duality gap; then the dual residual is 0 by
-        construction and complementarity carries all the information. Pass a solver's own
-        multipliers to test those.
-
-    Returns
-    -------
-    dict
-        ``"primal"``: ``max(max_j |sum_i Y_ij - 1|, max_ij (-Y_ij)^+)``. Y is dimensionless
-        (entries in [0, 1]), so this is not rescaled.
-        ``"dual"``: ``max_ij (nu_j - G_ij)^+`` and ``"complementarity"``:
-        ``max_ij Y_ij |G_ij - nu_j|``, both in objective units divided by the objective scale
-        ``(1/m^2) sum_i d_i s_i^2 + |lam <C, Y>|`` (equal to ``|f(Y)|`` when ``lam <C, Y> >=
-        0``, floored at ``1e-15 (max(d) + lam m max|C|)``), the same denominator as
-        :attr:`QPSolution.relative_gap`. With the default ``nu`` and a feasible Y,
-        complementarity is therefore at most the relative gap.
-    """
-    Y, d, C, lam = _as_problem(Y, d, C, lam)
-    G = _gradient(Y, d, C, lam)
-    nu = G.min(axis=0) if nu is None else np.asarray(nu, dtype=float).reshape(-1)
-    if nu.shape != (C.shape[0],):
-        raise ValueError(f"nu must have shape {(C.shape[0],)}, got {nu.shape}")
-    scale = _objective_scale(*_objective_parts(Y, d, C, lam), d, C, lam)
-    primal = max(float(np.max(np.abs(Y.sum(axis=0) - 1.0))), float(np.max(-Y, initial=0.0)))
-    dual = float(np.max(nu[None, :] - G, initial=0.0))
-    comp = float(np.max(Y * np.abs(G - nu[None, :])))
-    return {"primal": primal, "dual": max(dual, 0.0) / scale, "complementarity": comp / scale}
-
-
-# --------------------------------------------------------------------------------------------
-# Solution record
-# --------------------------------------------------------------------------------------------
-
-
-@dataclass
-class QPSolution:
-    """Result of one Y-step.
-
-    Attributes
-    ----------
-    Y : ndarray of shape (m, m)
-        Feasible solution (columns sum to 1 to round-off, ``Y >= 0``). Not unique: compare
-        solutions by ``objective`` and ``gap``, not by Y or the weights.
-    objective : float
-        ``f(Y)``.
-    gap : float
-        ``frank_wolfe_gap(Y)``: a certified bound on ``f(Y) - f*``.
-    relative_gap : float
-        ``gap`` divided by the objective scale ``quad + |lin|`` (``= |objective|`` when
-        ``lam <C, Y> >= 0``), floored at the problem's floating-point resolution
-        ``1e-15 (max(d) + lam m max|C|)`` so that ``f* = 0`` problems are not penalised.
-    certified : bool
-        ``relative_gap <= gap_tol``.
-    osqp_status : str
-        OSQP's status string after its last stage; ``"closed_form"`` when the problem has one
-        (``lam C == 0``, or ``d == 0``: a linear program); ``"skipped_warm_polish"`` when the
-        polish from the previous solution certified without OSQP.
-    osqp_iterations : int
-        ADMM iterations of this solve (all stages).
-    polish_rounds : int
-        Active-set rounds the KKT polish ran (0 if skipped).
-    timings : dict
-        Wall-clock seconds: ``"osqp"``, ``"polish"`` and ``"total"``.
-    """
-
-    Y: np.ndarray
-    objective: float
-    gap: float
-    relative_gap: float
-    certified: bool
-    osqp_status: str
-    osqp_iterations: int
-    polish_rounds: int
-    timings: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def weights(self) -> np.ndarray:
-        """Kernel weights ``w = s / m`` (row means of Y; they sum to 1)."""
-        return self.Y.mean(axis=1)
-
-
-# --------------------------------------------------------------------------------------------
-# Input validation
-# --------------------------------------------------------------------------------------------
-
-
-def _check_C(C) -> np.ndarray:
-    C = np.array(C, dtype=float)  # a copy: later changes by the caller must not leak in
-    if C.ndim != 2 or C.shape[0] != C.shape[1] or C.shape[0] == 0:
-        raise ValueError(f"C must be a non-empty square matrix, got shape {C.shape}")
-    if not np.all(np.isfinite(C)):
-        raise ValueError("C contains NaN or infinite entries")
-    return C
-
-
-def _check_lam(lam) -> float:
-    try:
-        lam = float(lam)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"lam must be a real number, got {lam!r}") from exc
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam must be finite and >= 0, got {lam}")
-    return lam
-
-
-def _check_d(d, m: int) -> np.ndarray:
-    d = np.array(d, dtype=float)
-    if d.shape != (m,):
-        raise ValueError(f"d must have shape {(m,)}, got {d.shape}")
-    if not np.all(np.isfinite(d)):
-        raise ValueError("d contains NaN or infinite entries")
-    tol = max(_D_NEG_REL * float(np.max(np.abs(d))), _D_NEG_ABS)
-    if np.any(d < -tol):
-        raise ValueError(f"d must be >= 0; got min(d) = {d.min():.3e} (round-off allowance "
-                         f"{tol:.1e})")
-    return np.maximum(d, 0.0)  # round-off negatives -> 0
-
-
-# --------------------------------------------------------------------------------------------
-# Closed forms and projections
-# --------------------------------------------------------------------------------------------
-
-
-def _project_columns(Y: np.ndarray, G: np.ndarray | None = None) -> np.ndarray:
-    """Clip to ``Y >= 0`` and rescale every column to sum 1.
-
-    A column with no positive entry left is replaced by a unit vector at its smallest gradient
-    entry (or at row 0 without a gradient): the Frank-Wolfe vertex, always a sensible choice.
-    """
-    Y = np.maximum(Y, 0.0)
-    col = Y.sum(axis=0)
-    empty = col <= 0
-    if np.any(empty):
-        rows = np.argmin(G, axis=0)[empty] if G is not None else np.zeros(empty.sum(), int)
-        Y[:, empty] = 0.0
-        Y[rows, np.flatnonzero(empty)] = 1.0
-        col = Y.sum(axis=0)
-    return Y / col
-
-
-def _closed_form_lam0(d: np.ndarray) -> np.ndarray:
-    """Optimum for ``lam C == 0``: minimise ``sum_i d_i w_i^2`` over the simplex (w = s/m).
-
-    With every d_i > 0, ``w_i = (1/d_i) / sum_j (1/d_j)`` (all ``d_i w_i`` equal); if some
-    d_i == 0 those rows absorb all the mass (shared equally) and f* = 0. Any Y with these row
-    means is optimal; we return ``Y = w 1^T``.
-    """
-    m = d.size
-    zero = d == 0
-    if np.any(zero):
-        w = zero / zero.sum()
-    else:
-        inv = 1.0 / d
-        w = inv / inv.sum()
-    return np.repeat(w[:, None], m, axis=1)
-
-
-def _closed_form_lp(c: np.ndarray) -> np.ndarray:
-    """Optimum for ``d == 0`` (a pure LP): every column puts its mass on its cheapest row."""
-    m = c.shape[0]
-    Y = np.zeros((m, m))
-    Y[np.argmin(c, axis=0), np.arange(m)] = 1.0
-    return Y
-
-
-# --------------------------------------------------------------------------------------------
-# Active-set KKT polish
-# --------------------------------------------------------------------------------------------
-
-
-def _initial_support(Y0: np.ndarray, G0: np.ndarray, y_thr: float, r_thr: float,
-                     max_size: int) -> np.ndarray:
-    """Support guess: entries clearly in use and not clearly too expensive, plus each column's
-    cheapest entry (so every column-sum equation has at least one unknown).
-
-    An optimal *basic* solution needs at most ``2m - 1`` entries, but a near-degenerate
-    OSQP point can be dense; the threshold on Y is raised until at most ``max_size`` entries
-    remain, keeping the dense KKT solve cheap (the polish adds back what is missing).
-    """
-    m = Y0.shape[0]
-    nu = G0.min(axis=0)
-    gscale = max(float(np.max(np.abs(G0))), _TINY)
-    cheap = G0 - nu <= r_thr * gscale
-    while True:
-        S = (Y0 > y_thr) & cheap
-        S[np.argmin(G0, axis=0), np.arange(m)] = True
-        if S.sum() <= max_size or y_thr >= 1.0:
-            return S
-        y_thr *= 10.0
-
-
-def _lstsq(A: np.ndarray, b: np.ndarray) -> np.ndarray:
-    # gelsy (QR with column pivoting) gives the minimum-norm solution of a rank-deficient
-    # system like gelsd, at a fraction of the cost of an SVD.
-    return scipy.linalg.lstsq(A, b, lapack_driver="gelsy", check_finite=False)[0]
-
-
-_BLAS_CONTROLLER = None
-
-
-def _single_threaded_blas():
-    """Context limiting BLAS to one thread.
-
-    The polish systems are a few hundred unknowns at most; threaded BLAS gains nothing there
-    and, on a machine busy with other work (Dask workers), OpenBLAS's spinning threads made a
-    181 x 181 least-squares solve 100x slower (0.4 s instead of 4 ms) in our measurements.
-    """
-    global _BLAS_CONTROLLER
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    if _BLAS_CONTROLLER is None:
-        _BLAS_CONTROLLER = ThreadpoolController()  # scanning the loaded libraries costs ms
-    return _BLAS_CONTROLLER.limit(limits=1, user_api="blas")
-
-
-def _solve_kkt_on_support(S: np.ndarray, a: np.ndarray, c: np.ndarray,
-                          center: np.ndarray | None = None, mu: float = 0.0):
-    """Solve the KKT equations with Y supported on ``S``.
-
-    Unknowns: ``y`` (one per support entry) and the column multipliers ``nu``. Equations:
-
-    - stationarity on the support: ``a_i sum_{j': (i,j') in S} y_ij' + c_ij - nu_j = 0``;
-    - column sums: ``sum_{i: (i,j) in S} y_ij = 1``.
-
-    The row sums are substituted rather than carried as unknowns, so that when the support is
-    wrong (ties that cannot all hold) the least-squares misfit lands on stationarity, where
-    the polish detects it, instead of hiding in a row-sum equation. Stationarity is divided
-    by a gradient scale so both blocks are O(1). The system is square but may be
-    rank-deficient (Y is not unique; rows with d_i = 0 leave their mass free), hence
-    minimum-norm least squares plus one step of iterative refinement.
-
-    With ``mu > 0`` the proximal term ``(mu * gscale / 2) ||Y - center||^2`` is added to f:
-    the equations are then always consistent, and the solution is a descent direction even
-    when the support holds a cycle of ties that cannot all hold.
-
-    Returns ``(Y, nu, misfit)``: Y dense (zeros off the support; entries may be negative),
-    and the largest stationarity residual relative to the gradient scale (round-off level
-    when the support is consistent).
-    """
-    m = a.size
-    ii, jj = np.nonzero(S)
-    k = ii.size
-    # Gradient units -> O(1): the largest price a_i * m (s_i <= m) or cost on the support.
-    gscale = max(float(np.max(a)) * m, float(np.max(np.abs(c[ii, jj]))), _TINY)
-    A = np.zeros((k + m, k + m))
-    b = np.zeros(k + m)
-    rows = np.arange(k)
-    A[:k, :k] = (ii[:, None] == ii[None, :]) * (a[ii] / gscale)[:, None]  # a_i s_i
-    A[rows, k + jj] = -1.0  # - nu_j (nu in units of gscale)
-    b[:k] = -c[ii, jj] / gscale
-    A[k + jj, rows] = 1.0  # column sums
-    b[k:] = 1.0
-    if mu > 0:
-        A[rows, rows] += mu
-        b[:k] += mu * center[ii, jj]
-    with _single_threaded_blas():
-        x = _lstsq(A, b)
-        # One refinement step recovers digits lost to the wide range of a_i / gscale.
-        x += _lstsq(A, b - A @ x)
-    misfit = float(np.max(np.abs(A[:k] @ x - b[:k])))
-    Y = np.zeros((m, m))
-    Y[ii, jj] = x[:k]
-    return Y, x[k:] * gscale, misfit
-
-
-def _prices(Y: np.ndarray, a: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Gradient ``G = a_i s_i + c_ij`` from the prices ``a = 2 d / m^2`` and cost ``c = lam C``."""
-    return (a * Y.sum(axis=1))[:, None] + c
-
-
-def _line_search(Y: np.ndarray, D: np.ndarray, a: np.ndarray, c: np.ndarray):
-    """Exact line search from a feasible ``Y`` along ``D`` (columns of D sum to 0).
-
-    f is quadratic along the line: ``f(Y + t D) = f(Y) + t <G, D> + t^2/2 sum_i a_i (D 1)_i^2``,
-    so the minimiser is closed-form; it is capped by the ratio test that keeps ``Y >= 0``.
-
-    Returns ``(Y_new, blocking)``: ``blocking`` marks the entries that the cap drove to 0
-    (all False if the unconstrained minimiser along the line was reached). ``Y_new`` is None
-    when ``D`` is not a descent direction.
-    """
-    slope = float(np.sum(_prices(Y, a, c) * D))
-    if not slope < 0:
-        return None, None
-    rows = D.sum(axis=1)
-    curvature = float(np.dot(a, rows * rows))
-    t_star = -slope / curvature if curvature > 0 else np.inf
-    dec = D < 0
-    ratios = np.where(dec, Y / np.where(dec, -D, 1.0), np.inf)
-    t_max = float(ratios.min())
-    t = min(t_star, t_max)
-    if not np.isfinite(t):
-        return None, None
-    Y_new = Y + t * D
-    blocking = dec & (ratios <= t * (1 + 1e-12)) if t_max <= t_star else np.zeros_like(dec)
-    Y_new[blocking] = 0.0
-    return _project_columns(Y_new), blocking
-
-
-# --------------------------------------------------------------------------------------------
-# The solver
+# OSQP layouts
 # --------------------------------------------------------------------------------------------
 
 
@@ -641,7 +191,7 @@ class RepresentativeQP:
                  max_iter: int = 200_000, polish: bool = True, strict: bool = False,
                  formulation: str = "lifted"):
         self.C = _check_C(C)
-        self.lam = _check_lam(lam)
+        self.lam = check_lambda(lam)
         if not (np.isfinite(gap_tol) and gap_tol >= 0):
             raise ValueError(f"gap_tol must be finite and >= 0, got {gap_tol}")
         if not (np.isfinite(eps) and eps > 0):

@@ -1,0 +1,343 @@
+"""The Nystrom backends: every iteration on the Gram matrix G, or in n dimensions with the
+sparse local part.
+
+With ``F = [F_1 .. F_m]`` (n x R) and ``G = F^T F`` (:mod:`.build`), every iteration of
+:class:`NystromBackend` works on G alone, independent of n. With ``D_w = w_p I`` on block p,
+``K_w ~ (F D_w)(F D_w)^T``, whose nonzero eigenpairs come from ``D_w G D_w v = mu v``:
+``H = F B`` with ``B = D_w V diag(mu)^(-1/2)`` (so ``H^T H = B^T G B = I``), and
+``tr(H^T K_p H) = ||G_{p,:} B||_F^2``. Kernels with zero weight drop out of ``D_w G D_w``, so
+the eigenproblem shrinks as the weights become sparse. ``C``: ``tr(K_p K_q) ~ ||G_pq||_F^2``
+(``fip``), and ``sfn`` from the same Gram matrix of kernels. A final pass reads ``F`` and forms
+``H = F B``.
+
+:class:`NystromLocalBackend` adds the sparse local part ``S_p`` (up to
+``exact_dissimilarity_max_n`` rows): the iterations run on ``F D_w^2 F^T + sum_p w_p^2 S_p`` in
+n dimensions (ARPACK, warm-started, F in memory) and follow the exact backend.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse.linalg
+
+from ...cluster import DaskSession
+from ...dissimilarity import GRAM_MEASURES, from_gram
+from ...eigen import fix_signs, top_k_dense
+from ...kernels import KernelSpec
+from ...passes import Shared, client_threads, run_pass
+from ..base import APPROXIMATION_WARNING, ApproximationReport, KernelBackend, TopK
+from .local import LocalBasis, LocalPart
+from .model import NystromModel
+from .tasks import embed_task
+
+__all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING"]
+
+#: the estimator warns when the factors miss more than this share of the trace of K_w
+MISSED_FRACTION_WARNING = APPROXIMATION_WARNING
+
+
+class NystromBasis:
+    """The H-step's basis: ``H = F @ coefficients``; ``vectors`` are the eigenvectors of
+    ``D_w G D_w`` (R x k, zero outside the support) used to warm-start the next iteration."""
+
+    def __init__(self, coefficients: np.ndarray, vectors: np.ndarray):
+        self.coefficients = coefficients
+        self.vectors = vectors
+
+
+class NystromBackend(KernelBackend):
+    """Nystrom factors in a Zarr store, their Gram matrix in memory; see the module docstring.
+
+    Made by :func:`mkrk_dask.backends.make_backend` with
+    :class:`~mkrk_dask.backends.options.NystromOptions` (or :meth:`from_views`). ``info``
+    records the landmarks, ranks, the largest distances (and whether exact or estimated), and
+    the seconds and FLOPs of every pass.
+    """
+
+    measures = GRAM_MEASURES
+    #: the sparse local part (:class:`NystromLocalBackend` only)
+    local: LocalPart | None = None
+
+    def __init__(self, model: NystromModel, gram: np.ndarray, traces: np.ndarray, n_samples: int,
+                 *, diag_correction: np.ndarray | None = None, diagonal_correction: bool = True,
+                 exact_kernel_gram: np.ndarray | None = None, factors_array: Any = None,
+                 session: DaskSession | None = None,
+                 row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
+                 info: dict | None = None, n_features: list[int] | None = None):
+        self.model = model
+        self.kernel_specs = model.specs
+        self.gram = np.asarray(gram, dtype=np.float64)
+        self._traces = np.asarray(traces, dtype=np.float64)
+        self.diag_correction = (None if diag_correction is None
+                                else np.asarray(diag_correction, dtype=np.float64))
+        self.diagonal_correction = bool(diagonal_correction)
+        self.exact_kernel_gram = (None if exact_kernel_gram is None
+                                  else np.asarray(exact_kernel_gram, dtype=np.float64))
+        self.n_samples = int(n_samples)
+        self.n_kernels = len(model.specs)
+        self.offsets = model.offsets
+        self.factors_array = factors_array
+        self.session = session
+        self.row_tasks = row_tasks or [(0, self.n_samples)]
+        self._temp_dir = temp_dir
+        self.info = info or {}
+        self.reused_store = bool(self.info.get("reused_store", False))
+        self._kernel_gram: np.ndarray | None = None
+        self.n_features = n_features
+
+    @classmethod
+    def from_views(cls, views: list, specs: list[KernelSpec], *, normalize: bool = True,
+                   store: Any = None, scheduler: Any = None, random_state: Any = None,
+                   **options: Any) -> NystromBackend:
+        """Build (or reopen) the Nystrom store of ``views`` on Dask; ``options`` as
+        :class:`~mkrk_dask.backends.options.NystromOptions`."""
+        from ..factory import make_backend
+        from ..options import make_options
+
+        return make_backend(make_options("nystrom", **options), views=views, specs=specs,
+                            normalize=normalize, store=store, scheduler=scheduler,
+                            random_state=random_state)
+
+    # -- the five quantities --------------------------------------------------------------
+
+    def traces(self) -> np.ndarray:
+        return self._traces.copy()
+
+    def kernel_gram(self) -> np.ndarray:
+        """The estimate of ``[tr(K_p K_q)]`` that ``fip`` and ``sfn`` are computed from.
+
+        Plain Nystrom gives ``||G_pq||_F^2 = tr(F_p F_p^T F_q F_q^T)``. Its diagonal terms
+        (``i = j``) use the approximate diagonals ``s_pi = ||f_pi||^2``, which are far too
+        small for a near-identity kernel (a narrow Gaussian: ``s_pi ~ 0`` off the landmarks),
+        so ``tr(K_p K_q)`` of such a kernel comes out ~ r instead of ~ n. With
+        ``diagonal_correction`` (default) those terms are replaced by the exact ones, i.e.
+        the kernels are taken as ``F_p F_p^T + diag(K_p - F_p F_p^T)``:
+        ``tr(K_p K_q) ~ ||G_pq||_F^2 + sum_i (K_p,ii K_q,ii - s_pi s_qi)``, both sums
+        accumulated in the same single pass.
+
+        When the exact ``[tr(K_p K_q)]`` was computed (``n <= exact_dissimilarity_max_n``),
+        it is returned instead.
+        """
+        if self.exact_kernel_gram is not None:
+            return self.exact_kernel_gram.copy()
+        if self._kernel_gram is None:
+            starts = self.offsets[:-1]
+            squares = self.gram * self.gram
+            kernel_gram = np.add.reduceat(np.add.reduceat(squares, starts, axis=0),
+                                          starts, axis=1)
+            if self.diagonal_correction and self.diag_correction is not None:
+                kernel_gram = kernel_gram + self.diag_correction
+            self._kernel_gram = kernel_gram
+        return self._kernel_gram.copy()
+
+    def dissimilarity(self, measure: str) -> np.ndarray:
+        return from_gram(self.kernel_gram(), measure)
+
+    def _captured(self) -> np.ndarray:
+        """The trace of every kernel that the approximation represents."""
+        return np.add.reduceat(np.diag(self.gram), self.offsets[:-1])
+
+    def residual_fractions(self) -> np.ndarray:
+        """The share of every kernel's trace that its factors miss, shape (m,).
+
+        ``1 - ||F_p||_F^2 / tr(K_p)``: 0 when ``F_p F_p^T = K_p`` (every row a landmark), near
+        ``1 - r_p / n`` for a near-identity kernel (a narrow Gaussian), whose local structure
+        a few hundred landmarks cannot represent. With a local part, the trace of ``S_p``
+        counts as represented.
+        """
+        traces = np.where(self._traces > 0, self._traces, 1.0)
+        return np.clip(1.0 - self._captured() / traces, 0.0, 1.0)
+
+    def missed_fraction(self, weights: np.ndarray) -> float:
+        """The share of the trace of ``K_w = sum_p w_p^2 K_p`` that the factors miss.
+
+        The H-step sees only ``sum_p w_p^2 F_p F_p^T``; the rest of ``K_w`` (this share of its
+        trace) is left out. A large share means ``H``, and with it the weights and labels, can
+        differ from the exact backend's (``benchmarks/bench_nystrom_paper.py`` reports it next
+        to the measured differences).
+        """
+        w2 = np.asarray(weights, dtype=np.float64) ** 2
+        total = float(w2 @ self._traces)
+        if not total > 0:
+            return 0.0
+        return float(w2 @ (self.residual_fractions() * self._traces)) / total
+
+    def approximation(self, weights: np.ndarray) -> ApproximationReport:
+        return ApproximationReport(self.residual_fractions(), self.missed_fraction(weights))
+
+    def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Columns of F whose kernel has a nonzero weight, and the weight of each column."""
+        weights = np.asarray(weights, dtype=np.float64)
+        cols = [np.arange(self.offsets[p], self.offsets[p + 1])
+                for p in range(self.n_kernels) if weights[p] != 0]
+        idx = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+        scale = np.repeat(weights, np.diff(self.offsets))[idx]
+        return idx, scale
+
+    def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
+        idx, scale = self._columns(weights)
+        if idx.size < k:
+            raise ValueError(
+                f"the kernels with nonzero weight have only {idx.size} Nystrom components, "
+                f"fewer than k={k}; use more landmarks (n_landmarks)")
+        A = self.gram[np.ix_(idx, idx)]
+        A *= scale[:, None]
+        A *= scale[None, :]
+        previous = None
+        if warm_start is not None and isinstance(warm_start.basis, NystromBasis):
+            previous = warm_start.basis.vectors[idx]
+            if not np.linalg.norm(previous, axis=0).min() > 1e-3:
+                previous = None
+        values, vectors = top_k_dense(A, k, previous)
+        _check_rank(values, k, "the combined Nystrom kernel")
+        R = self.gram.shape[0]
+        full = np.zeros((R, k))
+        full[idx] = vectors
+        B = np.zeros((R, k))
+        B[idx] = scale[:, None] * vectors / np.sqrt(values)[None, :]
+        return TopK(values, NystromBasis(B, full))
+
+    def quad_forms(self, top: TopK) -> np.ndarray:
+        B = top.basis.coefficients
+        idx = np.flatnonzero(np.any(B != 0, axis=1))
+        GB = self.gram[:, idx] @ B[idx]
+        quad = np.add.reduceat(np.einsum("ij,ij->i", GB, GB), self.offsets[:-1])
+        # Nystrom never exceeds the kernel (K - F_p F_p^T is PSD), so tr(H^T K_p H) <= tr(K_p)
+        # up to round-off (float32 factors); clip so that the residual is never negative.
+        return np.minimum(quad, self._traces)
+
+    def embedding(self, top: TopK) -> np.ndarray:
+        """The final pass: ``H = F B`` from the stored factors."""
+        B = top.basis.coefficients
+        H = np.empty((self.n_samples, B.shape[1]))
+        t0 = time.perf_counter()
+        if self.session is None or self.factors_array is None:
+            raise RuntimeError("the backend is closed")
+        client = self.session.client
+        shared = Shared(client, B)
+
+        def submit(i: int) -> Any:
+            start, stop = self.row_tasks[i]
+            return client.submit(embed_task, self.factors_array, start, stop, shared.ref,
+                                 int(self.factors_array.chunks[0]), pure=False)
+
+        def combine(i: int, value: np.ndarray) -> None:
+            start, stop = self.row_tasks[i]
+            H[start:stop] = value
+
+        run_pass(client, len(self.row_tasks), submit, combine, label="embedding H = F B",
+                 max_in_flight=client_threads(client))
+        shared.release()
+        self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
+        return H
+
+    def _row_map_parts(self, top: TopK) -> tuple[np.ndarray, dict | None]:
+        """The coefficients ``B`` of the row map (and its local part, if any)."""
+        return np.array(top.basis.coefficients), None
+
+    def row_map(self, top: TopK) -> NystromModel:
+        """A copy of the row map carrying the coefficients ``B`` of ``top`` (for predict)."""
+        m = self.model
+        coefficients, local = self._row_map_parts(top)
+        return NystromModel(specs=list(m.specs), normalize=m.normalize,
+                            landmarks=dict(m.landmarks), kernel_landmarks=list(m.kernel_landmarks),
+                            transforms=list(m.transforms), dtype=m.dtype,
+                            coefficients=coefficients, local=local,
+                            n_features=list(self.n_features or m.n_features),
+                            info=dict(self.info))
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+            self.factors_array = None
+
+
+class NystromLocalBackend(NystromBackend):
+    """Nystrom factors plus the sparse local part: ``K_p ~ F_p F_p^T + S_p``, iterations in
+    n dimensions (n <= ``exact_dissimilarity_max_n``)."""
+
+    def __init__(self, model: NystromModel, gram: np.ndarray, traces: np.ndarray, n_samples: int,
+                 *, local: LocalPart, train_views: list, **kwargs: Any):
+        super().__init__(model, gram, traces, n_samples, **kwargs)
+        self.local = local
+        self._train_views = train_views
+        self._factors_in_memory: np.ndarray | None = None
+
+    def _captured(self) -> np.ndarray:
+        return super()._captured() + self.local.traces()
+
+    def _factors(self) -> np.ndarray:
+        """F in memory, in float64: ARPACK multiplies by float64 vectors, and a float32 F
+        would be upcast (copied) in every product."""
+        if self._factors_in_memory is None:
+            if self.factors_array is None:
+                raise RuntimeError("the backend is closed")
+            self._factors_in_memory = np.asarray(self.factors_array[...], dtype=np.float64)
+        return self._factors_in_memory
+
+    def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
+        """Top-k of ``sum_p w_p^2 (F_p F_p^T + S_p)`` in n dimensions (ARPACK, warm-started)."""
+        n = self.n_samples
+        F = self._factors()
+        col_w2 = np.repeat(np.asarray(weights, dtype=np.float64) ** 2, np.diff(self.offsets))
+        S = self.local.combined(weights)
+        if n <= 500 or 3 * k >= n:
+            A = (F * col_w2) @ F.T + S.toarray()
+            values, vectors = top_k_dense(0.5 * (A + A.T), k, method="lapack")
+        else:
+            def apply(V: np.ndarray) -> np.ndarray:
+                return F @ (col_w2.reshape((-1,) + (1,) * (V.ndim - 1)) * (F.T @ V)) + S @ V
+
+            operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=apply, matmat=apply,
+                                                          dtype=np.float64)
+            v0 = (warm_start.basis.embedding.sum(axis=1)
+                  if warm_start is not None and isinstance(warm_start.basis, LocalBasis)
+                  else None)
+            values, vectors = scipy.sparse.linalg.eigsh(operator, k=k, which="LA", v0=v0,
+                                                        tol=1e-12)
+            order = np.argsort(values)[::-1]
+            values, vectors = values[order], fix_signs(vectors[:, order])
+        _check_rank(values, k, "the combined kernel")
+        return TopK(values, LocalBasis(vectors, np.asarray(weights, dtype=np.float64)))
+
+    def quad_forms(self, top: TopK) -> np.ndarray:
+        H = top.basis.embedding
+        FH = self._factors().T @ H
+        quad = (np.add.reduceat(np.einsum("ij,ij->i", FH, FH), self.offsets[:-1])
+                + self.local.quad_forms(H))
+        return np.minimum(quad, self._traces)
+
+    def embedding(self, top: TopK) -> np.ndarray:
+        return np.array(top.basis.embedding)
+
+    def _row_map_parts(self, top: TopK) -> tuple[np.ndarray, dict]:
+        """A new point's row of H extends the eigenvector equation,
+        ``h(x) = sum_p w_p^2 (f_p(x) F_p^T H + s_p(x)^T H) / mu``, which gives H back on the
+        training rows: ``B`` holds the factor part, and the map keeps the training rows,
+        ``H / mu`` and the weights for the local part ``s_p(x)``."""
+        H = top.basis.embedding
+        w2 = top.basis.weights ** 2
+        scaled = H / top.eigenvalues[None, :]
+        coefficients = np.repeat(w2, np.diff(self.offsets))[:, None] * (
+            self._factors().T @ scaled)
+        local = {"views": self._train_views, "threshold": self.local.threshold,
+                 "weights2": w2, "scaled_embedding": scaled}
+        return coefficients, local
+
+    def close(self) -> None:
+        super().close()
+        self._factors_in_memory = None
+
+
+def _check_rank(values: np.ndarray, k: int, what: str) -> None:
+    if not values[-1] > 1e-12 * max(values[0], 1e-300):
+        raise ValueError(f"{what} has rank < k={k} (eigenvalue {values[-1]:.3g}); use more "
+                         "landmarks or fewer clusters")

@@ -1,0 +1,416 @@
+"""Building (or reopening) a Nystrom store: landmarks, the factor + Gram pass, exact C.
+
+- Landmarks per view (:mod:`mkrk_dask.landmarks`) and the transforms of their kernel blocks.
+- ONE distributed pass over row chunks computes ``F`` (written to a Zarr store, chunked by
+  rows), the Gram matrix ``G = F^T F`` (R x R) and the EXACT traces (the sum of the kernel
+  diagonal; ``||F_p||_F^2`` would be biased low and tilts the weights towards the local
+  Gaussian kernels).
+- Up to ``exact_dissimilarity_max_n`` rows, a pass over row-block pairs of the data computes C
+  exactly and the sparse local part (:mod:`.local`) from the stored factors.
+
+A complete store built from the same data and settings is reopened instead (no pass).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import check_random_state
+
+from ...cluster import DaskSession
+from ...exceptions import NystromApproximationWarning, StoreError
+from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
+from ...landmarks import landmark_transform, select_landmarks, take_rows
+from ...passes import RowSource, Shared, block_pairs, client_threads, read_rows, run_pass
+from ...scales import distributed_scales
+from ...store import (
+    create_store,
+    data_fingerprint,
+    load_result,
+    mark_complete,
+    open_complete_store,
+    save_result,
+)
+from ..options import NystromOptions
+from . import local as local_part
+from .local import LOCAL_RESULTS, NO_ENTRIES, LocalPart, load_local
+from .model import NystromModel
+from .tasks import factor_task, kernel_gram_pair_task
+
+__all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
+
+STORE_KIND = "nystrom"
+#: target bytes of one factor chunk (rows x R)
+_CHUNK_BYTES = 32 * 2**20
+#: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
+_KERNEL_GRAM_BLOCK = 1024
+
+
+def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
+    """Default rows per factor chunk: about 32 MiB of ``n_components`` columns (at least 256
+    rows, at most n)."""
+    return max(256, min(n, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
+
+
+def row_tasks(n: int, chunk: int, threads: int) -> list[tuple[int, int]]:
+    """Row ranges of the tasks: whole chunks, about 4 tasks per thread (each task returns one
+    R x R Gram matrix, so fewer, larger tasks mean less to add up)."""
+    n_chunks = -(-n // chunk)
+    per_task = max(1, -(-n_chunks // (4 * threads)))
+    step = per_task * chunk
+    return [(a, min(a + step, n)) for a in range(0, n, step)]
+
+
+def _landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
+    counts = list(n_landmarks) if isinstance(n_landmarks, tuple) else [n_landmarks] * m
+    if len(counts) != m:
+        raise ValueError(f"n_landmarks has {len(counts)} entries for {m} kernels")
+    return [min(int(value), n) for value in counts]
+
+
+def _task_blas_threads(client: Any, requested: int | None) -> int | None:
+    """BLAS threads per task: as requested, else 1 when a worker runs several task threads
+    (more would oversubscribe its cores), else BLAS's own setting."""
+    if requested is None and max(client.nthreads().values(), default=1) > 1:
+        return 1
+    return requested
+
+
+def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: NystromOptions,
+                  *, normalize: bool, store: Any, session: DaskSession,
+                  random_state: Any) -> Any:
+    """Select landmarks and run the factor + Gram pass on Dask, or reopen a complete store.
+
+    Returns a :class:`~.backend.NystromBackend` (a :class:`~.backend.NystromLocalBackend`
+    when the kernels have a sparse local part). ``backend.info`` records the landmarks, ranks,
+    the largest distances (and whether exact or estimated), the seconds and FLOPs of every
+    pass, and the local part's size.
+    """
+    from .backend import NystromBackend, NystromLocalBackend
+
+    specs = list(specs)
+    dtype = np.dtype(options.dtype)
+    n = int(views[0].shape[0])
+    if any(int(v.shape[0]) != n for v in views):
+        raise ValueError("all views must have the same number of rows")
+    counts = _landmark_counts(options.n_landmarks, len(specs), n)
+    info: dict[str, Any] = {"n_samples": n, "seconds": {}}
+    client = session.client
+    threads = client_threads(client)
+    sources = [RowSource(client, v) for v in views]
+    temp_dir = None
+    try:
+        if store is None:
+            temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
+            path = Path(temp_dir) / "factors.zarr"
+            expected = None
+        else:
+            path = Path(store)
+            expected = {
+                "fingerprint": data_fingerprint(list(views)), "n_samples": n,
+                "kernels": [s.to_dict() for s in specs], "normalize": bool(normalize),
+                "dtype": dtype.name, "n_landmarks": counts, "landmarks": options.landmarks,
+                "random_state": random_state if isinstance(random_state, int) else None,
+                "rel_floor": float(options.rel_floor),
+                "exact_distance_max_n": int(options.exact_distance_max_n),
+                "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
+                "local_threshold": float(options.local_threshold)}
+        group = None
+        if expected is not None and not options.overwrite:
+            group = open_complete_store(path, kind=STORE_KIND, expected=expected)
+        if group is not None:
+            built = _reopen(group, n, info)
+        else:
+            built = _build(views, sources, specs, options, counts, dtype, normalize, client,
+                           threads, path, expected, store is None, random_state, info)
+        model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk = built
+        info["chunk_size"] = chunk
+        info["n_components"] = model.n_components
+        info["store"] = str(path)
+        info["dissimilarity_source"] = "nystrom" if exact_kernel_gram is None else "exact"
+        left_out = info.pop("_left_out", [])
+        info["local_part"] = (None if local is None else {
+            "threshold": local.threshold,
+            "nonzeros_per_row": local.nonzeros_per_row().round(2).tolist(),
+            "left_out": [specs[p].name for p in left_out]})
+        common = dict(diag_correction=correction,
+                      diagonal_correction=options.diagonal_correction,
+                      exact_kernel_gram=exact_kernel_gram, factors_array=factors_array,
+                      session=session, row_tasks=row_tasks(n, chunk, threads),
+                      temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views])
+        if local is not None:
+            # predict/transform need the training rows for the local part
+            backend = NystromLocalBackend(model, gram, traces, n, local=local,
+                                          train_views=[read_rows(v, 0, n) for v in views],
+                                          **common)
+        else:
+            backend = NystromBackend(model, gram, traces, n, **common)
+        backend.info["residual_fraction"] = backend.residual_fractions().tolist()
+        return backend
+    except BaseException:
+        if temp_dir is not None:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        raise
+    finally:
+        for source in sources:
+            source.release()
+
+
+def _reopen(group: Any, n: int, info: dict) -> tuple:
+    model, gram, traces, correction, meta = _load_model(group)
+    exact_kernel_gram = load_result(group, "exact_kernel_gram")
+    local = load_local(group, load_result, n, len(model.specs))
+    stored = load_result(group, "local_left_out")
+    info["_left_out"] = [] if stored is None else stored.tolist()
+    info.update(meta)
+    info["reused_store"] = True
+    factors_array = group["factors"]
+    return (model, gram, traces, correction, exact_kernel_gram, local, factors_array,
+            int(factors_array.chunks[0]))
+
+
+def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpec],
+           options: NystromOptions, counts: list[int], dtype: np.dtype, normalize: bool,
+           client: Any, threads: int, path: Path, expected: dict | None, temporary: bool,
+           random_state: Any, info: dict) -> tuple:
+    n = sources[0].n_rows
+    info["reused_store"] = False
+    t0 = time.perf_counter()
+    scales = distributed_scales(client, sources, specs,
+                                exact_max_n=options.exact_distance_max_n,
+                                random_state=random_state)
+    info["seconds"]["scales"] = time.perf_counter() - t0
+    info["scales"] = scales
+    distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
+    resolved = resolve_kernels(specs, distances)
+    t0 = time.perf_counter()
+    model, landmark_idx = _build_model(views, resolved, normalize, counts, options.landmarks,
+                                       random_state, options.rel_floor, dtype)
+    info["seconds"]["landmarks"] = time.perf_counter() - t0
+    R = model.n_components
+    chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
+    meta = {"resolved_kernels": [s.to_dict() for s in resolved],
+            "scales": {str(k): v for k, v in scales.items()},
+            "ranks": model.ranks.tolist(), "chunk_size": chunk}
+    group = create_store(path, kind=STORE_KIND, metadata={**(expected or {}), **meta},
+                         overwrite=options.overwrite or temporary)
+    for v, L in model.landmarks.items():
+        _save_array(group, f"landmarks_{v}", L)
+        _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
+    for p, T in enumerate(model.transforms):
+        _save_array(group, f"transform_{p}", T)
+    factors_array = group.create_array("factors", shape=(n, R), chunks=(chunk, R), dtype=dtype,
+                                       compressors=None, overwrite=True)
+    t0 = time.perf_counter()
+    gram, traces, correction, seconds = _factor_pass(
+        client, sources, model, row_tasks(n, chunk, threads), chunk, factors_array, threads,
+        options.blas_threads)
+    elapsed = time.perf_counter() - t0
+    info["seconds"]["gram_pass"] = elapsed
+    info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * n * R * R,
+                         "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
+                         "task_seconds": seconds}
+    exact_kernel_gram = local = None
+    left_out: list[int] = []
+    if n <= options.exact_dissimilarity_max_n:
+        t0 = time.perf_counter()
+        exact_kernel_gram, local, left_out = _exact_kernel_gram(
+            client, sources, model, n, threads, options.blas_threads, options.local_threshold,
+            factors_array)
+        info["seconds"]["exact_kernel_gram"] = time.perf_counter() - t0
+        save_result(group, "exact_kernel_gram", exact_kernel_gram)
+        if local is not None:
+            for name, value in zip(LOCAL_RESULTS, local.entries(), strict=True):
+                save_result(group, name, value)
+        save_result(group, "local_left_out", np.array(left_out, dtype=np.int64))
+        if left_out:
+            names = ", ".join(specs[p].name for p in left_out)
+            warnings.warn(
+                f"the Nystrom residuals of {names} have more than "
+                f"{local_part.LOCAL_MAX_PER_ROW} entries >= {options.local_threshold:g} per "
+                "row; these kernels get no local part (raise local_threshold, or give them "
+                "more landmarks)", NystromApproximationWarning, stacklevel=4)
+    save_result(group, "gram", gram)
+    save_result(group, "traces", traces)
+    save_result(group, "diag_correction", correction)
+    mark_complete(group)
+    info.update(meta)
+    info["_left_out"] = left_out
+    return model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk
+
+
+def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromModel, n: int,
+                       threads: int, blas_threads: int | None, local_threshold: float = 0.0,
+                       factors_array: Any = None
+                       ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
+    """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers; with
+    ``local_threshold > 0``, also the sparse local part (:class:`LocalPart`) from the same
+    pairs and the stored factors.
+
+    A kernel whose residual has more than ``LOCAL_MAX_PER_ROW`` entries per row gets no local
+    part (``S_p = 0``); their indices are the third value. Each kernel's count is estimated
+    first, from the first block (its entries per row, scaled by n over the block's rows,
+    assuming neighbours spread evenly), so that a hopeless kernel costs one block pair; then it
+    is counted over all pairs.
+    """
+    blas_threads = _task_blas_threads(client, blas_threads)
+    views = sorted({s.view for s in model.specs})
+    m = len(model.specs)
+    starts = list(range(0, n, _KERNEL_GRAM_BLOCK))
+
+    def block(i: int) -> tuple:
+        # held: every block takes part in many pairs (n <= exact_dissimilarity_max_n)
+        a = starts[i]
+        return (a, {v: sources[v].block(a, min(a + _KERNEL_GRAM_BLOCK, n), hold=True)
+                    for v in views})
+
+    specs = Shared(client, list(model.specs))
+    cap = local_part.LOCAL_MAX_PER_ROW * n
+    dropped = np.zeros(m, dtype=bool)
+    local = first = None
+    if local_threshold > 0:
+        everything = Shared(client, (factors_array, model.offsets, float(local_threshold),
+                                     np.arange(m)))
+        first = client.submit(kernel_gram_pair_task, block(0), block(0), True, specs.ref,
+                              model.normalize, blas_threads, everything.ref,
+                              pure=False).result()
+        everything.release()
+        rows_first = min(_KERNEL_GRAM_BLOCK, n)
+        kernels_first = first[1][2]
+        both = (np.bincount(kernels_first, minlength=m) * 2
+                - np.bincount(kernels_first[first[1][0] == first[1][1]], minlength=m))
+        dropped = both / rows_first * (n / rows_first) > cap / n
+        if not dropped.all():
+            local = Shared(client, (factors_array, model.offsets, float(local_threshold),
+                                    np.flatnonzero(~dropped)))
+    total = np.zeros((m, m))
+    found: list[tuple] = []
+    count = np.zeros(m)
+
+    def combine(value: tuple) -> None:
+        total[...] += value[0]
+        if value[1] is None:
+            return
+        rows_, cols_, kernel = value[1][:3]
+        # both triangles, the diagonal once
+        count[...] += (2 * np.bincount(kernel, minlength=m)
+                       - np.bincount(kernel[rows_ == cols_], minlength=m))
+        dropped[...] |= count > cap
+        keep = ~dropped[value[1][2]]
+        found.append(tuple(a[keep] for a in value[1]))
+
+    if first is not None:
+        combine(first)  # entries of kernels dropped by the estimate are filtered out there
+    pairs = block_pairs(len(starts))[1 if first is not None else 0:]
+
+    def submit(t: int) -> Any:
+        i, j = pairs[t]
+        return client.submit(kernel_gram_pair_task, block(i), block(j), i == j, specs.ref,
+                             model.normalize, blas_threads,
+                             None if local is None else local.ref, pure=False)
+
+    run_pass(client, len(pairs), submit, lambda _, value: combine(value),
+             label="exact C and local part", max_in_flight=2 * threads)
+    specs.release()
+    part = None
+    if local is not None:
+        local.release()
+        if not dropped.all():
+            entries = tuple(np.concatenate(c) for c in zip(NO_ENTRIES, *found, strict=True))
+            keep = ~dropped[entries[2]]  # entries collected before their kernel was dropped
+            if keep.any():  # an empty local part would only make the iterations n-dimensional
+                part = LocalPart.from_entries(tuple(a[keep] for a in entries), n, m,
+                                              float(local_threshold))
+    return (0.5 * (total + total.T), part,
+            np.flatnonzero(dropped).tolist() if local_threshold > 0 else [])
+
+
+def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
+                 tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
+                 blas_threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    R, m = model.n_components, len(model.specs)
+    blas_threads = _task_blas_threads(client, blas_threads)
+    gram = np.zeros((R, R))
+    diag = np.zeros(m)
+    correction = np.zeros((m, m))
+    seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
+    shared_model = Shared(client, model)
+
+    def submit(i: int) -> Any:
+        start, stop = tasks[i]
+        blocks = [s.block(start, stop) for s in sources]
+        return client.submit(factor_task, shared_model.ref, blocks, start, stop, chunk,
+                             factors_array, blas_threads, pure=False)
+
+    def combine(i: int, value: dict) -> None:
+        nonlocal gram, diag, correction
+        gram += value["gram"]
+        diag += value["diag"]
+        correction += value["exact_diag_products"] - value["nystrom_diag_products"]
+        for key, s in value["seconds"].items():
+            seconds[key] += s
+
+    run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",
+             max_in_flight=max(2, threads))
+    shared_model.release()
+    gram = 0.5 * (gram + gram.T)
+    return gram, diag, 0.5 * (correction + correction.T), seconds
+
+
+def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
+                 counts: list[int], method: str, random_state: Any, rel_floor: float,
+                 dtype: np.dtype) -> tuple[NystromModel, dict[int, np.ndarray]]:
+    rng = check_random_state(random_state)
+    landmarks: dict[int, np.ndarray] = {}
+    indices: dict[int, np.ndarray] = {}
+    transforms: list[np.ndarray | None] = [None] * len(specs)
+    for view in sorted({s.view for s in specs}):
+        idx = [p for p, s in enumerate(specs) if s.view == view]
+        r = max(counts[p] for p in idx)
+        chosen = select_landmarks(views[view], r, method, rng)
+        L = take_rows(views[view], chosen)
+        L = L.toarray() if sp.issparse(L) else np.asarray(L, dtype=np.float64)
+        landmarks[view] = L
+        indices[view] = chosen
+        sq = row_sq_norms(L)
+        W = kernel_blocks([specs[p] for p in idx], L, L, sq, sq, normalize=normalize)
+        for j, p in enumerate(idx):
+            T, _ = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor)
+            if T.shape[1] == 0:
+                raise ValueError(f"kernel {specs[p].name}: the landmark block is zero")
+            transforms[p] = T
+    model = NystromModel(specs=specs, normalize=normalize, landmarks=landmarks,
+                         kernel_landmarks=counts, transforms=transforms, dtype=dtype)
+    return model, indices
+
+
+def _save_array(group: Any, name: str, value: np.ndarray) -> None:
+    value = np.asarray(value)
+    array = group.create_array(name, shape=value.shape, dtype=value.dtype,
+                               chunks=value.shape, compressors=None, overwrite=True)
+    array[...] = value
+
+
+def _load_model(group: Any) -> tuple[NystromModel, np.ndarray, np.ndarray, np.ndarray, dict]:
+    attrs = group.attrs.asdict()
+    specs = [KernelSpec(**d) for d in attrs["resolved_kernels"]]
+    landmarks = {v: np.asarray(group[f"landmarks_{v}"][...])
+                 for v in sorted({s.view for s in specs})}
+    transforms = [np.asarray(group[f"transform_{p}"][...]) for p in range(len(specs))]
+    model = NystromModel(specs=specs, normalize=attrs["normalize"], landmarks=landmarks,
+                         kernel_landmarks=list(attrs["n_landmarks"]), transforms=transforms,
+                         dtype=attrs["dtype"])
+    gram, traces = load_result(group, "gram"), load_result(group, "traces")
+    correction = load_result(group, "diag_correction")
+    if gram is None or traces is None or correction is None:
+        raise StoreError(f"{group.store} is complete but lacks its Gram matrix; rebuild it")
+    meta = {k: attrs[k] for k in ("resolved_kernels", "scales", "ranks", "chunk_size")}
+    return model, gram, traces, correction, meta

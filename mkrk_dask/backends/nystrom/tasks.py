@@ -1,0 +1,107 @@
+"""Tasks of the Nystrom backend; they run on the workers.
+
+- :func:`factor_task`: rows ``start:stop`` to factors (written to the store chunk by chunk),
+  their Gram matrix ``F^T F`` (float64) and the exact diagonal sums: the ONE pass over the data.
+- :func:`embed_task`: the final pass, ``H = F B`` for a range of rows.
+- :func:`kernel_gram_pair_task`: a row-block pair's ``sum K_p K_q`` (exact C) and, optionally,
+  the residual entries of the sparse local part.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from ...kernels import KernelSpec, kernel_blocks, kernel_products
+from ...passes import read_rows
+from .local import residual_entries
+from .model import NystromModel, embed_rows
+
+__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task"]
+
+
+def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
+                factors_array: Any, blas_threads: int | None) -> dict[str, Any]:
+    """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
+    (accumulated in float64) and the exact diagonal sums."""
+    from threadpoolctl import threadpool_limits
+
+    views = [read_rows(*b) for b in blocks]
+    R = model.n_components
+    m = len(model.specs)
+    gram = np.zeros((R, R))
+    diag = np.zeros(m)
+    exact_diag_products = np.zeros((m, m))
+    nystrom_diag_products = np.zeros((m, m))
+    seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
+    # One factor buffer for all chunks of the task: a chunk's factors are ~32 MiB, above
+    # glibc's largest mmap threshold, so a fresh array would map (and fault) new pages
+    # every time.
+    buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
+    with threadpool_limits(limits=blas_threads):
+        for a in range(0, stop - start, chunk):
+            b = min(a + chunk, stop - start)
+            part = [v[a:b] for v in views]
+            t0 = time.perf_counter()
+            # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
+            nys = np.empty((b - a, m))
+            F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
+            kappa = model.diagonal(part)
+            diag += kappa.sum(axis=0)
+            exact_diag_products += kappa.T @ kappa
+            nystrom_diag_products += nys.T @ nys
+            t1 = time.perf_counter()
+            if factors_array is not None:
+                factors_array[start + a:start + b] = F
+            t2 = time.perf_counter()
+            gram += F.T @ F
+            t3 = time.perf_counter()
+            seconds["factors"] += t1 - t0
+            seconds["write"] += t2 - t1
+            seconds["gram"] += t3 - t2
+    return {"gram": gram, "diag": diag, "exact_diag_products": exact_diag_products,
+            "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
+
+
+def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
+               chunk: int) -> np.ndarray:
+    """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory)."""
+    out = np.empty((stop - start, B.shape[1]))
+    for a in range(start, stop, chunk):
+        b = min(a + chunk, stop)
+        out[a - start:b - start] = embed_rows(np.asarray(factors_array[a:b]), B)
+    return out
+
+
+def kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: list[KernelSpec],
+                          normalize: bool, blas_threads: int | None,
+                          local: tuple[Any, np.ndarray, float, np.ndarray] | None = None
+                          ) -> tuple:
+    """``sum_{i in A, j in B} K_p(i, j) K_q(i, j)`` for every pair of kernels (m x m), doubled
+    for an off-diagonal block pair (the kernels are symmetric).
+
+    A block is ``(first row, {view: rows})``. With ``local = (factors, offsets, threshold,
+    kernels)`` (the factor store, its kernels' column offsets, and the indices of the kernels
+    that get a local part), also the entries of those residuals ``K_p - F_p F_p^T`` of
+    magnitude ``>= threshold`` with row <= column (global indices):
+    ``(rows, columns, kernels, values)``; else None.
+    """
+    from threadpoolctl import threadpool_limits
+
+    (start_a, views_a), (start_b, views_b) = block_a, block_b
+    Xa = {v: read_rows(*b) for v, b in views_a.items()}
+    Xb = Xa if same else {v: read_rows(*b) for v, b in views_b.items()}
+    n_a, n_b = next(iter(Xa.values())).shape[0], next(iter(Xb.values())).shape[0]
+    stacked = np.empty((len(specs), n_a * n_b))
+    entries = None
+    with threadpool_limits(limits=blas_threads):
+        for view in Xa:
+            idx = [p for p, s in enumerate(specs) if s.view == view]
+            stacked[idx] = kernel_blocks([specs[p] for p in idx], Xa[view], Xb[view],
+                                         normalize=normalize).reshape(len(idx), -1)
+        products = kernel_products(stacked)
+        if local is not None:
+            entries = residual_entries(*local, stacked, (n_a, n_b), same, start_a, start_b)
+    return (products if same else 2.0 * products), entries

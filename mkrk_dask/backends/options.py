@@ -1,0 +1,203 @@
+"""Typed options of every backend, validated completely before any Dask or Zarr work starts.
+
+One dataclass per backend; :func:`make_options` builds the one for a solver from keyword
+settings and rejects an unknown option, a wrong type or a value out of range with a one-line
+error naming it (a typo costs nothing, not a kernel build).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from ..landmarks import DEFAULT_REL_FLOOR, LANDMARK_METHODS
+
+__all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
+           "make_options", "option_names", "SOLVER_OPTIONS", "PRODUCTS", "EIGEN_METHODS",
+           "STORE_DTYPES"]
+
+PRODUCTS = ("combined", "fused")
+EIGEN_METHODS = ("auto", "lapack", "lanczos")
+STORE_DTYPES = ("float64", "float32")
+
+
+def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    if not isinstance(value, str) or value not in allowed:
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def _integer(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}"
+                         f"{' or None' if allow_none else ''}, got {value!r}")
+
+
+def _real(name: str, value: Any, *, positive: bool) -> None:
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or value < 0 or (positive and value == 0)):
+        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, "
+                         f"got {value!r}")
+
+
+def _flag(name: str, value: Any) -> None:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ExactOptions:
+    """Options of the exact (dense, in-memory) backend.
+
+    eigen_method : {"auto", "lapack", "lanczos"}
+        The H-step's top-k solver (:func:`mkrk_dask.eigen.top_k_dense`).
+    """
+
+    eigen_method: str = "auto"
+
+    def __post_init__(self) -> None:
+        _choice("eigen_method", self.eigen_method, EIGEN_METHODS)
+
+
+@dataclass(frozen=True)
+class _StoreOptions:
+    """Options shared by the backends that keep their data in a Zarr store.
+
+    chunk_size : int, optional
+        Rows per block of the store (default: chosen from n).
+    dtype : {"float64", "float32"}
+        Storage precision (the arithmetic is float64 either way).
+    overwrite : bool
+        Rebuild over an existing store instead of refusing (or reusing) it.
+    """
+
+    chunk_size: int | None = None
+    dtype: str = "float64"
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        _integer("chunk_size", self.chunk_size, 1, allow_none=True)
+        _choice("dtype", np.dtype(self.dtype).name if _is_dtype(self.dtype) else self.dtype,
+                STORE_DTYPES)
+        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+        _flag("overwrite", self.overwrite)
+
+
+def _is_dtype(value: Any) -> bool:
+    try:
+        np.dtype(value)
+    except TypeError:
+        return False
+    return not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class BlockwiseOptions(_StoreOptions):
+    """Options of the blockwise backend (all m kernels in a Zarr store, products on Dask).
+
+    products : {"combined", "fused"}
+        How the H-step reads the store (:class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`).
+    eigen_tol, eigen_depth, eigen_oversample, eigen_max_restarts
+        Of :func:`mkrk_dask.eigen.block_krylov_top_k`.
+    """
+
+    products: str = "combined"
+    eigen_tol: float = 1e-10
+    eigen_depth: int = 4
+    eigen_oversample: int = 10
+    eigen_max_restarts: int = 100
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _choice("products", self.products, PRODUCTS)
+        _real("eigen_tol", self.eigen_tol, positive=True)
+        _integer("eigen_depth", self.eigen_depth, 1)
+        _integer("eigen_oversample", self.eigen_oversample, 0)
+        _integer("eigen_max_restarts", self.eigen_max_restarts, 1)
+
+
+@dataclass(frozen=True)
+class NystromOptions(_StoreOptions):
+    """Options of the Nystrom backend (per-kernel low-rank factors in a Zarr store).
+
+    n_landmarks : int or tuple of int
+        Landmarks per kernel (one count, or one per kernel); capped at n.
+    landmarks : {"kmeans++", "uniform"}
+    rel_floor : float
+        Relative eigenvalue floor of the landmark blocks.
+    exact_distance_max_n : int
+        Largest n whose largest pairwise distance is computed exactly (else estimated).
+    blas_threads : int, optional
+        BLAS threads inside each task (default: 1 when a worker runs several threads).
+    diagonal_correction : bool
+        Estimate ``tr(K_p K_q)`` with the exact diagonal (above ``exact_dissimilarity_max_n``).
+    exact_dissimilarity_max_n : int
+        Up to this n, C is computed exactly and the sparse local part is collected.
+    local_threshold : float
+        Smallest residual entry kept in the sparse local part; 0 turns it off.
+    """
+
+    n_landmarks: Any = 500
+    landmarks: str = "kmeans++"
+    rel_floor: float = DEFAULT_REL_FLOOR
+    exact_distance_max_n: int = 100_000
+    blas_threads: int | None = None
+    diagonal_correction: bool = True
+    exact_dissimilarity_max_n: int = 20_000
+    local_threshold: float = 0.01
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        counts = self.n_landmarks
+        if isinstance(counts, list | tuple | np.ndarray):
+            if len(counts) == 0:
+                raise ValueError("n_landmarks must not be an empty list")
+            for value in counts:
+                _integer("n_landmarks", value, 1)
+            object.__setattr__(self, "n_landmarks", tuple(int(v) for v in counts))
+        else:
+            _integer("n_landmarks", counts, 1)
+        _choice("landmarks", self.landmarks, LANDMARK_METHODS)
+        _real("rel_floor", self.rel_floor, positive=True)
+        _integer("exact_distance_max_n", self.exact_distance_max_n, 0)
+        _integer("blas_threads", self.blas_threads, 1, allow_none=True)
+        _flag("diagonal_correction", self.diagonal_correction)
+        _integer("exact_dissimilarity_max_n", self.exact_dissimilarity_max_n, 0)
+        _real("local_threshold", self.local_threshold, positive=False)
+
+
+BackendOptions = ExactOptions | BlockwiseOptions | NystromOptions
+
+#: the options class of every solver
+SOLVER_OPTIONS: dict[str, type] = {"exact": ExactOptions, "blockwise": BlockwiseOptions,
+                                   "nystrom": NystromOptions}
+
+
+def option_names(solver: str) -> tuple[str, ...]:
+    """The options ``solver`` accepts."""
+    return tuple(f.name for f in fields(SOLVER_OPTIONS[solver]))
+
+
+def make_options(solver: str, **settings: Any) -> BackendOptions:
+    """The typed options of ``solver`` from keyword settings, validated.
+
+    Raises
+    ------
+    ValueError
+        An unknown solver, an option the solver does not have, or a bad value (one line that
+        names it).
+    """
+    if solver not in SOLVER_OPTIONS:
+        raise ValueError(f"solver must be one of {tuple(SOLVER_OPTIONS)}, got {solver!r}")
+    valid = option_names(solver)
+    unknown = sorted(set(settings) - set(valid))
+    if unknown:
+        raise ValueError(f"unknown option{'s' if len(unknown) > 1 else ''} "
+                         f"{', '.join(map(repr, unknown))} for solver={solver!r}; its options "
+                         f"are {', '.join(valid)}")
+    return SOLVER_OPTIONS[solver](**settings)

@@ -1,0 +1,58 @@
+"""Every warning and error class of mkrk-dask, in one place.
+
+Errors a user can fix (bad input, a store that does not match, an unreachable scheduler) derive
+from :class:`ValueError` or :class:`ConnectionError`, so that the command line reports them in
+one line with exit code 2; the others mean the work could not be finished.
+"""
+
+from __future__ import annotations
+
+from sklearn.exceptions import ConvergenceWarning
+
+__all__ = [
+    "StoreError",
+    "StoreIntegrityError",
+    "SchedulerUnreachableError",
+    "SchedulerLostError",
+    "PassFailedError",
+    "QPCertificationError",
+    "UncertifiedSolutionWarning",
+    "NystromApproximationWarning",
+    "KernelDictionaryWarning",
+]
+
+
+class StoreError(ValueError):
+    """A store that cannot be used: foreign, incompatible, or half-written."""
+
+
+class StoreIntegrityError(StoreError):
+    """A store whose data is missing or damaged (a chunk deleted, truncated or altered)."""
+
+
+class SchedulerUnreachableError(ConnectionError):
+    """The scheduler address given could not be reached (or what answers is no scheduler)."""
+
+
+class SchedulerLostError(ConnectionError):
+    """The connection to the Dask scheduler was lost during a fit."""
+
+
+class PassFailedError(RuntimeError):
+    """A distributed pass could not finish: its tasks kept failing after every retry."""
+
+
+class QPCertificationError(RuntimeError):
+    """Raised instead of :class:`UncertifiedSolutionWarning` when ``strict=True``."""
+
+
+class UncertifiedSolutionWarning(ConvergenceWarning):
+    """The returned weight-step solution's relative duality gap exceeds ``gap_tol``."""
+
+
+class NystromApproximationWarning(UserWarning):
+    """The Nystrom factors leave out a large share of the learned combined kernel."""
+
+
+class KernelDictionaryWarning(UserWarning):
+    """Kernels of the dictionary were dropped (near-identity at this n, or not representable)."""

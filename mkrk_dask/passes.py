@@ -1,0 +1,308 @@
+"""Distributed passes over row blocks: the Dask plumbing every scaled backend uses.
+
+One place decides how work reaches the workers and what happens when some of it is lost:
+
+- :class:`Shared`: an in-memory object held by ONE worker, which the tasks fetch it from. It is
+  never broadcast: a worker dying while the scheduler replicates a broadcast can hang the
+  scatter for good (dask/distributed#5704). When its holder dies the object is shared again.
+- :class:`RowSource`: the rows of one input view as task arguments. Numpy and scipy.sparse rows
+  are shared block by block (a task fetches only its block); Zarr arrays are read by the tasks
+  themselves; dask arrays are computed block by block on the workers, never whole.
+- :func:`run_pass`: submit tasks with at most ``max_in_flight`` running and combine each result
+  on the client as it arrives (bounded memory whatever n). A task whose work was lost (a
+  worker died, a shared input went with it) is submitted again after its inputs are shared
+  again, at most ``attempts`` times; then the pass fails with one line
+  (:class:`~mkrk_dask.exceptions.PassFailedError`). A lost scheduler ends the pass at once
+  (:class:`~mkrk_dask.exceptions.SchedulerLostError`); nothing waits forever.
+- :func:`with_retries`: run a whole step again (an eigensolver product) when its work was lost.
+- :func:`block_pairs`: the pairs ``i <= j`` of row blocks of a pairwise pass.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import PassFailedError, SchedulerLostError
+from .progress import reporter
+
+__all__ = ["Shared", "RowSource", "read_rows", "run_pass", "with_retries", "block_pairs",
+           "row_bounds", "is_lost_work", "check_client", "client_threads"]
+
+#: seconds between checks of the scheduler connection while a pass waits for its tasks
+_POLL_SECONDS = 2.0
+#: submissions of one task before its pass gives up
+ATTEMPTS = 4
+
+
+def is_lost_work(error: BaseException) -> bool:
+    """True for failures that mean a worker (or data it held) was lost, not a bug in the task:
+    worth running the task again."""
+    from distributed import KilledWorker
+    from distributed.comm.core import CommClosedError
+    from tornado.iostream import StreamClosedError
+
+    # Not every OSError: a task that cannot read a file fails the same way every time.
+    return isinstance(error, CancelledError | KilledWorker | CommClosedError | ConnectionError
+                      | StreamClosedError)
+
+
+def check_client(client: Any) -> None:
+    """Raise :class:`SchedulerLostError` when the client has lost its scheduler."""
+    status = getattr(client, "status", "running")
+    if status not in ("running", "connecting", "newly-created"):
+        raise SchedulerLostError(
+            f"lost the connection to the Dask scheduler (client status {status!r}); the fit "
+            "cannot go on. Restart the scheduler and run the same command again (a store "
+            "given with --store resumes where the fit stopped)")
+
+
+def client_threads(client: Any) -> int:
+    """Worker threads of the cluster (at least 1)."""
+    return max(1, sum(client.nthreads().values()))
+
+
+def row_bounds(n: int, block: int) -> list[tuple[int, int]]:
+    """``[(0, b), (b, 2b), ...]``: row blocks of ``block`` rows covering ``n`` rows."""
+    return [(a, min(a + block, n)) for a in range(0, n, block)]
+
+
+def block_pairs(n_blocks: int) -> list[tuple[int, int]]:
+    """Every pair ``(i, j)`` with ``i <= j``, the unit of work of a pairwise pass."""
+    return [(i, j) for i in range(n_blocks) for j in range(i, n_blocks)]
+
+
+class Shared:
+    """An object held by one worker; :attr:`ref` is a live future of it (shared again if its
+    holder died)."""
+
+    def __init__(self, client: Any, value: Any):
+        self.client = client
+        self.value = value
+        self._future: Any = None
+
+    @property
+    def ref(self) -> Any:
+        if self._future is None or self._future.status in ("cancelled", "lost", "error"):
+            # hash=False: a unique key, never shared with (and released by) other work that
+            # scattered the same data on the same client.
+            [self._future] = self.client.scatter([self.value], hash=False)
+        return self._future
+
+    def release(self) -> None:
+        if self._future is not None:
+            self._future.release()
+            self._future = None
+
+
+def read_rows(source: Any, start: int | None = None, stop: int | None = None) -> Any:
+    """Rows ``start:stop`` of a task argument made by :meth:`RowSource.block`, as float64
+    numpy (or CSR for sparse input). Runs on the workers."""
+    block = source if start is None else source[start:stop]
+    if sp.issparse(block):
+        return sp.csr_matrix(block, dtype=np.float64)
+    return np.asarray(block, dtype=np.float64)
+
+
+def _is_dask(X: Any) -> bool:
+    return hasattr(X, "dask") and hasattr(X, "compute")
+
+
+class RowSource:
+    """The rows of one input view, handed to tasks as ``(data, start, stop)`` arguments that
+    :func:`read_rows` turns into the rows on the worker.
+
+    Zarr arrays travel as their (small) array object and the task reads its rows; numpy and
+    sparse rows are shared with one worker; dask rows are computed on the workers. A range
+    asked for with ``hold=True`` is shared (or computed) once and kept for the passes that
+    use it many times (pairwise passes); others are shared per task and freed with it.
+    """
+
+    def __init__(self, client: Any, X: Any):
+        self.client = client
+        self.X = X
+        if _is_dask(X):
+            self.kind = "dask"
+        elif hasattr(X, "get_orthogonal_selection") or hasattr(X, "oindex"):
+            self.kind = "zarr"
+        else:
+            self.kind = "memory"
+            if not sp.issparse(X):
+                self.X = np.asarray(X)
+        self._held: dict[tuple[int, int], Any] = {}
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    def block(self, start: int, stop: int, *, hold: bool = False) -> tuple[Any, Any, Any]:
+        """A task argument for the rows ``start:stop`` (a live one: call it at submit time)."""
+        if self.kind == "zarr":
+            return (self.X, start, stop)
+        key = (start, stop)
+        if self.kind == "dask":
+            if not hold:
+                return (self.client.compute(self.X[start:stop]), None, None)
+            future = self._held.get(key)
+            if future is None or future.status in ("cancelled", "lost", "error"):
+                future = self._held[key] = self.client.compute(self.X[start:stop])
+            return (future, None, None)
+        if not hold:
+            [future] = self.client.scatter([self.X[start:stop]], hash=False)
+            return (future, None, None)
+        if key not in self._held:
+            self._held[key] = Shared(self.client, self.X[start:stop])
+        return (self._held[key].ref, None, None)
+
+    def release(self) -> None:
+        """Free the ranges held on the workers."""
+        for held in self._held.values():
+            held.release()
+        self._held.clear()
+
+
+def _wait_first(futures: Sequence[Any], client: Any) -> list[Any]:
+    """The futures among ``futures`` that are done, waiting for at least one; checks the
+    scheduler connection while it waits."""
+    from distributed import wait
+
+    while True:
+        check_client(client)
+        try:
+            done, _ = wait(list(futures), timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED")
+        except TimeoutError:
+            continue
+        except CancelledError:  # wait() raises for cancelled futures: they are done too
+            done = [f for f in futures if f.status != "pending"]
+        if done:
+            return list(done)
+
+
+def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
+             combine: Callable[[int, Any], None], *, label: str, max_in_flight: int,
+             level: int = 1, attempts: int = ATTEMPTS) -> None:
+    """Run tasks ``0 .. n_tasks-1``, at most ``max_in_flight`` at a time, combining each
+    result on the client as it arrives.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    n_tasks : int
+    submit : callable
+        ``submit(i)`` submits task ``i`` and returns its future. It is called again for a task
+        whose work was lost, so it must build its arguments afresh (``Shared.ref``,
+        ``RowSource.block``), never reuse futures of an earlier call.
+    combine : callable
+        ``combine(i, result)``, called once per task, in completion order.
+    label : str
+        What the pass is, for progress reports and errors.
+    max_in_flight : int
+    level : int
+        Verbosity at which the pass is reported (:mod:`mkrk_dask.progress`).
+    attempts : int
+        Submissions of one task before the pass fails.
+
+    Raises
+    ------
+    PassFailedError
+        A task's work was lost ``attempts`` times.
+    SchedulerLostError
+        The scheduler went away.
+    Exception
+        Whatever a task raised that is not lost work (bad input, a bug): as raised.
+    """
+    bar = reporter().task_pass(label, n_tasks, level)
+    todo = deque(range(n_tasks))
+    tries: Counter[int] = Counter()
+    running: dict[str, tuple[int, Any]] = {}
+
+    def lost(i: int, error: BaseException) -> None:
+        """Task ``i``'s work (or its submission) was lost: queue it again, or give up."""
+        check_client(client)
+        if tries[i] >= attempts:
+            raise PassFailedError(
+                f"{label}: task {i} lost its worker or its input {tries[i]} times (last: "
+                f"{type(error).__name__}: {' '.join(str(error).split())[:200]}); the cluster "
+                "is losing workers faster than the pass can finish") from None
+        time.sleep(min(0.2 * tries[i], 1.0))
+        todo.appendleft(i)
+
+    def launch() -> None:
+        while todo and len(running) < max(1, max_in_flight):
+            i = todo.popleft()
+            tries[i] += 1
+            check_client(client)
+            try:
+                future = submit(i)
+            except Exception as err:  # noqa: BLE001 - sharing an input with a dying worker
+                if not is_lost_work(err):
+                    raise
+                lost(i, err)
+                continue
+            running[future.key] = (i, future)
+
+    try:
+        launch()
+        while running:
+            for future in _wait_first([f for _, f in running.values()], client):
+                i, _ = running.pop(future.key)
+                error = _error_of(future) if future.status != "finished" else None
+                if error is None:
+                    try:
+                        # The holder of a finished result may die before it is fetched.
+                        # (No timeout: with one, distributed can mix up event loops when
+                        # several clients live in one process.)
+                        value = future.result()
+                    except Exception as err:  # noqa: BLE001 - classified below
+                        error = err
+                    else:
+                        combine(i, value)
+                        future.release()
+                        bar.advance()
+                        continue
+                future.release()
+                if not is_lost_work(error):
+                    raise error
+                lost(i, error)
+            launch()
+    except BaseException:
+        for _, future in running.values():
+            future.release()
+        bar.finish("stopped")
+        raise
+    bar.finish()
+
+
+def _error_of(future: Any) -> BaseException:
+    if future.status == "cancelled":
+        return CancelledError(f"task {future.key} was cancelled (lost worker or input)")
+    try:
+        error = future.exception()
+    except CancelledError as err:
+        return err
+    return error if error is not None else CancelledError(f"task {future.key} has no result")
+
+
+def with_retries(client: Any, run: Callable[[], Any], *, label: str,
+                 attempts: int = ATTEMPTS) -> Any:
+    """``run()``, again if it failed because work was lost (a worker died mid-way); the step
+    must share its inputs afresh on every call. Fails after ``attempts`` tries."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return run()
+        except Exception as err:  # noqa: BLE001 - classified right below
+            if not is_lost_work(err):
+                raise
+            check_client(client)
+            if attempt == attempts:
+                raise PassFailedError(
+                    f"{label}: lost work {attempts} times (last: {type(err).__name__}: "
+                    f"{' '.join(str(err).split())[:200]})") from None
+            time.sleep(min(0.5 * attempt, 2.0))
+    raise AssertionError("unreachable")
