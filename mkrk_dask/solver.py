@@ -1,6 +1,6 @@
 """The alternating loop, written once against the backend interface and a weight step.
 
-Each iteration (DESIGN.md, the paper's Algorithm 1):
+Each iteration (the paper's Algorithm 1; ``docs/architecture.rst`` shows where the loop sits):
 
 1. H-step: ``H`` = top-k eigenvectors of ``K_w = sum_p w_p^2 K_p`` (warm-started), by the
    backend;

@@ -1,0 +1,138 @@
+"""The shared Dask plumbing (mkrk_dask.passes) on a real LocalCluster and real Zarr arrays."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import CancelledError
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import zarr
+
+from mkrk_dask.exceptions import PassFailedError, SchedulerLostError
+from mkrk_dask.passes import (
+    RowSource,
+    Shared,
+    block_pairs,
+    check_client,
+    read_rows,
+    row_bounds,
+    run_pass,
+    with_retries,
+)
+
+_LOCK = threading.Lock()
+_STATE = {"running": 0, "peak": 0, "calls": {}}
+
+
+def _square(i):
+    with _LOCK:
+        _STATE["running"] += 1
+        _STATE["peak"] = max(_STATE["peak"], _STATE["running"])
+    time.sleep(0.02)
+    with _LOCK:
+        _STATE["running"] -= 1
+    return i * i
+
+
+def _flaky(key, failures):
+    """Fails with a lost-work error ``failures`` times for ``key``, then succeeds."""
+    with _LOCK:
+        seen = _STATE["calls"].get(key, 0)
+        _STATE["calls"][key] = seen + 1
+    if seen < failures:
+        raise CancelledError(f"simulated loss {seen}")
+    return key
+
+
+def _broken(_):
+    raise ValueError("a real bug in the task")
+
+
+def test_run_pass_combines_every_result_once_with_bounded_concurrency(client):
+    results = {}
+    run_pass(client, 20, lambda i: client.submit(_square, i, pure=False),
+             lambda i, v: results.setdefault(i, v), label="squares", max_in_flight=2)
+    assert results == {i: i * i for i in range(20)}
+    assert 1 <= _STATE["peak"] <= 2
+
+
+def test_lost_work_is_resubmitted_then_the_pass_fails_in_one_line(client):
+    got = []
+    run_pass(client, 3, lambda i: client.submit(_flaky, f"a{i}", 2, pure=False),
+             lambda i, v: got.append(v), label="flaky", max_in_flight=3, attempts=3)
+    assert sorted(got) == ["a0", "a1", "a2"]
+    assert all(_STATE["calls"][f"a{i}"] == 3 for i in range(3))
+    with pytest.raises(PassFailedError, match="flaky: task 0 lost its worker") as caught:
+        run_pass(client, 1, lambda i: client.submit(_flaky, "b", 5, pure=False),
+                 lambda i, v: None, label="flaky", max_in_flight=1, attempts=2)
+    assert "\n" not in str(caught.value)
+    assert _STATE["calls"]["b"] == 2
+
+
+def test_a_real_error_in_a_task_is_raised_at_once(client):
+    with pytest.raises(ValueError, match="a real bug"):
+        run_pass(client, 5, lambda i: client.submit(_broken, i, pure=False),
+                 lambda i, v: None, label="broken", max_in_flight=5)
+
+
+def test_with_retries_reruns_a_step_that_lost_work(client):
+    calls = []
+
+    def step():
+        calls.append(1)
+        if len(calls) < 3:
+            raise CancelledError("lost")
+        return "done"
+
+    assert with_retries(client, step, label="step") == "done" and len(calls) == 3
+    with pytest.raises(ValueError):
+        with_retries(client, lambda: (_ for _ in ()).throw(ValueError("bug")), label="step")
+
+
+def test_shared_object_is_shared_again_when_lost(client):
+    shared = Shared(client, np.arange(5.0))
+    first = shared.ref
+    assert first.status == "finished" and shared.ref is first
+    first.cancel()
+    second = shared.ref
+    assert second is not first and second.status == "finished"
+    assert np.array_equal(client.submit(np.sum, second).result(), 10.0)
+    shared.release()
+
+
+@pytest.mark.parametrize("kind", ["numpy", "sparse", "zarr", "dask"])
+def test_row_source_gives_the_rows_of_every_input_kind(client, tmp_path, kind):
+    X = np.random.default_rng(1).normal(size=(37, 4))
+    data = {"numpy": X, "sparse": sp.csr_matrix(X), "dask": da.from_array(X, chunks=(10, 4))}
+    if kind == "zarr":
+        data["zarr"] = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(8, 4),
+                                         dtype="float64")
+        data["zarr"][...] = X
+    source = RowSource(client, data[kind])
+    assert source.n_rows == 37
+    for hold in (False, True):
+        for start, stop in row_bounds(37, 12):
+            rows = client.submit(read_rows, *source.block(start, stop, hold=hold)).result()
+            rows = rows.toarray() if sp.issparse(rows) else rows
+            np.testing.assert_array_equal(rows, X[start:stop])
+    source.release()
+
+
+def test_block_helpers():
+    assert row_bounds(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert block_pairs(3) == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
+
+
+def test_a_closed_client_is_reported_as_a_lost_scheduler():
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        other = Client(cluster)
+        check_client(other)
+        other.close()
+        with pytest.raises(SchedulerLostError, match="lost the connection"):
+            check_client(other)
