@@ -88,7 +88,9 @@ def top_k_dense(
             # did not meet the tolerance.
             return top_k_dense(A, k, method="lapack")
     elif method == "lanczos":
-        v0 = None if warm_start is None else warm_start.sum(axis=1)
+        # A fixed start without a warm one: ARPACK's own random start depends on what ran
+        # before in the process, and a resumed fit must repeat the same steps.
+        v0 = np.ones(n) if warm_start is None else warm_start.sum(axis=1)
         # ARPACK's one-vector products are too small for threaded BLAS to pay: on COIL20
         # (n = 1440) one thread takes half the time of two (the threads mostly synchronise).
         with threadpool_limits(1 if n <= _SINGLE_THREAD_LANCZOS_MAX_N else None):

@@ -69,9 +69,15 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
         chooses from n and the memory available and records its choice in ``solver_``.
     store : str or path-like, optional
-        Zarr store for the blockwise kernels or the Nystrom factors; reopened and reused when
+        Zarr store for the blockwise kernels or the Nystrom factors: a path, or any URL that
+        Zarr and fsspec accept (``s3://bucket/run.zarr``: the way to run on a cluster whose
+        workers share no disk with the client); reopened and reused when
         it holds the same data and kernels (a lambda grid search pays for the kernels once).
-        Default: a temporary store, deleted after the fit.
+        Default: a temporary store, deleted after the fit. Before any work, every worker must
+        read back a marker written into it (else a one-line error says which cannot).
+    storage_options : dict, optional
+        fsspec options of a URL store (endpoint, credentials); default: the environment
+        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...). Never written into the store.
     scheduler : str or distributed.Client, optional
         Dask scheduler address for the blockwise and Nystrom backends; default: a local
         cluster started in-process and shut down after the fit.
@@ -184,6 +190,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         n_init: int = 10,
         qp_gap_tol: float = 1e-8,
         store: Any = None,
+        storage_options: dict | None = None,
         scheduler: Any = None,
         chunk_size: int | None = None,
         n_landmarks: int = 500,
@@ -206,6 +213,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         self.n_init = n_init
         self.qp_gap_tol = qp_gap_tol
         self.store = store
+        self.storage_options = storage_options
         self.scheduler = scheduler
         self.chunk_size = chunk_size
         self.n_landmarks = n_landmarks
@@ -295,7 +303,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         self._solver_used = solver
         inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
         return make_backend(options, **inputs, normalize=self.normalize, store=self.store,
-                            scheduler=self.scheduler, random_state=self.random_state)
+                            storage_options=self.storage_options, scheduler=self.scheduler,
+                            random_state=self.random_state)
 
     def _build(self, X: Any) -> tuple[KernelBackend, int]:
         """Validate everything and build the backend; shared with :func:`lambda_search`."""
@@ -316,6 +325,18 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             f"[MKKMRK] iter {info.iteration:3d}  objective {info.objective:.10g}  "
             f"change {info.change:.3g}  qp gap {info.qp_relative_gap:.1e}  "
             f"{info.seconds:.2f}s")
+
+    def _fit_key(self) -> str:
+        """What identifies this fit's loop in a store: a checkpoint saved by a fit with other
+        settings is never resumed."""
+        import hashlib
+        import json
+
+        settings = {k: getattr(self, k) for k in (
+            "n_clusters", "lam", "dissimilarity", "lam_scaling", "tol", "tol_mode", "max_iter",
+            "qp_gap_tol")}
+        text = json.dumps({"method": "MKKM-RK", **settings}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def _reporting(self) -> Any:
         """Progress at ``verbose`` (on stderr), unless a caller (the CLI) already reports."""
@@ -344,7 +365,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                     backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
                     lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
                     max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
-                    callback=self._progress if self.verbose else None)
+                    callback=self._progress if self.verbose else None,
+                    checkpoint=backend.loop_checkpoint(self._fit_key()))
                 embedding = backend.embedding(result.top)
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(result.top)

@@ -20,8 +20,9 @@ One place decides how work reaches the workers and what happens when some of it 
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
 from typing import Any
@@ -186,7 +187,7 @@ def _wait_first(futures: Sequence[Any], client: Any) -> list[Any]:
 
 def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
              combine: Callable[[int, Any], None], *, label: str, max_in_flight: int,
-             level: int = 1, attempts: int = ATTEMPTS) -> None:
+             level: int = 1, attempts: int = ATTEMPTS, ordered: bool = False) -> None:
     """Run tasks ``0 .. n_tasks-1``, at most ``max_in_flight`` at a time, combining each
     result on the client as it arrives.
 
@@ -207,6 +208,10 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
         Verbosity at which the pass is reported (:mod:`mkrk_dask.progress`).
     attempts : int
         Submissions of one task before the pass fails.
+    ordered : bool
+        Combine the results in task order (results that arrive early wait, at most
+        ``max_in_flight`` of them): sums then come out the same to the bit whatever the
+        order the tasks finish in, and a pass can be checkpointed as a prefix of tasks.
 
     Raises
     ------
@@ -218,9 +223,23 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
         Whatever a task raised that is not lost work (bad input, a bug): as raised.
     """
     bar = reporter().task_pass(label, n_tasks, level)
-    todo = deque(range(n_tasks))
+    todo = list(range(n_tasks))  # a heap: the lowest pending task goes first
     tries: Counter[int] = Counter()
     running: dict[str, tuple[int, Any]] = {}
+    waiting: dict[int, Any] = {}  # ordered: results that arrived before their predecessors
+    following = [0]  # ordered: the next task to combine
+    cap = max(1, max_in_flight)
+
+    def accept(i: int, value: Any) -> None:
+        if not ordered:
+            combine(i, value)
+            bar.advance()
+            return
+        waiting[i] = value
+        while following[0] in waiting:
+            combine(following[0], waiting.pop(following[0]))
+            following[0] += 1
+            bar.advance()
 
     def lost(i: int, error: BaseException) -> None:
         """Task ``i``'s work (or its submission) was lost: queue it again, or give up."""
@@ -231,11 +250,15 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
                 f"{type(error).__name__}: {' '.join(str(error).split())[:200]}); the cluster "
                 "is losing workers faster than the pass can finish") from None
         time.sleep(min(0.2 * tries[i], 1.0))
-        todo.appendleft(i)
+        heapq.heappush(todo, i)
 
     def launch() -> None:
-        while todo and len(running) < max(1, max_in_flight):
-            i = todo.popleft()
+        while todo and len(running) < cap:
+            # Ordered: no more early results than ``cap`` wait, but the one that unblocks
+            # them always goes.
+            if ordered and len(waiting) >= cap and todo[0] != following[0]:
+                break
+            i = heapq.heappop(todo)
             tries[i] += 1
             check_client(client)
             try:
@@ -248,8 +271,10 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
             running[future.key] = (i, future)
 
     try:
-        launch()
-        while running:
+        while running or todo:
+            launch()
+            if not running:
+                raise RuntimeError(f"{label}: no task can start (internal error)")
             for future in _wait_first([f for _, f in running.values()], client):
                 i, _ = running.pop(future.key)
                 error = _error_of(future) if future.status != "finished" else None
@@ -262,15 +287,13 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
                     except Exception as err:  # noqa: BLE001 - classified below
                         error = err
                     else:
-                        combine(i, value)
                         future.release()
-                        bar.advance()
+                        accept(i, value)
                         continue
                 future.release()
                 if not is_lost_work(error):
                     raise error
                 lost(i, error)
-            launch()
     except BaseException:
         for _, future in running.values():
             future.release()

@@ -19,12 +19,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from .backends.base import KernelBackend, TopK
+from .progress import reporter
 from .validation import LAM_SCALINGS, TOL_MODES, check_choice, check_lambda
-from .weight_steps import RepresentativeStep, WeightStep
+from .weight_steps import RepresentativeStep, WeightStep, WeightUpdate
 
 __all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "alternate",
            "SELECTION_THRESHOLD", "selected_kernels", "LAM_SCALINGS", "TOL_MODES"]
@@ -113,6 +115,7 @@ def solve(
     qp_gap_tol: float = 1e-8,
     qp_strict: bool = False,
     callback: Callable[[IterationInfo], None] | None = None,
+    checkpoint: Any = None,
 ) -> SolverResult:
     """Run MKKM-RK's alternating minimisation.
 
@@ -139,6 +142,9 @@ def solve(
         Raise instead of warning when a Y-step solution is not certified.
     callback : callable, optional
         Called with an :class:`IterationInfo` after every iteration.
+    checkpoint : LoopCheckpoint, optional
+        Save the state after every iteration and resume from a saved one (see
+        :func:`alternate`).
     """
     check_lambda(lam)
     check_choice("tol_mode", tol_mode, TOL_MODES)
@@ -151,7 +157,7 @@ def solve(
     lam_eff = effective_lambda(lam, lam_scaling, traces, C)
     step = RepresentativeStep(C, lam_eff, gap_tol=qp_gap_tol, strict=qp_strict)
     result = alternate(backend, n_clusters, step, traces=traces, tol=tol, tol_mode=tol_mode,
-                       max_iter=max_iter, callback=callback)
+                       max_iter=max_iter, callback=callback, checkpoint=checkpoint)
     result.dissimilarity = C
     result.lam_effective = lam_eff
     result.timings["dissimilarity"] = seconds
@@ -169,10 +175,15 @@ def alternate(
     tol_mode: str = "absolute",
     max_iter: int = 100,
     callback: Callable[[IterationInfo], None] | None = None,
+    checkpoint: Any = None,
 ) -> SolverResult:
     """The alternating loop for any weight step (see :mod:`mkrk_dask.weight_steps`).
 
-    Parameters are as for :func:`solve`; ``traces`` may be given when already known.
+    Parameters are as for :func:`solve`; ``traces`` may be given when already known. With a
+    ``checkpoint`` (:class:`~mkrk_dask.checkpoints.LoopCheckpoint`), the state is saved after
+    every iteration; a fit that finds a saved state continues from it (the iterations already
+    done are not run again, and it ends as the uninterrupted fit would, to the bit) and clears
+    it when it ends.
     """
     check_choice("tol_mode", tol_mode, TOL_MODES)
     timings = {"dissimilarity": 0.0, "h_step": 0.0, "quad_forms": 0.0, "y_step": 0.0}
@@ -188,7 +199,21 @@ def alternate(
     certified = True
     converged = False
     d = traces.copy()
-    for iteration in range(1, max_iter + 1):
+    first = 1
+    saved = checkpoint.load() if checkpoint is not None else None
+    if saved is not None:
+        weights, d = saved["weights"], saved["residuals"]
+        Y = saved.get("representation")
+        history, gaps = saved["history"].tolist(), saved["gaps"].tolist()
+        certified, converged = bool(saved["certified"]), bool(saved["converged"])
+        top = backend.decode_top(saved["basis_kind"], {k[4:]: v for k, v in saved.items()
+                                                       if k.startswith("top_")})
+        first = int(saved["iteration"]) + 1
+        step.resume(WeightUpdate(weights, history[-1], gaps[-1], certified, Y))
+        reporter().log(f"resuming the fit saved in the store after iteration {first - 1}")
+    for iteration in range(first, max_iter + 1):
+        if converged:
+            break
         t0 = time.perf_counter()
         top = backend.top_k(weights, n_clusters, warm_start=top)
         t1 = time.perf_counter()
@@ -206,14 +231,21 @@ def alternate(
         gaps.append(float(update.relative_gap))
         certified &= bool(update.certified)
         change = history[-1] - history[-2] if len(history) > 1 else np.inf
+        if len(history) > 1:
+            threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
+            converged = abs(change) < threshold
+        if checkpoint is not None:
+            kind, arrays = backend.encode_top(top)
+            checkpoint.save({"iteration": iteration, "certified": certified,
+                             "converged": converged, "basis_kind": kind, "weights": weights,
+                             "representation": Y, "residuals": d,
+                             "history": np.asarray(history), "gaps": np.asarray(gaps),
+                             **{f"top_{k}": v for k, v in arrays.items()}})
         if callback is not None:
             callback(IterationInfo(iteration, history[-1], change, t3 - t0,
                                    update.relative_gap))
-        if len(history) > 1:
-            threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
-            if abs(change) < threshold:
-                converged = True
-                break
+    if checkpoint is not None:
+        checkpoint.clear()
     timings["total"] = time.perf_counter() - start
     return SolverResult(
         weights=weights, representation=Y, top=top, objective_history=np.asarray(history),

@@ -1,6 +1,8 @@
-"""Zarr stores of the scaled backends: layout metadata, data fingerprints, completion marker.
+"""Zarr stores of the scaled backends: life cycle, integrity, fingerprints, results.
 
-A store is a Zarr (v3) group whose attributes say who wrote it and from what::
+A store is a Zarr (v3) group, at a local path or any fsspec URL
+(:class:`~mkrk_dask.locations.StoreLocation`), whose attributes say who wrote it and from
+what::
 
     {"format": "mkrk-dask", "format_version": FORMAT_VERSION, "kind": "kernels",
      "complete": False, ...metadata}
@@ -8,29 +10,32 @@ A store is a Zarr (v3) group whose attributes say who wrote it and from what::
 The life of a store:
 
 1. :func:`create_store` writes the attributes with ``complete: False``;
-2. the backend writes its arrays (on the workers);
+2. the backend writes its arrays (on the workers), recording its progress
+   (:mod:`mkrk_dask.checkpoints`) so that an interrupted build continues where it stopped;
 3. :func:`mark_complete` sets ``complete: True`` LAST, after every array is flushed.
 
-:func:`open_complete_store` reopens a store only when it is an mkrk-dask store of the right
-kind and format version, is complete, and every expected metadata key (kernel specifications,
-data fingerprint, n, chunking, ...) matches; otherwise it raises :class:`StoreError` saying
-which check failed. A store interrupted in step 2 therefore can never be mistaken for a
-finished one.
+:func:`open_store` reopens a store only when it is an mkrk-dask store of the right kind and
+format version and every expected metadata key (kernel specifications, data fingerprint, n,
+chunking, ...) matches; otherwise it raises :class:`StoreError` saying which check failed. A
+store interrupted in step 2 is never mistaken for a finished one: it is resumed.
+
+Integrity: every data array is written with a CRC32C checksum per chunk and NaN as its fill
+value, and every chunk is written. A chunk that is damaged (truncated, altered) fails its
+checksum; a chunk that is missing reads as NaN, and :func:`verify_chunks` finds it by listing
+the store. Either way :class:`~mkrk_dask.exceptions.StoreIntegrityError` names the array and
+the chunk: never zeros, never a reshape traceback.
 
 Small results computed later from a complete store (e.g. the kernels' Gram matrix and traces)
 are added with :func:`save_result` and read back with :func:`load_result`; each one has its own
 completion flag, written after its array.
-
-Stores are paths on a filesystem every worker can see (a local disk for a local cluster, a
-shared filesystem for a real one).
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
-import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,15 +44,22 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from .exceptions import StoreError
+from .exceptions import StoreError, StoreIntegrityError
+from .locations import StoreLocation
 
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "StoreError",
+    "StoreIntegrityError",
+    "StoreLocation",
     "data_fingerprint",
     "create_store",
+    "open_store",
     "open_complete_store",
+    "create_data_array",
+    "verify_chunks",
+    "read_checked",
     "mark_complete",
     "save_result",
     "load_result",
@@ -142,27 +154,23 @@ def data_fingerprint(views: list) -> str:
 # -- the store life cycle ----------------------------------------------------------------------
 
 
-def _is_empty_dir(path: Path) -> bool:
-    return path.is_dir() and not any(path.iterdir())
+def _location(path: Any) -> StoreLocation:
+    return StoreLocation.parse(path)
 
 
-def _looks_like_zarr(path: Path) -> bool:
-    return (path / "zarr.json").is_file() or (path / ".zgroup").is_file()
-
-
-def create_store(path: str | os.PathLike, *, kind: str, metadata: Mapping[str, Any],
-                 overwrite: bool = False) -> zarr.Group:
+def create_store(path: str | os.PathLike | StoreLocation, *, kind: str,
+                 metadata: Mapping[str, Any], overwrite: bool = False) -> zarr.Group:
     """Create a new, empty, not-yet-complete store at ``path``.
 
     Parameters
     ----------
-    path : str or path-like
-        A directory on a filesystem every worker can see.
+    path : str, path-like or StoreLocation
+        A directory every worker can see, or a URL (``s3://bucket/run.zarr``).
     kind : str
         What the store holds (``"kernels"``, ``"nystrom"``, ...).
     metadata : mapping
         JSON-serialisable description of the contents (kernel specifications, n, chunking,
-        data fingerprint, ...); :func:`open_complete_store` compares it on reopening.
+        data fingerprint, ...); :func:`open_store` compares it on reopening.
     overwrite : bool
         Replace an existing store at ``path``. Only a Zarr store (ours or not) or an empty
         directory is ever deleted; any other non-empty path is refused, so a typo cannot wipe
@@ -173,20 +181,20 @@ def create_store(path: str | os.PathLike, *, kind: str, metadata: Mapping[str, A
     StoreError
         ``path`` exists and is not empty, and ``overwrite`` is false (or it is not a Zarr store).
     """
-    path = Path(path)
+    location = _location(path)
     reserved = {"format", "format_version", "kind", "complete"} & set(metadata)
     if reserved:
         raise ValueError(f"metadata may not set the reserved keys {sorted(reserved)}")
-    if path.exists() and not _is_empty_dir(path):
+    if not location.is_empty():
         if not overwrite:
-            raise StoreError(f"{path} already exists and is not empty; pass overwrite=True to "
-                             "replace it, or choose another path")
-        if not (path.is_dir() and _looks_like_zarr(path)):
-            raise StoreError(f"{path} exists and is not a Zarr store; refusing to delete it "
+            raise StoreError(f"{location} already exists and is not empty; pass overwrite=True "
+                             "to replace it, or choose another path")
+        if not (location.is_dir() and location.looks_like_zarr()):
+            raise StoreError(f"{location} exists and is not a Zarr store; refusing to delete it "
                              "even with overwrite=True")
-        shutil.rmtree(path)
-    path.mkdir(parents=True, exist_ok=True)
-    group = zarr.open_group(str(path), mode="w")
+        location.remove()
+    location.makedirs()
+    group = location.open_group("w")
     attrs = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind,
              "complete": False}
     attrs.update(json_normalize(dict(metadata)))
@@ -194,59 +202,68 @@ def create_store(path: str | os.PathLike, *, kind: str, metadata: Mapping[str, A
     return group
 
 
-def open_complete_store(path: str | os.PathLike, *, kind: str,
-                        expected: Mapping[str, Any]) -> zarr.Group | None:
-    """Reopen a complete store whose metadata matches ``expected``.
+def open_store(path: str | os.PathLike | StoreLocation, *, kind: str,
+               expected: Mapping[str, Any]) -> tuple[zarr.Group | None, bool]:
+    """Reopen the store at ``path`` if it matches ``expected``, complete or not.
 
     Returns
     -------
-    zarr.Group or None
-        The group (opened read-write, so that results can be added), or None when ``path``
-        does not exist or is an empty directory (nothing to reuse).
+    group : zarr.Group or None
+        Opened read-write; None when nothing is there (an empty directory counts as nothing).
+    complete : bool
+        False for a store whose build was interrupted: the caller resumes it.
 
     Raises
     ------
     StoreError
         Naming the problem: not an mkrk-dask store (written by something else), a store of
-        another kind or format version, a half-written store, or a metadata key that differs
-        (with the stored and the expected value).
+        another kind or format version, or a metadata key that differs (with the stored and
+        the expected value).
     """
-    path = Path(path)
-    if not path.exists() or _is_empty_dir(path):
-        return None
-    if not path.is_dir() or not _looks_like_zarr(path):
-        raise StoreError(f"{path} exists but is not a Zarr store (no zarr.json); it was not "
-                         "written by mkrk-dask. Choose another path.")
+    location = _location(path)
+    if location.is_empty():
+        return None, False
+    if not location.is_dir() or not location.looks_like_zarr():
+        raise StoreError(f"{location} exists but is not a Zarr store (no zarr.json); it was "
+                         "not written by mkrk-dask. Choose another path.")
     try:
-        group = zarr.open_group(str(path), mode="r+")
+        group = location.open_group("r+")
     except Exception as err:  # a zarr.json of an array, a corrupt file, ...
-        raise StoreError(f"{path} cannot be opened as a Zarr group ({err}); it was not "
-                         "written by mkrk-dask. Choose another path.") from None
+        raise StoreError(f"{location} cannot be opened as a Zarr group "
+                         f"({' '.join(str(err).split())}); it was not written by mkrk-dask. "
+                         "Choose another path.") from None
     attrs = group.attrs.asdict()
     if attrs.get("format") != FORMAT_NAME:
-        raise StoreError(f"{path} is a Zarr store not written by mkrk-dask (no "
+        raise StoreError(f"{location} is a Zarr store not written by mkrk-dask (no "
                          f"format={FORMAT_NAME!r} attribute); refusing to use it. Choose "
                          "another path, or delete it.")
     if attrs.get("format_version") != FORMAT_VERSION:
-        raise StoreError(f"{path} has store format version {attrs.get('format_version')!r}, "
-                         f"this mkrk-dask reads version {FORMAT_VERSION}; rebuild it "
-                         "(delete it or pass overwrite=True)")
+        raise StoreError(f"{location} has store format version "
+                         f"{attrs.get('format_version')!r}, this mkrk-dask reads version "
+                         f"{FORMAT_VERSION}; rebuild it (delete it or pass overwrite=True)")
     if attrs.get("kind") != kind:
-        raise StoreError(f"{path} is an mkrk-dask store of kind {attrs.get('kind')!r}, not "
-                         f"{kind!r}; choose another path")
-    if attrs.get("complete") is not True:
-        raise StoreError(f"{path} is incomplete: it was never marked complete, so its build "
-                         "was probably interrupted. Delete it, or pass overwrite=True to "
-                         "rebuild it.")
+        raise StoreError(f"{location} is an mkrk-dask store of kind {attrs.get('kind')!r}, "
+                         f"not {kind!r}; choose another path")
     for key, value in json_normalize(dict(expected)).items():
         if key not in attrs:
-            raise StoreError(f"{path} was built without metadata key {key!r} (expected "
-                             f"{value!r}); it does not match this request. Delete it, pass "
-                             "overwrite=True, or choose another path.")
+            raise StoreError(f"{location} was built without metadata key {key!r} (expected "
+                             f"{_short(value)}); it does not match this request. Delete it, "
+                             "pass overwrite=True, or choose another path.")
         if attrs[key] != value:
-            raise StoreError(f"{path} was built for other inputs: {key!r} differs (stored "
+            raise StoreError(f"{location} was built for other inputs: {key!r} differs (stored "
                              f"{_short(attrs[key])}, expected {_short(value)}). Delete it, "
                              "pass overwrite=True, or choose another path.")
+    return group, attrs.get("complete") is True
+
+
+def open_complete_store(path: str | os.PathLike | StoreLocation, *, kind: str,
+                        expected: Mapping[str, Any]) -> zarr.Group | None:
+    """:func:`open_store` for callers that cannot resume: an incomplete store is refused."""
+    group, complete = open_store(path, kind=kind, expected=expected)
+    if group is not None and not complete:
+        raise StoreError(f"{_location(path)} is incomplete: it was never marked complete, so "
+                         "its build was probably interrupted. Delete it, or pass "
+                         "overwrite=True to rebuild it.")
     return group
 
 
@@ -264,6 +281,99 @@ def mark_complete(group: zarr.Group) -> None:
     group.attrs.update({"complete": True})
 
 
+# -- integrity ---------------------------------------------------------------------------------
+
+
+def create_data_array(group: zarr.Group, name: str, *, shape: tuple[int, ...],
+                      chunks: tuple[int, ...], dtype: Any, overwrite: bool = False) -> Any:
+    """A data array whose every chunk is written, checksummed (CRC32C) and NaN-filled, so that
+    a damaged chunk fails its checksum and a missing one reads as NaN, never as zeros."""
+    from zarr.codecs import BytesCodec, Crc32cCodec
+
+    fill = np.nan if np.issubdtype(np.dtype(dtype), np.floating) else 0
+    return group.create_array(name, shape=shape, chunks=chunks, dtype=dtype,
+                              serializer=BytesCodec(), compressors=[Crc32cCodec()],
+                              fill_value=fill, overwrite=overwrite,
+                              config={"write_empty_chunks": True})
+
+
+def _chunk_keys(array: Any) -> list[tuple[int, ...]]:
+    grid = [range(-(-s // c)) for s, c in zip(array.shape, array.chunks, strict=True)]
+    return list(itertools.product(*grid))
+
+
+def verify_chunks(location: StoreLocation, group: zarr.Group, name: str) -> None:
+    """Every chunk of array ``name`` is in the store (a listing, no data read).
+
+    Raises
+    ------
+    StoreIntegrityError
+        Naming the array and the first missing chunk.
+    """
+    array = group[name]
+    present = location.list_keys(f"{name}/c")
+    missing = [key for key in _chunk_keys(array)
+               if f"{name}/c/{'/'.join(map(str, key))}" not in present]
+    if missing:
+        raise StoreIntegrityError(
+            f"store {location}: array {name!r} is missing chunk {missing[0]} ({len(missing)} of "
+            f"{len(_chunk_keys(array))} chunks missing); the store was damaged after it was "
+            "built. Rebuild it (delete it, or pass overwrite=True)")
+
+
+def read_checked(array: Any, selection: tuple, *, dtype: Any = np.float64) -> np.ndarray:
+    """``array[selection]`` as ``dtype``, or :class:`StoreIntegrityError` naming the array and
+    the chunk when a chunk is damaged (checksum) or missing (NaN fill)."""
+    try:
+        block = np.asarray(array[selection], dtype=dtype)
+    except ValueError as err:
+        chunk = _first_bad_chunk(array, selection)
+        raise StoreIntegrityError(
+            f"store {array.store}: array {array.path!r}, chunk {chunk} is damaged "
+            f"({' '.join(str(err).split())[:120]}). Rebuild the store") from None
+    if np.isnan(block).any():
+        chunk = _chunk_of_nan(array, selection, block)
+        raise StoreIntegrityError(
+            f"store {array.store}: array {array.path!r}, chunk {chunk} is missing (it reads as "
+            "the fill value). Rebuild the store")
+    return block
+
+
+def _bounds(array: Any, selection: tuple) -> tuple[list[tuple[int, int]], list[bool]]:
+    """``(start, stop)`` per dimension of a selection of slices and integers, and which
+    dimensions the read keeps (slices)."""
+    sel = tuple(s for s in selection if s is not Ellipsis)
+    sel = sel + (slice(None),) * (array.ndim - len(sel))
+    bounds = [s.indices(n)[:2] if isinstance(s, slice) else (int(s), int(s) + 1)
+              for s, n in zip(sel, array.shape, strict=True)]
+    return bounds, [isinstance(s, slice) for s in sel]
+
+
+def _first_bad_chunk(array: Any, selection: tuple) -> tuple[int, ...] | str:
+    """The first chunk of the selection that fails to decode (read one by one)."""
+    bounds, _ = _bounds(array, selection)
+    ranges = [range(a // c, -(-b // c)) for (a, b), c in zip(bounds, array.chunks, strict=True)]
+    for key in itertools.product(*ranges):
+        try:
+            array[tuple(slice(k * c, (k + 1) * c) for k, c in zip(key, array.chunks,
+                                                                  strict=True))]
+        except ValueError:
+            return key
+    return "(unknown)"
+
+
+def _chunk_of_nan(array: Any, selection: tuple, block: np.ndarray) -> tuple[int, ...]:
+    """The chunk holding the first NaN of ``block`` (read from ``selection``)."""
+    bounds, kept = _bounds(array, selection)
+    index = iter(np.unravel_index(int(np.argmax(np.isnan(block))), block.shape))
+    full = [a + int(next(index)) if keep else a for (a, _), keep in zip(bounds, kept,
+                                                                        strict=True)]
+    return tuple(int(i // c) for i, c in zip(full, array.chunks, strict=True))
+
+
+# -- results -------------------------------------------------------------------------------------
+
+
 def save_result(group: zarr.Group, name: str, value: np.ndarray) -> None:
     """Add a small array to a store, then flag it as written (``attrs["results"][name]``).
 
@@ -271,8 +381,11 @@ def save_result(group: zarr.Group, name: str, value: np.ndarray) -> None:
     the store skips their pass; an interrupted write leaves no flag and is recomputed.
     """
     value = np.asarray(value)
+    from zarr.codecs import BytesCodec, Crc32cCodec
+
     array = group.create_array(f"results_{name}", shape=value.shape, dtype=value.dtype,
-                               chunks=value.shape or None, overwrite=True, compressors=None)
+                               chunks=value.shape or None, overwrite=True,
+                               serializer=BytesCodec(), compressors=[Crc32cCodec()])
     array[...] = value
     results = dict(group.attrs.get("results", {}))
     results[name] = True
@@ -283,4 +396,10 @@ def load_result(group: zarr.Group, name: str) -> np.ndarray | None:
     """An array saved by :func:`save_result`, or None if it was never (completely) written."""
     if not group.attrs.get("results", {}).get(name):
         return None
-    return np.asarray(group[f"results_{name}"][...])
+    array = group[f"results_{name}"]
+    try:
+        return np.asarray(array[...])
+    except ValueError as err:
+        raise StoreIntegrityError(f"store {array.store}: result {name!r} is damaged "
+                                  f"({' '.join(str(err).split())[:120]}). Rebuild the store"
+                                  ) from None

@@ -115,6 +115,18 @@ class KernelBackend(ABC):
         """A map from new rows to the embedding of ``top``; None where there is none."""
         return None
 
+    def loop_checkpoint(self, key: str) -> Any:
+        """Where the loop keeps its state after each iteration, so that an interrupted fit
+        resumes (a :class:`~mkrk_dask.checkpoints.LoopCheckpoint`); None without a store."""
+        return None
+
+    def encode_top(self, top: TopK) -> tuple[str, dict[str, np.ndarray]]:
+        """``top`` as named arrays (for a checkpoint); :meth:`decode_top` inverts it."""
+        return "array", {"eigenvalues": top.eigenvalues, "basis": np.asarray(top.basis)}
+
+    def decode_top(self, kind: str, arrays: dict[str, np.ndarray]) -> TopK:
+        return TopK(arrays["eigenvalues"], arrays["basis"])
+
     def close(self) -> None:  # noqa: B027 - optional hook, most backends hold nothing to free
         """Release resources (clusters started, open stores). Idempotent."""
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..cluster import DaskSession
 from ..kernels import KernelSpec
+from ..locations import StoreLocation
 from .base import KernelBackend
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
 
@@ -19,7 +20,8 @@ __all__ = ["make_backend"]
 
 def make_backend(options: BackendOptions, *, views: list | None = None,
                  specs: list[KernelSpec] | None = None, kernels: Any = None,
-                 normalize: bool = True, store: Any = None, scheduler: Any = None,
+                 normalize: bool = True, store: Any = None,
+                 storage_options: dict | None = None, scheduler: Any = None,
                  random_state: Any = None) -> KernelBackend:
     """Build (or reopen) the backend that ``options`` describes.
 
@@ -33,8 +35,12 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
         Precomputed kernels instead of ``views``/``specs`` (not with Nystrom).
     normalize : bool
         ``K_ij / sqrt(K_ii K_jj)``.
-    store : path, optional
-        Zarr store of the scaled backends (reused when it matches; default temporary).
+    store : path or URL, optional
+        Zarr store of the scaled backends (reused when it matches, resumed when its build was
+        interrupted; default temporary). A URL (``s3://bucket/run.zarr``) for a cluster whose
+        workers share no disk with the client.
+    storage_options : dict, optional
+        fsspec options of a URL store (endpoint, credentials; default: the environment).
     scheduler : None, address or distributed.Client
         Where the scaled backends run (see :class:`mkrk_dask.cluster.DaskSession`).
     random_state : int, RandomState or None
@@ -62,13 +68,14 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
     if not isinstance(options, BlockwiseOptions | NystromOptions):
         raise TypeError(f"options must be ExactOptions, BlockwiseOptions or NystromOptions, "
                         f"got {type(options).__name__}")
+    location = None if store is None else StoreLocation.parse(store, storage_options)
     session = DaskSession(scheduler)
     try:
         if isinstance(options, BlockwiseOptions):
-            return _blockwise(options, views, specs, kernels, normalize, store, session)
+            return _blockwise(options, views, specs, kernels, normalize, location, session)
         from .nystrom.build import build_nystrom
 
-        return build_nystrom(views, specs, options, normalize=normalize, store=store,
+        return build_nystrom(views, specs, options, normalize=normalize, location=location,
                              session=session, random_state=random_state)
     except BaseException:
         session.close()
@@ -76,7 +83,8 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
 
 
 def _blockwise(options: BlockwiseOptions, views: list | None, specs: list | None, kernels: Any,
-               normalize: bool, store: Any, session: DaskSession) -> KernelBackend:
+               normalize: bool, location: StoreLocation | None,
+               session: DaskSession) -> KernelBackend:
     import numpy as np
 
     from .blockwise.backend import BlockwiseBackend
@@ -97,9 +105,10 @@ def _blockwise(options: BlockwiseOptions, views: list | None, specs: list | None
         def build(parts: dict) -> Any:
             return build_from_views(views, specs, normalize=normalize, **parts)
 
-    group, temp_dir, built, timings = open_or_build(
-        **common, normalize=normalize, store=store, session=session, options=options,
+    group, location, temp_dir, built, timings = open_or_build(
+        **common, normalize=normalize, location=location, session=session, options=options,
         build=build)
-    backend = BlockwiseBackend(session, group, temp_dir=temp_dir, built=built, options=options)
+    backend = BlockwiseBackend(session, group, location, temp_dir=temp_dir, built=built,
+                               options=options)
     backend.timings.update(timings)
     return backend

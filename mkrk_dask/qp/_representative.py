@@ -401,12 +401,19 @@ class RepresentativeQP:
         self._report(sol)
         return sol
 
+    def restore(self, Y_prev: np.ndarray | None) -> None:
+        """Continue from ``Y_prev`` as if it were the last solution (a resumed fit)."""
+        self._Y_prev = None if Y_prev is None else np.array(Y_prev, dtype=float)
+
     def _solve_numerically(self, d: np.ndarray, a: np.ndarray, timings: dict):
         """OSQP in tightening stages, each followed by the KKT polish, until certified.
 
         Returns (candidates, last OSQP status, total iterations, total polish rounds).
         """
         m = self.m
+        # A fresh OSQP workspace for every solve: the result is then a function of d and the
+        # previous Y alone, so a resumed fit repeats the uninterrupted one to the bit.
+        self._solver = None
         cands = []
         if self._Y_prev is not None:
             cands.append(self._candidate(self._Y_prev, d))  # a free fallback

@@ -58,6 +58,10 @@ class WeightStep(ABC):
         """The representation before the first step (None for methods without one)."""
         return None
 
+    def resume(self, update: WeightUpdate) -> None:  # noqa: B027 - most steps keep no state
+        """Continue after ``update``, the last step of an interrupted fit (restores any state
+        the step keeps between iterations, so the resumed fit repeats the same steps)."""
+
     @abstractmethod
     def update(self, residuals: np.ndarray) -> WeightUpdate:
         """The weights minimising the objective for the given residuals (fixed H)."""

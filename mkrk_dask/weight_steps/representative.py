@@ -37,6 +37,9 @@ class RepresentativeStep(WeightStep):
         # The authors' code starts from a one-hot Y, whose row means are all 1/m.
         return np.eye(m)
 
+    def resume(self, update: WeightUpdate) -> None:
+        self.qp.restore(update.representation)
+
     def update(self, residuals: np.ndarray) -> WeightUpdate:
         solution = self.qp.solve(residuals)
         Y = solution.Y

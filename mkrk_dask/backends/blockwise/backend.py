@@ -19,7 +19,6 @@ import shutil
 import time
 import uuid
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,8 +28,9 @@ from ...dissimilarity import GRAM_MEASURES, check_measure, from_gram
 from ...eigen import block_krylov_top_k
 from ...exceptions import PassFailedError
 from ...kernels import KernelSpec
+from ...locations import StoreLocation
 from ...passes import Shared, row_bounds, run_pass
-from ...store import load_result, save_result
+from ...store import create_data_array, load_result, read_checked, save_result
 from ..base import KernelBackend, TopK
 from ..options import BlockwiseOptions
 from . import tasks
@@ -52,8 +52,8 @@ class BlockwiseBackend(KernelBackend):
 
     measures = GRAM_MEASURES
 
-    def __init__(self, session: DaskSession, group: Any, *, temp_dir: str | None,
-                 built: bool, options: BlockwiseOptions | None = None):
+    def __init__(self, session: DaskSession, group: Any, location: StoreLocation, *,
+                 temp_dir: str | None, built: bool, options: BlockwiseOptions | None = None):
         options = options or BlockwiseOptions()
         self.options = options
         self.products = options.products
@@ -62,8 +62,9 @@ class BlockwiseBackend(KernelBackend):
         self.client = session.client
         self.group = group
         attrs = group.attrs.asdict()
-        self.store_path = str(Path(str(group.store.root)))
-        self._store_key = (self.store_path, str(attrs["build_id"]))
+        self.location = location
+        self.store_path = location.url
+        self._store_key = (location, str(attrs["build_id"]))
         self.n_kernels = int(attrs["m"])
         self.n_samples = int(attrs["n"])
         self.chunk_size = int(attrs["chunk_size"])
@@ -178,9 +179,12 @@ class BlockwiseBackend(KernelBackend):
     def _eigensolve(self, apply: Any, k: int, start: np.ndarray | None
                     ) -> tuple[np.ndarray, np.ndarray]:
         o = self.options
+        # Seeded: the same products give the same basis, so a re-run task or a resumed fit
+        # changes nothing.
         values, vectors, info = block_krylov_top_k(
             apply, self.n_samples, k, start=start, oversample=o.eigen_oversample,
-            depth=o.eigen_depth, tol=o.eigen_tol, max_restarts=o.eigen_max_restarts)
+            depth=o.eigen_depth, tol=o.eigen_tol, max_restarts=o.eigen_max_restarts,
+            random_state=0)
         self.eigen_info = info
         if not info["converged"]:
             warnings.warn(f"the blockwise top-{k} eigensolver stopped after {info['restarts']} "
@@ -241,8 +245,7 @@ class BlockwiseBackend(KernelBackend):
         if self._scratch is None:
             name = f"scratch_combined_{uuid.uuid4().hex[:12]}"
             n, c = self.n_samples, self.chunk_size
-            self.group.create_array(name, shape=(n, n), chunks=(c, c), dtype="float64",
-                                    compressors=None, fill_value=0.0)
+            create_data_array(self.group, name, shape=(n, n), chunks=(c, c), dtype="float64")
             self._scratch = name
         return self._scratch
 
@@ -294,14 +297,19 @@ class BlockwiseBackend(KernelBackend):
     def embedding(self, top: TopK) -> np.ndarray:
         return np.asarray(top.basis)
 
+    def loop_checkpoint(self, key: str) -> Any:
+        from ...checkpoints import LoopCheckpoint
+
+        return None if self._temp_dir is not None else LoopCheckpoint(self.group, key)
+
     def kernel(self, p: int) -> np.ndarray:
         """Kernel ``p`` read back from the store (for inspection and tests; n x n in memory)."""
-        return np.asarray(self.group[tasks.KERNELS][p], dtype=np.float64)
+        return read_checked(self.group[tasks.KERNELS], (p,))
 
     @property
     def store_nbytes(self) -> int:
-        """Bytes of the store on disk."""
-        return sum(f.stat().st_size for f in Path(self.store_path).rglob("*") if f.is_file())
+        """Bytes of the store."""
+        return self.location.nbytes()
 
     def close(self) -> None:
         if self._closed:
@@ -309,7 +317,10 @@ class BlockwiseBackend(KernelBackend):
         self._closed = True
         try:
             if self._scratch is not None and self._temp_dir is None:
-                shutil.rmtree(Path(self.store_path) / self._scratch, ignore_errors=True)
+                try:
+                    self.location.remove_child(self._scratch)
+                except OSError:
+                    pass  # a scratch array left behind costs space, not correctness
             self.session.close()
         finally:
             if self._temp_dir is not None:

@@ -22,21 +22,25 @@ import shutil
 import tempfile
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ...checkpoints import PassCheckpoint
 from ...cluster import DaskSession
 from ...kernels import KernelSpec, normalize_kernels, resolve_kernels, symmetrize
+from ...locations import StoreLocation, check_workers_see
 from ...passes import RowSource, block_pairs, client_threads, row_bounds, run_pass
+from ...progress import reporter
 from ...scales import distributed_scales
 from ...store import (
+    create_data_array,
     create_store,
     data_fingerprint,
     mark_complete,
-    open_complete_store,
+    open_store,
     save_result,
+    verify_chunks,
 )
 from ..options import BlockwiseOptions
 from .tasks import KERNELS, build_pair
@@ -55,12 +59,14 @@ def default_chunk_size(n: int, m: int) -> int:
 
 
 def open_or_build(*, source: str, n: int, m: int, request: list | None, fingerprint_of: list,
-                  normalize: bool, store: Any, session: DaskSession,
-                  options: BlockwiseOptions, build: Any) -> tuple[Any, str | None, bool, dict]:
-    """Reopen the complete store at ``store`` that matches, or build one.
+                  normalize: bool, location: StoreLocation | None, session: DaskSession,
+                  options: BlockwiseOptions, build: Any
+                  ) -> tuple[Any, StoreLocation, str | None, bool, dict]:
+    """Reopen the complete store at ``location`` that matches, resume one whose build was
+    interrupted, or build one.
 
-    Returns ``(group, temp_dir, built, timings)``; ``temp_dir`` is the temporary directory
-    holding the store when none was given (the backend deletes it when closed).
+    Returns ``(group, location, temp_dir, built, timings)``; ``temp_dir`` is the temporary
+    directory holding the store when none was given (the backend deletes it when closed).
     """
     temp_dir = None
     try:
@@ -70,25 +76,33 @@ def open_or_build(*, source: str, n: int, m: int, request: list | None, fingerpr
                     "fingerprint": data_fingerprint(fingerprint_of)}
         if options.chunk_size is not None:
             expected["chunk_size"] = int(options.chunk_size)
-        group = None
-        if store is None:
+        group, complete = None, False
+        if location is None:
             temp_dir = tempfile.mkdtemp(prefix="mkrk-blockwise-")
-            path = str(Path(temp_dir) / "kernels.zarr")
-        else:
-            path = str(Path(store).expanduser().resolve())
-            if not options.overwrite:
-                group = open_complete_store(path, kind=STORE_KIND, expected=expected)
+            location = StoreLocation.parse(f"{temp_dir}/kernels.zarr")
+        elif not options.overwrite:
+            group, complete = open_store(location, kind=STORE_KIND, expected=expected)
         timings = {"fingerprint": time.perf_counter() - t0}
-        built = group is None
-        if built:
+        if group is not None and complete:
+            verify_chunks(location, group, KERNELS)
+            check_workers_see(session.client, location)
+            return group, location, temp_dir, False, timings
+        t1 = time.perf_counter()
+        if group is None:
             c = options.chunk_size if options.chunk_size is not None else default_chunk_size(n, m)
             metadata = dict(expected, chunk_size=c, build_id=uuid.uuid4().hex,
                             layout=f"{KERNELS}: (m, n, n) chunks (1, c, c)")
-            t1 = time.perf_counter()
-            group = build(dict(client=session.client, path=path, metadata=metadata,
-                               overwrite=options.overwrite, n=n, m=m, c=c, dtype=options.dtype))
-            timings["build"] = time.perf_counter() - t1
-        return group, temp_dir, built, timings
+            parts = dict(client=session.client, location=location, metadata=metadata,
+                         overwrite=options.overwrite, n=n, m=m, c=c, dtype=options.dtype)
+        else:
+            attrs = group.attrs.asdict()
+            reporter().log(f"resuming the interrupted build of {location}")
+            parts = dict(client=session.client, location=location, metadata=attrs,
+                         overwrite=False, n=n, m=m, c=int(attrs["chunk_size"]),
+                         dtype=options.dtype, resume=group)
+        group = build(parts)
+        timings["build"] = time.perf_counter() - t1
+        return group, location, temp_dir, True, timings
     except BaseException:
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
@@ -96,50 +110,64 @@ def open_or_build(*, source: str, n: int, m: int, request: list | None, fingerpr
 
 
 def _create_kernel_array(group: Any, m: int, n: int, c: int, dtype: str) -> None:
-    group.create_array(KERNELS, shape=(m, n, n), chunks=(1, c, c), dtype=dtype,
-                       compressors=None, fill_value=0.0)
+    create_data_array(group, KERNELS, shape=(m, n, n), chunks=(1, c, c), dtype=dtype)
 
 
 def build_from_views(views: list, specs: list[KernelSpec], *, normalize: bool, client: Any,
-                     path: str, metadata: dict, overwrite: bool, n: int, m: int, c: int,
-                     dtype: str) -> Any:
-    """Compute every kernel of ``views`` into a new store at ``path``, on the workers."""
+                     location: StoreLocation, metadata: dict, overwrite: bool, n: int, m: int,
+                     c: int, dtype: str, resume: Any = None) -> Any:
+    """Compute every kernel of ``views`` into a new store at ``location`` on the workers, or
+    finish the interrupted build ``resume`` from its recorded progress."""
     bounds = row_bounds(n, c)
     used = sorted({spec.view for spec in specs})
     sources = {v: RowSource(client, views[v]) for v in used}
-    # Relative Gaussian widths: the exact largest pairwise distance, blockwise on the workers.
-    scales = distributed_scales(client, [sources.get(v) for v in range(len(views))], specs,
-                                exact_max_n=max(n, 1))
-    distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
-    resolved = resolve_kernels(specs, distances)
+    if resume is None:
+        # Relative Gaussian widths: the exact largest pairwise distance, on the workers.
+        scales = distributed_scales(client, [sources.get(v) for v in range(len(views))],
+                                    specs, exact_max_n=max(n, 1))
+        distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
+        resolved = resolve_kernels(specs, distances)
+        metadata = dict(metadata, kernel_specs=[s.to_dict() for s in resolved],
+                        max_distances=distances)
+        group = create_store(location, kind=STORE_KIND, metadata=metadata, overwrite=overwrite)
+        check_workers_see(client, location)
+        _create_kernel_array(group, m, n, c, dtype)
+    else:
+        group = resume
+        resolved = [KernelSpec(**d) for d in metadata["kernel_specs"]]
+        check_workers_see(client, location)
     groups = [([p for p, s in enumerate(resolved) if s.view == v],
                [s for s in resolved if s.view == v]) for v in used]
-    metadata = dict(metadata, kernel_specs=[s.to_dict() for s in resolved],
-                    max_distances=distances)
-    group = create_store(path, kind=STORE_KIND, metadata=metadata, overwrite=overwrite)
-    _create_kernel_array(group, m, n, c, dtype)
-    key = (path, metadata["build_id"])
+    key = (location, metadata["build_id"])
     pairs = block_pairs(len(bounds))
-    gram, traces = np.zeros((m, m)), np.zeros(m)
+    checkpoint = PassCheckpoint(group, "build")
+    state = checkpoint.load() if resume is not None else None
+    first = 0 if state is None else state[0]
+    sums = {"gram": np.zeros((m, m)), "traces": np.zeros(m)} if state is None else state[1]
+    if first:
+        reporter().log(f"{first} of {len(pairs)} block pairs were built before; building the "
+                       "rest")
 
     def submit(t: int) -> Any:
-        i, j = pairs[t]
+        i, j = pairs[first + t]
         return client.submit(build_pair, key, groups,
                              [sources[v].block(*bounds[i], hold=True) for v in used],
                              [sources[v].block(*bounds[j], hold=True) for v in used],
                              bounds[i], bounds[j], m, normalize, dtype, pure=False)
 
-    def combine(_: int, value: tuple[np.ndarray, np.ndarray]) -> None:
-        gram[...] += value[0]
-        traces[...] += value[1]
+    def combine(t: int, value: tuple[np.ndarray, np.ndarray]) -> None:
+        sums["gram"] += value[0]
+        sums["traces"] += value[1]
+        checkpoint.save(first + t + 1, sums)
 
     try:
-        run_pass(client, len(pairs), submit, combine, label="kernel build",
-                 max_in_flight=2 * client_threads(client))
+        run_pass(client, len(pairs) - first, submit, combine, label="kernel build",
+                 max_in_flight=2 * client_threads(client), ordered=True)
     finally:
         for s in sources.values():
             s.release()
-    _finish_store(group, gram, traces)
+    _finish_store(group, sums["gram"], sums["traces"])
+    checkpoint.clear()
     return group
 
 
@@ -150,13 +178,17 @@ def _finish_store(group: Any, gram: np.ndarray, traces: np.ndarray) -> None:
     mark_complete(group)
 
 
-def build_from_precomputed(kernels: Any, *, normalize: bool, client: Any, path: str,
-                           metadata: dict, overwrite: bool, n: int, m: int, c: int,
-                           dtype: str) -> Any:
-    """Precomputed kernels are already in the client's memory: write them from here."""
-    group = create_store(path, kind=STORE_KIND, metadata=dict(metadata, kernel_specs=None),
-                         overwrite=overwrite)
-    _create_kernel_array(group, m, n, c, dtype)
+def build_from_precomputed(kernels: Any, *, normalize: bool, client: Any,
+                           location: StoreLocation, metadata: dict, overwrite: bool, n: int,
+                           m: int, c: int, dtype: str, resume: Any = None) -> Any:
+    """Precomputed kernels are already in the client's memory: write them from here (an
+    interrupted write is simply written again)."""
+    group = resume if resume is not None else create_store(
+        location, kind=STORE_KIND, metadata=dict(metadata, kernel_specs=None),
+        overwrite=overwrite)
+    check_workers_see(client, location)
+    if KERNELS not in group:
+        _create_kernel_array(group, m, n, c, dtype)
     arr = group[KERNELS]
     gram = np.zeros((m, m))
     traces = np.zeros(m)

@@ -7,40 +7,41 @@ so the kernels never leave the disk.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...kernels import KernelSpec, kernel_blocks, kernel_products, row_sq_norms, symmetrize
 from ...passes import read_rows
+from ...store import read_checked
 
 #: name of the (m, n, n) kernel array in the store
 KERNELS = "kernels"
 
-_OPEN: dict[tuple[str, str], Any] = {}
+_OPEN: dict[tuple, Any] = {}
 _OPEN_MAX = 8
 
 
-def store_array(store: tuple[str, str], name: str = KERNELS, mode: str = "r") -> Any:
+def store_array(store: tuple[Any, str], name: str = KERNELS, mode: str = "r") -> Any:
     """An array of the store (the kernels, or a scratch array such as the combined kernel),
     opened once per worker process and kept in a small cache.
 
-    ``store`` is ``(path, build_id)``: a store rebuilt at the same path gets a new build id, so
-    a worker never uses the metadata (shape, chunks) of the array it replaced.
+    ``store`` is ``(location, build_id)``: a store rebuilt at the same place gets a new build
+    id, so a worker never uses the metadata (shape, chunks) of the array it replaced.
     """
-    import zarr
-
-    key = (f"{store[0]}|{store[1]}|{name}", mode)
+    location, build_id = store
+    key = (location.url, build_id, name, mode)
     if key not in _OPEN:
         while len(_OPEN) >= _OPEN_MAX:
             _OPEN.pop(next(iter(_OPEN)))
-        _OPEN[key] = zarr.open_array(str(Path(store[0]) / name), mode=mode)
+        _OPEN[key] = location.open_array(name, mode=mode)
     return _OPEN[key]
 
 
 def read_slab(arr: Any, rows: tuple[int, int], cols: tuple[int, int]) -> np.ndarray:
-    return np.asarray(arr[:, rows[0]:rows[1], cols[0]:cols[1]], dtype=np.float64)
+    """The ``(m, rows, cols)`` slab, checked: a damaged or missing chunk is an error that
+    names it, never zeros."""
+    return read_checked(arr, (slice(None), slice(*rows), slice(*cols)))
 
 
 def build_pair(store: tuple[str, str], groups: list[tuple[list[int], list[KernelSpec]]],
@@ -124,8 +125,7 @@ def combined_rows(store: tuple[str, str], rows: tuple[int, int],
     arr = store_array(store, name)
     out = np.zeros((rows[1] - rows[0], V.shape[1]))
     for cols in col_bounds:
-        out += np.asarray(arr[rows[0]:rows[1], cols[0]:cols[1]], dtype=np.float64) @ V[
-            cols[0]:cols[1]]
+        out += read_checked(arr, (slice(*rows), slice(*cols))) @ V[cols[0]:cols[1]]
     return out
 
 

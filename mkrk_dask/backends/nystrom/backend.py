@@ -29,6 +29,7 @@ from ...dissimilarity import GRAM_MEASURES, from_gram
 from ...eigen import fix_signs, top_k_dense
 from ...kernels import KernelSpec
 from ...passes import Shared, client_threads, run_pass
+from ...store import read_checked
 from ..base import APPROXIMATION_WARNING, ApproximationReport, KernelBackend, TopK
 from .local import LocalBasis, LocalPart
 from .model import NystromModel
@@ -67,8 +68,10 @@ class NystromBackend(KernelBackend):
                  exact_kernel_gram: np.ndarray | None = None, factors_array: Any = None,
                  session: DaskSession | None = None,
                  row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
-                 info: dict | None = None, n_features: list[int] | None = None):
+                 info: dict | None = None, n_features: list[int] | None = None,
+                 group: Any = None):
         self.model = model
+        self.group = group
         self.kernel_specs = model.specs
         self.gram = np.asarray(gram, dtype=np.float64)
         self._traces = np.asarray(traces, dtype=np.float64)
@@ -235,6 +238,22 @@ class NystromBackend(KernelBackend):
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
 
+    def loop_checkpoint(self, key: str) -> Any:
+        from ...checkpoints import LoopCheckpoint
+
+        if self._temp_dir is not None or self.group is None:
+            return None
+        return LoopCheckpoint(self.group, key)
+
+    def encode_top(self, top: TopK) -> tuple[str, dict[str, np.ndarray]]:
+        b = top.basis
+        return "nystrom", {"eigenvalues": top.eigenvalues, "coefficients": b.coefficients,
+                           "vectors": b.vectors}
+
+    def decode_top(self, kind: str, arrays: dict[str, np.ndarray]) -> TopK:
+        return TopK(arrays["eigenvalues"], NystromBasis(arrays["coefficients"],
+                                                        arrays["vectors"]))
+
     def _row_map_parts(self, top: TopK) -> tuple[np.ndarray, dict | None]:
         """The coefficients ``B`` of the row map (and its local part, if any)."""
         return np.array(top.basis.coefficients), None
@@ -280,7 +299,7 @@ class NystromLocalBackend(NystromBackend):
         if self._factors_in_memory is None:
             if self.factors_array is None:
                 raise RuntimeError("the backend is closed")
-            self._factors_in_memory = np.asarray(self.factors_array[...], dtype=np.float64)
+            self._factors_in_memory = read_checked(self.factors_array, (Ellipsis,))
         return self._factors_in_memory
 
     def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
@@ -298,15 +317,24 @@ class NystromLocalBackend(NystromBackend):
 
             operator = scipy.sparse.linalg.LinearOperator((n, n), matvec=apply, matmat=apply,
                                                           dtype=np.float64)
+            # A fixed start without a warm one: ARPACK's own random start depends on what ran
+            # before in the process, and a resumed fit must repeat the same steps.
             v0 = (warm_start.basis.embedding.sum(axis=1)
                   if warm_start is not None and isinstance(warm_start.basis, LocalBasis)
-                  else None)
+                  else np.ones(n))
             values, vectors = scipy.sparse.linalg.eigsh(operator, k=k, which="LA", v0=v0,
                                                         tol=1e-12)
             order = np.argsort(values)[::-1]
             values, vectors = values[order], fix_signs(vectors[:, order])
         _check_rank(values, k, "the combined kernel")
         return TopK(values, LocalBasis(vectors, np.asarray(weights, dtype=np.float64)))
+
+    def encode_top(self, top: TopK) -> tuple[str, dict[str, np.ndarray]]:
+        return "local", {"eigenvalues": top.eigenvalues, "embedding": top.basis.embedding,
+                         "weights": top.basis.weights}
+
+    def decode_top(self, kind: str, arrays: dict[str, np.ndarray]) -> TopK:
+        return TopK(arrays["eigenvalues"], LocalBasis(arrays["embedding"], arrays["weights"]))
 
     def quad_forms(self, top: TopK) -> np.ndarray:
         H = top.basis.embedding

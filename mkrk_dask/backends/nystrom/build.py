@@ -18,26 +18,31 @@ import tempfile
 import time
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ...checkpoints import PassCheckpoint
 from ...cluster import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
 from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
 from ...landmarks import landmark_transform, select_landmarks, take_rows
+from ...locations import StoreLocation, check_workers_see
 from ...passes import RowSource, Shared, block_pairs, client_threads, read_rows, run_pass
+from ...progress import reporter
 from ...scales import distributed_scales
 from ...store import (
+    create_data_array,
     create_store,
     data_fingerprint,
     load_result,
     mark_complete,
-    open_complete_store,
+    open_store,
+    read_checked,
     save_result,
+    verify_chunks,
 )
 from ..options import NystromOptions
 from . import local as local_part
@@ -85,7 +90,7 @@ def _task_blas_threads(client: Any, requested: int | None) -> int | None:
 
 
 def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: NystromOptions,
-                  *, normalize: bool, store: Any, session: DaskSession,
+                  *, normalize: bool, location: StoreLocation | None, session: DaskSession,
                   random_state: Any) -> Any:
     """Select landmarks and run the factor + Gram pass on Dask, or reopen a complete store.
 
@@ -108,30 +113,37 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
     sources = [RowSource(client, v) for v in views]
     temp_dir = None
     try:
-        if store is None:
+        expected = {
+            "n_samples": n, "kernels": [s.to_dict() for s in specs],
+            "normalize": bool(normalize), "dtype": dtype.name, "n_landmarks": counts,
+            "landmarks": options.landmarks,
+            "random_state": random_state if isinstance(random_state, int) else None,
+            "rel_floor": float(options.rel_floor),
+            "exact_distance_max_n": int(options.exact_distance_max_n),
+            "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
+            "local_threshold": float(options.local_threshold)}
+        temporary = location is None
+        if temporary:
             temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
-            path = Path(temp_dir) / "factors.zarr"
-            expected = None
+            location = StoreLocation.parse(f"{temp_dir}/factors.zarr")
         else:
-            path = Path(store)
-            expected = {
-                "fingerprint": data_fingerprint(list(views)), "n_samples": n,
-                "kernels": [s.to_dict() for s in specs], "normalize": bool(normalize),
-                "dtype": dtype.name, "n_landmarks": counts, "landmarks": options.landmarks,
-                "random_state": random_state if isinstance(random_state, int) else None,
-                "rel_floor": float(options.rel_floor),
-                "exact_distance_max_n": int(options.exact_distance_max_n),
-                "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
-                "local_threshold": float(options.local_threshold)}
-        group = None
-        if expected is not None and not options.overwrite:
-            group = open_complete_store(path, kind=STORE_KIND, expected=expected)
-        if group is not None:
+            expected["fingerprint"] = data_fingerprint(list(views))
+        group, complete = None, False
+        if not temporary and not options.overwrite:
+            group, complete = open_store(location, kind=STORE_KIND, expected=expected)
+        if group is not None and complete:
+            verify_chunks(location, group, "factors")
+            check_workers_see(client, location)
             built = _reopen(group, n, info)
         else:
+            if group is not None:
+                reporter().log(f"resuming the interrupted build of {location}")
             built = _build(views, sources, specs, options, counts, dtype, normalize, client,
-                           threads, path, expected, store is None, random_state, info)
-        model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk = built
+                           threads, location, expected, temporary, random_state, info,
+                           resume=group)
+        path = location.url
+        (model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk,
+         group) = built
         info["chunk_size"] = chunk
         info["n_components"] = model.n_components
         info["store"] = str(path)
@@ -145,7 +157,8 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
                       diagonal_correction=options.diagonal_correction,
                       exact_kernel_gram=exact_kernel_gram, factors_array=factors_array,
                       session=session, row_tasks=row_tasks(n, chunk, threads),
-                      temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views])
+                      temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
+                      group=group)
         if local is not None:
             # predict/transform need the training rows for the local part
             backend = NystromLocalBackend(model, gram, traces, n, local=local,
@@ -165,7 +178,10 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
 
 
 def _reopen(group: Any, n: int, info: dict) -> tuple:
-    model, gram, traces, correction, meta = _load_model(group)
+    model, meta = _load_model(group)
+    sums = _factor_sums(group)
+    if sums is None:
+        raise StoreError(f"{group.store} is complete but lacks its Gram matrix; rebuild it")
     exact_kernel_gram = load_result(group, "exact_kernel_gram")
     local = load_local(group, load_result, n, len(model.specs))
     stored = load_result(group, "local_left_out")
@@ -173,51 +189,71 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
     info.update(meta)
     info["reused_store"] = True
     factors_array = group["factors"]
-    return (model, gram, traces, correction, exact_kernel_gram, local, factors_array,
-            int(factors_array.chunks[0]))
+    return (model, sums["gram"], sums["traces"], sums["diag_correction"], exact_kernel_gram,
+            local, factors_array, int(factors_array.chunks[0]), group)
 
 
 def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpec],
            options: NystromOptions, counts: list[int], dtype: np.dtype, normalize: bool,
-           client: Any, threads: int, path: Path, expected: dict | None, temporary: bool,
-           random_state: Any, info: dict) -> tuple:
+           client: Any, threads: int, location: StoreLocation, expected: dict,
+           temporary: bool, random_state: Any, info: dict, resume: Any = None) -> tuple:
+    """A new store, or the rest of the interrupted build ``resume``: landmarks and scales
+    (kept in the store), the factor pass (checkpointed by task prefix), then exact C."""
     n = sources[0].n_rows
     info["reused_store"] = False
-    t0 = time.perf_counter()
-    scales = distributed_scales(client, sources, specs,
-                                exact_max_n=options.exact_distance_max_n,
-                                random_state=random_state)
-    info["seconds"]["scales"] = time.perf_counter() - t0
-    info["scales"] = scales
-    distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
-    resolved = resolve_kernels(specs, distances)
-    t0 = time.perf_counter()
-    model, landmark_idx = _build_model(views, resolved, normalize, counts, options.landmarks,
-                                       random_state, options.rel_floor, dtype)
-    info["seconds"]["landmarks"] = time.perf_counter() - t0
+    if resume is None:
+        t0 = time.perf_counter()
+        scales = distributed_scales(client, sources, specs,
+                                    exact_max_n=options.exact_distance_max_n,
+                                    random_state=random_state)
+        info["seconds"]["scales"] = time.perf_counter() - t0
+        distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
+        resolved = resolve_kernels(specs, distances)
+        t0 = time.perf_counter()
+        model, landmark_idx = _build_model(views, resolved, normalize, counts,
+                                           options.landmarks, random_state, options.rel_floor,
+                                           dtype)
+        info["seconds"]["landmarks"] = time.perf_counter() - t0
+        R = model.n_components
+        chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
+        meta = {"resolved_kernels": [s.to_dict() for s in resolved],
+                "scales": {str(k): v for k, v in scales.items()},
+                "ranks": model.ranks.tolist(), "chunk_size": chunk}
+        group = create_store(location, kind=STORE_KIND, metadata={**expected, **meta},
+                             overwrite=options.overwrite or temporary)
+        check_workers_see(client, location)
+        for v, L in model.landmarks.items():
+            _save_array(group, f"landmarks_{v}", L)
+            _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
+        for p, T in enumerate(model.transforms):
+            _save_array(group, f"transform_{p}", T)
+        factors_array = create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
+                                          dtype=dtype)
+        group.attrs.update({"model_saved": True})
+    else:
+        group = resume
+        check_workers_see(client, location)
+        if not group.attrs.get("model_saved"):
+            raise StoreError(f"{location} was interrupted before its landmarks were saved; "
+                             "delete it, or pass overwrite=True to rebuild it")
+        model, meta = _load_model(group)
+        factors_array, chunk = group["factors"], int(meta["chunk_size"])
     R = model.n_components
-    chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
-    meta = {"resolved_kernels": [s.to_dict() for s in resolved],
-            "scales": {str(k): v for k, v in scales.items()},
-            "ranks": model.ranks.tolist(), "chunk_size": chunk}
-    group = create_store(path, kind=STORE_KIND, metadata={**(expected or {}), **meta},
-                         overwrite=options.overwrite or temporary)
-    for v, L in model.landmarks.items():
-        _save_array(group, f"landmarks_{v}", L)
-        _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
-    for p, T in enumerate(model.transforms):
-        _save_array(group, f"transform_{p}", T)
-    factors_array = group.create_array("factors", shape=(n, R), chunks=(chunk, R), dtype=dtype,
-                                       compressors=None, overwrite=True)
-    t0 = time.perf_counter()
-    gram, traces, correction, seconds = _factor_pass(
-        client, sources, model, row_tasks(n, chunk, threads), chunk, factors_array, threads,
-        options.blas_threads)
-    elapsed = time.perf_counter() - t0
-    info["seconds"]["gram_pass"] = elapsed
-    info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * n * R * R,
-                         "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
-                         "task_seconds": seconds}
+    sums = _factor_sums(group)
+    if sums is None:
+        t0 = time.perf_counter()
+        sums, seconds = _factor_pass(client, sources, model, row_tasks(n, chunk, threads),
+                                     chunk, factors_array, threads, options.blas_threads,
+                                     PassCheckpoint(group, "factors"))
+        elapsed = time.perf_counter() - t0
+        info["seconds"]["gram_pass"] = elapsed
+        info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * n * R * R,
+                             "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
+                             "task_seconds": seconds}
+        for name in ("gram", "traces", "diag_correction"):
+            save_result(group, name, sums[name])
+        PassCheckpoint(group, "factors").clear()
+    gram, traces, correction = sums["gram"], sums["traces"], sums["diag_correction"]
     exact_kernel_gram = local = None
     left_out: list[int] = []
     if n <= options.exact_dissimilarity_max_n:
@@ -238,13 +274,17 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
                 f"{local_part.LOCAL_MAX_PER_ROW} entries >= {options.local_threshold:g} per "
                 "row; these kernels get no local part (raise local_threshold, or give them "
                 "more landmarks)", NystromApproximationWarning, stacklevel=4)
-    save_result(group, "gram", gram)
-    save_result(group, "traces", traces)
-    save_result(group, "diag_correction", correction)
     mark_complete(group)
     info.update(meta)
     info["_left_out"] = left_out
-    return model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk
+    return (model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk,
+            group)
+
+
+def _factor_sums(group: Any) -> dict[str, np.ndarray] | None:
+    """The factor pass's results, if a resumed build already stored them."""
+    found = {name: load_result(group, name) for name in ("gram", "traces", "diag_correction")}
+    return None if any(v is None for v in found.values()) else found
 
 
 def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromModel, n: int,
@@ -335,34 +375,43 @@ def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromMode
 
 def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
                  tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
-                 blas_threads: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+                 blas_threads: int | None, checkpoint: PassCheckpoint
+                 ) -> tuple[dict[str, np.ndarray], dict]:
+    """The one pass over the data: factors written to the store, and their sums (Gram
+    matrix, exact traces, diagonal correction) combined in task order and checkpointed, so
+    that an interrupted pass continues with the same sums to the bit."""
     R, m = model.n_components, len(model.specs)
     blas_threads = _task_blas_threads(client, blas_threads)
-    gram = np.zeros((R, R))
-    diag = np.zeros(m)
-    correction = np.zeros((m, m))
+    state = checkpoint.load()
+    first = 0 if state is None else state[0]
+    sums = ({"gram": np.zeros((R, R)), "traces": np.zeros(m),
+             "diag_correction": np.zeros((m, m))} if state is None else state[1])
+    if first:
+        reporter().log(f"{first} of {len(tasks)} factor tasks were done before; doing the rest")
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
     shared_model = Shared(client, model)
 
     def submit(i: int) -> Any:
-        start, stop = tasks[i]
+        start, stop = tasks[first + i]
         blocks = [s.block(start, stop) for s in sources]
         return client.submit(factor_task, shared_model.ref, blocks, start, stop, chunk,
                              factors_array, blas_threads, pure=False)
 
     def combine(i: int, value: dict) -> None:
-        nonlocal gram, diag, correction
-        gram += value["gram"]
-        diag += value["diag"]
-        correction += value["exact_diag_products"] - value["nystrom_diag_products"]
+        sums["gram"] += value["gram"]
+        sums["traces"] += value["diag"]
+        sums["diag_correction"] += (value["exact_diag_products"]
+                                    - value["nystrom_diag_products"])
         for key, s in value["seconds"].items():
             seconds[key] += s
+        checkpoint.save(first + i + 1, sums)
 
-    run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",
-             max_in_flight=max(2, threads))
+    run_pass(client, len(tasks) - first, submit, combine, label="Nystrom factors + Gram",
+             max_in_flight=max(2, threads), ordered=True)
     shared_model.release()
-    gram = 0.5 * (gram + gram.T)
-    return gram, diag, 0.5 * (correction + correction.T), seconds
+    return {"gram": 0.5 * (sums["gram"] + sums["gram"].T), "traces": sums["traces"],
+            "diag_correction": 0.5 * (sums["diag_correction"] + sums["diag_correction"].T)
+            }, seconds
 
 
 def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
@@ -394,23 +443,21 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
 
 def _save_array(group: Any, name: str, value: np.ndarray) -> None:
     value = np.asarray(value)
-    array = group.create_array(name, shape=value.shape, dtype=value.dtype,
-                               chunks=value.shape, compressors=None, overwrite=True)
+    array = create_data_array(group, name, shape=value.shape, chunks=value.shape,
+                              dtype=value.dtype, overwrite=True)
     array[...] = value
 
 
-def _load_model(group: Any) -> tuple[NystromModel, np.ndarray, np.ndarray, np.ndarray, dict]:
+def _load_model(group: Any) -> tuple[NystromModel, dict]:
+    """The row map (landmarks, transforms) and the build's metadata saved in a store."""
     attrs = group.attrs.asdict()
     specs = [KernelSpec(**d) for d in attrs["resolved_kernels"]]
-    landmarks = {v: np.asarray(group[f"landmarks_{v}"][...])
+    landmarks = {v: read_checked(group[f"landmarks_{v}"], (Ellipsis,))
                  for v in sorted({s.view for s in specs})}
-    transforms = [np.asarray(group[f"transform_{p}"][...]) for p in range(len(specs))]
+    transforms = [read_checked(group[f"transform_{p}"], (Ellipsis,))
+                  for p in range(len(specs))]
     model = NystromModel(specs=specs, normalize=attrs["normalize"], landmarks=landmarks,
                          kernel_landmarks=list(attrs["n_landmarks"]), transforms=transforms,
                          dtype=attrs["dtype"])
-    gram, traces = load_result(group, "gram"), load_result(group, "traces")
-    correction = load_result(group, "diag_correction")
-    if gram is None or traces is None or correction is None:
-        raise StoreError(f"{group.store} is complete but lacks its Gram matrix; rebuild it")
     meta = {k: attrs[k] for k in ("resolved_kernels", "scales", "ranks", "chunk_size")}
-    return model, gram, traces, correction, meta
+    return model, meta

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ...store import read_checked
+
 __all__ = ["LocalPart", "LocalBasis", "local_residual", "residual_entries", "load_local",
            "LOCAL_RESULTS", "NO_ENTRIES", "LOCAL_THRESHOLD", "LOCAL_MAX_PER_ROW"]
 
@@ -107,8 +109,8 @@ def residual_entries(factors: Any, offsets: np.ndarray, threshold: float, kernel
     """Entries ``>= threshold`` in magnitude of ``K_p(A, B) - F_p(A) F_p(B)^T``, row <= column;
     the factor rows are read from the store the factor pass wrote (the ones the fit uses)."""
     n_a, n_b = shape
-    Fa = np.asarray(factors[start_a:start_a + n_a], dtype=np.float64)
-    Fb = Fa if same else np.asarray(factors[start_b:start_b + n_b], dtype=np.float64)
+    Fa = read_checked(factors, (slice(start_a, start_a + n_a),))
+    Fb = Fa if same else read_checked(factors, (slice(start_b, start_b + n_b),))
     found: list[tuple] = [NO_ENTRIES]
     for p in kernels:
         cols = slice(offsets[p], offsets[p + 1])

@@ -16,6 +16,7 @@ import numpy as np
 
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
 from ...passes import read_rows
+from ...store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 
@@ -71,7 +72,8 @@ def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
     out = np.empty((stop - start, B.shape[1]))
     for a in range(start, stop, chunk):
         b = min(a + chunk, stop)
-        out[a - start:b - start] = embed_rows(np.asarray(factors_array[a:b]), B)
+        out[a - start:b - start] = embed_rows(
+            read_checked(factors_array, (slice(a, b),), dtype=factors_array.dtype), B)
     return out
 
 

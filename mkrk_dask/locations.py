@@ -1,0 +1,189 @@
+"""Where a store lives: a local path or any URL that Zarr and fsspec accept.
+
+``s3://bucket/run.zarr`` (or ``gs://``, ``abfs://``, ``memory://`` for tests) is the way to run
+on a cluster whose workers share no disk with the client: the client and every worker open the
+same URL. Credentials and endpoints come from the usual environment variables (for S3:
+``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``) or from
+``storage_options``; they are never written into a store's metadata.
+
+:func:`check_workers_see` makes sure of it before any work: the client writes a marker into
+the store and every worker must read it back.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .exceptions import StoreError
+
+__all__ = ["StoreLocation", "check_workers_see"]
+
+
+def _is_url(text: str) -> bool:
+    return "://" in text and not text.startswith("file://")
+
+
+@dataclass(frozen=True)
+class StoreLocation:
+    """A store's address: ``url`` (an absolute local path, or a URL) and the fsspec
+    ``storage_options`` needed to open it. Picklable, so tasks can open it on the workers."""
+
+    url: str
+    storage_options: dict[str, Any] | None = None
+    _fs: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def parse(cls, store: Any, storage_options: dict[str, Any] | None = None) -> StoreLocation:
+        """From a path, a URL or a :class:`StoreLocation`."""
+        if isinstance(store, StoreLocation):
+            return store
+        if not isinstance(store, str | os.PathLike):
+            raise TypeError(f"store must be a path or a URL, got {type(store).__name__}")
+        text = os.fspath(store)
+        if text.startswith("file://"):
+            text = text[len("file://"):]
+        if _is_url(text):
+            return cls(text.rstrip("/"), dict(storage_options or {}))
+        if storage_options:
+            raise ValueError("storage_options apply to URL stores (s3://..., gs://...), not "
+                             f"to the local path {text!r}")
+        return cls(str(Path(text).expanduser().resolve()), None)
+
+    def __getstate__(self) -> dict:
+        return {"url": self.url, "storage_options": self.storage_options, "_fs": None}
+
+    def __setstate__(self, state: dict) -> None:
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    @property
+    def is_local(self) -> bool:
+        return not _is_url(self.url)
+
+    @property
+    def fs(self) -> Any:
+        """The fsspec filesystem (cached) and the path within it: ``(fs, path)``."""
+        if self._fs is None:
+            import fsspec
+
+            fs, path = fsspec.core.url_to_fs(self.url, **(self.storage_options or {}))
+            object.__setattr__(self, "_fs", (fs, path))
+        return self._fs
+
+    def child(self, name: str) -> str:
+        """The URL (or path) of ``name`` inside the store."""
+        return f"{self.url}/{name}"
+
+    def zarr_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``zarr.open_group`` / ``zarr.open_array`` besides the
+        store itself (fsspec options for URLs only; Zarr refuses them for local paths)."""
+        return {} if self.is_local else {"storage_options": dict(self.storage_options or {})}
+
+    def open_group(self, mode: str) -> Any:
+        import zarr
+
+        return zarr.open_group(self.url, mode=mode, **self.zarr_kwargs())
+
+    def open_array(self, name: str, mode: str = "r") -> Any:
+        import zarr
+
+        return zarr.open_array(self.child(name), mode=mode, **self.zarr_kwargs())
+
+    # -- file-system operations --------------------------------------------------------------
+
+    def exists(self) -> bool:
+        fs, path = self.fs
+        return bool(fs.exists(path))
+
+    def is_empty(self) -> bool:
+        """True when nothing is there, or an empty directory."""
+        fs, path = self.fs
+        if not fs.exists(path):
+            return True
+        return fs.isdir(path) and not fs.ls(path, detail=False)
+
+    def is_dir(self) -> bool:
+        fs, path = self.fs
+        return bool(fs.isdir(path))
+
+    def looks_like_zarr(self) -> bool:
+        fs, path = self.fs
+        return bool(fs.exists(f"{path}/zarr.json") or fs.exists(f"{path}/.zgroup"))
+
+    def makedirs(self) -> None:
+        fs, path = self.fs
+        fs.makedirs(path, exist_ok=True)
+
+    def remove(self) -> None:
+        fs, path = self.fs
+        if fs.exists(path):
+            fs.rm(path, recursive=True)
+
+    def remove_child(self, name: str) -> None:
+        fs, path = self.fs
+        if fs.exists(f"{path}/{name}"):
+            fs.rm(f"{path}/{name}", recursive=True)
+
+    def list_keys(self, prefix: str) -> set[str]:
+        """Keys (relative to the store) of every file under ``prefix``."""
+        fs, path = self.fs
+        root = f"{path}/{prefix}".rstrip("/")
+        if not fs.exists(root):
+            return set()
+        start = len(path.rstrip("/")) + 1
+        return {name[start:] for name in fs.find(root)}
+
+    def nbytes(self) -> int:
+        fs, path = self.fs
+        return int(fs.du(path)) if fs.exists(path) else 0
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def _read_marker(location: StoreLocation, name: str, token: str) -> str | None:
+    """Runs on a worker: None if it reads ``token`` back from the store, else why not."""
+    try:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(location.url, **(location.storage_options or {}))
+        found = fs.cat_file(f"{path}/{name}").decode()
+    except Exception as err:  # noqa: BLE001 - any failure means the worker cannot see it
+        return f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
+    return None if found == token else "it reads a different marker (another store there?)"
+
+
+def check_workers_see(client: Any, location: StoreLocation) -> None:
+    """Every worker must read back a marker the client writes into the store.
+
+    Raises
+    ------
+    StoreError
+        One line naming a worker that cannot see the store, and what to do.
+    """
+    token = uuid.uuid4().hex
+    name = f".mkrk-visibility-{token[:12]}"
+    fs, path = location.fs
+    fs.makedirs(path, exist_ok=True)
+    fs.pipe_file(f"{path}/{name}", token.encode())
+    try:
+        answers = client.run(_read_marker, location, name, token)
+    finally:
+        try:
+            fs.rm_file(f"{path}/{name}")
+        except OSError:
+            pass
+    blind = {worker: why for worker, why in answers.items() if why is not None}
+    if blind:
+        worker, why = sorted(blind.items())[0]
+        where = ("a path on this machine" if location.is_local else "this URL")
+        raise StoreError(
+            f"worker {worker} cannot see the store {location.url} ({why}); "
+            f"{len(blind)} of {len(answers)} worker(s) cannot. The store is {where}: give "
+            "store= an object-store URL (s3://bucket/run.zarr, with credentials in the "
+            "environment or storage_options) or a path on a filesystem every worker mounts "
+            "at the same place")
