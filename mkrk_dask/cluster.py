@@ -1,9 +1,11 @@
-"""Connecting to a Dask cluster, or starting the embedded local one.
+"""Connecting to a Dask cluster, using the current one, or starting the embedded local one.
 
-With no address, a :class:`distributed.LocalCluster` starts inside this process (the embedded
-default) and is shut down by :meth:`DaskSession.close`: the library never leaves a cluster it
-started running. With an address (``"tcp://host:8786"``) or a :class:`distributed.Client`, the
-same code runs there and the remote cluster is left as it was.
+- A :class:`distributed.Client` given: used, and left open.
+- An address (``"tcp://host:8786"``, ``"tls://..."``): connected to, within a bounded time.
+- Nothing given: the current client, if one is active (``with Client(...):``, or the last
+  one made); otherwise a :class:`distributed.LocalCluster` starts inside this process (the
+  embedded default) and is shut down by :meth:`DaskSession.close`. Everything it starts listens
+  on 127.0.0.1 only, its dashboard included.
 """
 
 from __future__ import annotations
@@ -11,17 +13,40 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster"]
-
-
 from .exceptions import SchedulerUnreachableError
+
+__all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster", "current_client",
+           "is_client", "LOOPBACK"]
+
+LOOPBACK = "127.0.0.1"
+
+
+def is_client(value: Any) -> bool:
+    """True for a :class:`distributed.Client` (without importing distributed otherwise)."""
+    try:
+        from distributed import Client
+    except ImportError:  # pragma: no cover - distributed is a dependency
+        return False
+    return isinstance(value, Client)
+
+
+def current_client() -> Any:
+    """The active :class:`distributed.Client`, or None."""
+    from distributed import Client
+
+    try:
+        client = Client.current(allow_global=True)
+    except ValueError:
+        return None
+    return client if client.status == "running" else None
 
 
 def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | None = None,
                         processes: bool = False, memory_limit: str | int = "auto") -> Any:
-    """The embedded local cluster. Defaults: one in-process worker with a thread per core
-    (it shares memory with the client and needs no serialisation); with ``processes``, one
-    single-threaded worker process per core. The dashboard goes to a free port."""
+    """The embedded local cluster, on 127.0.0.1 only. Defaults: one in-process worker with a
+    thread per core (it shares memory with the client and needs no serialisation); with
+    ``processes``, one single-threaded worker process per core. The dashboard (if bokeh is
+    installed) goes to a free port on 127.0.0.1."""
     from distributed import LocalCluster
 
     cores = os.cpu_count() or 1
@@ -29,8 +54,30 @@ def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | 
         n_workers, threads_per_worker = n_workers or cores, threads_per_worker or 1
     else:
         n_workers, threads_per_worker = n_workers or 1, threads_per_worker or cores
+    # In-process workers talk over inproc:// (no socket); worker processes over TCP, which
+    # is bound to the loopback interface.
+    network = {"host": LOOPBACK} if processes else {}
     return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
-                        processes=processes, dashboard_address=":0", memory_limit=memory_limit)
+                        processes=processes, dashboard_address=f"{LOOPBACK}:0",
+                        worker_dashboard_address=f"{LOOPBACK}:0", memory_limit=memory_limit,
+                        **network)
+
+
+def dashboard_link(client: Any) -> str | None:
+    """The dashboard's address, when the scheduler serves one."""
+    try:
+        info = client.scheduler_info()
+    except Exception:  # noqa: BLE001 - a nicety; never fail a fit for it
+        return None
+    port = info.get("services", {}).get("dashboard")
+    if not port:
+        return None
+    link = client.dashboard_link
+    if str(info.get("address", "")).startswith("inproc://"):
+        # An in-process scheduler serves its dashboard on 127.0.0.1 whatever host the link
+        # template fills in.
+        link = f"http://{LOOPBACK}:{port}/status"
+    return link
 
 
 class DaskSession:
@@ -39,41 +86,49 @@ class DaskSession:
     Parameters
     ----------
     scheduler : None, str or distributed.Client
-        None: start a LocalCluster in-process. str: a scheduler address. Client: use it
-        (it is not closed by :meth:`close`).
+        None: the current client, else a LocalCluster started in-process. str: a scheduler
+        address. Client: use it (it is not closed by :meth:`close`).
     n_workers, threads_per_worker : int, optional
-        For the local cluster. Defaults: one worker process-free (threads) with one thread per
-        core, which shares memory with the client and needs no serialisation.
+        For the local cluster.
     processes : bool
         Local cluster with worker processes (each with a nanny) instead of threads.
     timeout : float
         Seconds to wait for a remote scheduler.
+    security : distributed.security.Security, optional
+        TLS settings for a ``tls://`` address.
     """
 
     def __init__(self, scheduler: Any = None, *, n_workers: int | None = None,
                  threads_per_worker: int | None = None, processes: bool = False,
-                 timeout: float = 30.0, memory_limit: str | int = "auto"):
+                 timeout: float = 30.0, memory_limit: str | int = "auto",
+                 security: Any = None):
         from distributed import Client
 
         self.cluster = None
         self._owns_client = True
-        if isinstance(scheduler, Client):
+        if is_client(scheduler):
             self.client = scheduler
             self._owns_client = False
         elif scheduler is None:
-            self.cluster = start_local_cluster(n_workers, threads_per_worker, processes,
-                                               memory_limit)
-            self.client = Client(self.cluster)
+            current = current_client()
+            if current is not None:
+                self.client = current
+                self._owns_client = False
+            else:
+                self.cluster = start_local_cluster(n_workers, threads_per_worker, processes,
+                                                   memory_limit)
+                self.client = Client(self.cluster)
         elif isinstance(scheduler, str):
-            try:
-                self.client = Client(scheduler, timeout=timeout)
-            except (OSError, TimeoutError) as err:
-                raise SchedulerUnreachableError(
-                    f"cannot reach the Dask scheduler at {scheduler!r} within {timeout:g}s: "
-                    f"{err}") from None
+            self.client = connect(scheduler, timeout=timeout, security=security)
         else:
             raise TypeError("scheduler must be None, an address string or a distributed.Client,"
                             f" got {type(scheduler).__name__}")
+        from .progress import reporter
+
+        if reporter().wants(1):
+            link = dashboard_link(self.client)
+            if link:
+                reporter().log(f"[dask] dashboard: {link}")
 
     @property
     def started_locally(self) -> bool:
@@ -94,3 +149,23 @@ class DaskSession:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def connect(address: str, *, timeout: float = 30.0, security: Any = None,
+            client_class: Any = None) -> Any:
+    """A client connected to ``address`` within ``timeout`` seconds.
+
+    Raises
+    ------
+    SchedulerUnreachableError
+        Nothing answers there in time, or what answers is not a Dask scheduler.
+    """
+    from distributed import Client
+
+    client_class = client_class or Client
+    try:
+        return client_class(address, timeout=timeout, security=security)
+    except (OSError, TimeoutError) as err:
+        raise SchedulerUnreachableError(
+            f"cannot reach the Dask scheduler at {address!r} within {timeout:g}s: "
+            f"{' '.join(str(err).split())}") from None

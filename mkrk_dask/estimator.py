@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import numbers
 import warnings
 from typing import Any
@@ -17,6 +18,7 @@ from . import progress
 from .assignment import assign_clusters, lloyd_centres, unit_rows
 from .backends import KernelBackend, make_backend, make_options, option_names
 from .backends.base import APPROXIMATION_WARNING
+from .cluster import is_client
 from .dissimilarity import check_measure
 from .exceptions import NystromApproximationWarning
 from .kernels import KernelSpec, as_kernel_specs
@@ -26,10 +28,13 @@ from .validation import (
     TOL_MODES,
     check_choice,
     check_lambda,
+    check_lazy_views,
     check_n_clusters,
     check_precomputed,
     check_views,
+    is_lazy,
     is_multiview,
+    materialize,
 )
 
 __all__ = ["MKKMRK", "SOLVERS"]
@@ -79,8 +84,11 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         fsspec options of a URL store (endpoint, credentials); default: the environment
         (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...). Never written into the store.
     scheduler : str or distributed.Client, optional
-        Dask scheduler address for the blockwise and Nystrom backends; default: a local
-        cluster started in-process and shut down after the fit.
+        Dask scheduler address (``tcp://...``, ``tls://...``) or Client for the blockwise and
+        Nystrom backends; default: the current Client if one is active (``with Client(...):``),
+        else a local cluster started in-process (on 127.0.0.1) and shut down after the fit. An
+        estimator given a Client can be cloned (the clone shares it) and pickled (its
+        scheduler's address is kept).
     chunk_size : int, optional
         Rows per block of the stores (default chosen from n).
     n_landmarks : int, default=500
@@ -116,7 +124,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     random_state : int, RandomState or None, default=None
         Seeds the final k-means, so that a fit is repeatable.
     verbose : int, default=0
-        Print one line per iteration when > 0.
+        Progress on standard error: 1 one line per pass and per iteration, and the Dask
+        dashboard's address; 2 also every eigensolver pass.
 
     Attributes
     ----------
@@ -273,14 +282,22 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             K = check_precomputed(X)
             return K, None, K.shape[1]
-        if is_multiview(X):
+        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
+            # Dask and Zarr input stays where it is: shape and dtype now, values as the
+            # first pass reads them.
+            views = check_lazy_views(X)
+            if len(views) == 1:
+                self.n_features_in_ = int(views[0].shape[1])
+                if hasattr(self, "feature_names_in_"):
+                    del self.feature_names_in_
+        elif is_multiview(X):
             views = check_views(X)
         else:
             # Single view: let scikit-learn record n_features_in_ and word its errors.
             views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                                    ensure_min_samples=1)]
         specs = as_kernel_specs(self.kernels, n_views=len(views))
-        return views, specs, views[0].shape[0]
+        return views, specs, int(views[0].shape[0])
 
     def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
         if self.solver != "auto":
@@ -301,6 +318,8 @@ class MKKMRK(ClusterMixin, BaseEstimator):
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
         options = self._backend_options(solver, strict=self.solver != "auto")
         self._solver_used = solver
+        if solver == "exact" and specs is not None and any(is_lazy(v) for v in data):
+            data = materialize(data)  # dense kernels in memory: the data fit there too
         inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
         return make_backend(options, **inputs, normalize=self.normalize, store=self.store,
                             storage_options=self.storage_options, scheduler=self.scheduler,
@@ -429,7 +448,9 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                 f"predict/transform of new data needs the Nystrom row map, but this model was "
                 f"fitted with solver={self.solver_!r}: exact and blockwise kernels exist only "
                 "among the training samples. Fit with solver='nystrom' to map new points.")
-        if is_multiview(X):
+        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
+            views = check_lazy_views(X)
+        elif is_multiview(X):
             views = check_views(X)
         else:
             views = [validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)]
@@ -507,6 +528,28 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
         """Fit and return ``labels_``."""
         return self.fit(X, y).labels_
+
+    def __sklearn_clone__(self) -> MKKMRK:
+        """``sklearn.base.clone``: a Client given as ``scheduler`` is shared with the clone (a
+        connection, like ``n_jobs``), not deep-copied (which fails); every other parameter is
+        cloned as usual. So ``GridSearchCV`` and ``cross_validate`` work on a cluster."""
+        from sklearn.base import clone
+
+        if not is_client(self.scheduler):
+            return super().__sklearn_clone__()
+        twin = copy.copy(self)
+        twin.scheduler = None
+        twin = clone(twin)
+        twin.scheduler = self.scheduler
+        return twin
+
+    def __getstate__(self) -> dict:
+        # A Client cannot be pickled: keep its scheduler's address, which a fit of the
+        # unpickled estimator connects to again.
+        state = super().__getstate__()
+        if is_client(state.get("scheduler")):
+            state["scheduler"] = state["scheduler"].scheduler.address
+        return state
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "labels_")

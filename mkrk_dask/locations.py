@@ -20,7 +20,7 @@ from typing import Any
 
 from .exceptions import StoreError
 
-__all__ = ["StoreLocation", "check_workers_see"]
+__all__ = ["StoreLocation", "check_workers_see", "check_workers_read"]
 
 
 def _is_url(text: str) -> bool:
@@ -187,3 +187,52 @@ def check_workers_see(client: Any, location: StoreLocation) -> None:
             "store= an object-store URL (s3://bucket/run.zarr, with credentials in the "
             "environment or storage_options) or a path on a filesystem every worker mounts "
             "at the same place")
+
+
+def _first_row(X: Any) -> bytes:
+    """The first row of a Zarr or dask array, read where this runs."""
+    import numpy as np
+
+    row = X[:1]
+    if hasattr(row, "compute"):
+        row = row.compute(scheduler="sync")
+    return np.ascontiguousarray(np.asarray(row, dtype=np.float64)).tobytes()
+
+
+def _worker_first_rows(views: list) -> str | list[bytes]:
+    try:
+        return [_first_row(v) for v in views]
+    except Exception as err:  # noqa: BLE001 - any failure means the worker cannot read it
+        return f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
+
+
+def check_workers_read(client: Any, views: list) -> None:
+    """Every worker reads the same first row of every Zarr or dask view as the client.
+
+    Zarr arrays travel to the workers as their address; a worker that cannot reach it would
+    otherwise read missing chunks as the fill value.
+
+    Raises
+    ------
+    StoreError
+        One line naming a worker that cannot read an input view, and what to do.
+    """
+    from .validation import is_lazy
+
+    lazy = [(i, v) for i, v in enumerate(views) if is_lazy(v)]
+    if not lazy:
+        return
+    expected = [_first_row(v) for _, v in lazy]
+    answers = client.run(_worker_first_rows, [v for _, v in lazy])
+    for worker, got in sorted(answers.items()):
+        if isinstance(got, str) or got != expected:
+            index = 0 if isinstance(got, str) else next(
+                j for j, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b)
+            view, array = lazy[index]
+            why = got if isinstance(got, str) else "it reads other values"
+            where = getattr(getattr(array, "store", None), "root", None) or getattr(
+                array, "store", type(array).__name__)
+            raise StoreError(
+                f"worker {worker} cannot read input view {view} ({where}): {why}. The input "
+                "must be where every worker can read it: an object-store URL "
+                "(zarr.open_array('s3://...')) or a path every worker mounts at the same place")

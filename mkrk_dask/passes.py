@@ -21,6 +21,7 @@ One place decides how work reaches the workers and what happens when some of it 
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -102,13 +103,26 @@ class Shared:
             self._future = None
 
 
-def read_rows(source: Any, start: int | None = None, stop: int | None = None) -> Any:
+def read_rows(source: Any, start: int | None = None, stop: int | None = None,
+              where: tuple[int, int, int] | None = None) -> Any:
     """Rows ``start:stop`` of a task argument made by :meth:`RowSource.block`, as float64
-    numpy (or CSR for sparse input). Runs on the workers."""
+    numpy (or CSR for sparse input). Runs on the workers.
+
+    ``where = (view, first row, last row)`` asks for a check that every value is finite (for
+    input validated lazily, whose values the client never saw).
+    """
     block = source if start is None else source[start:stop]
     if sp.issparse(block):
-        return sp.csr_matrix(block, dtype=np.float64)
-    return np.asarray(block, dtype=np.float64)
+        block = sp.csr_matrix(block, dtype=np.float64)
+        values = block.data
+    else:
+        block = np.asarray(block, dtype=np.float64)
+        values = block
+    if where is not None and not np.isfinite(values).all():
+        view, first, last = where
+        raise ValueError(f"view {view}, rows {first}..{last - 1}: the data contain NaN or "
+                         "infinity (or values too large for float64); clean them first")
+    return block
 
 
 def _is_dask(X: Any) -> bool:
@@ -125,7 +139,7 @@ class RowSource:
     use it many times (pairwise passes); others are shared per task and freed with it.
     """
 
-    def __init__(self, client: Any, X: Any):
+    def __init__(self, client: Any, X: Any, *, view: int = 0, check_finite: bool | None = None):
         self.client = client
         self.X = X
         if _is_dask(X):
@@ -136,30 +150,34 @@ class RowSource:
             self.kind = "memory"
             if not sp.issparse(X):
                 self.X = np.asarray(X)
+        self.view = view
+        # Lazy input is validated block by block, as the tasks read it.
+        self.check_finite = self.kind != "memory" if check_finite is None else check_finite
         self._held: dict[tuple[int, int], Any] = {}
 
     @property
     def n_rows(self) -> int:
         return int(self.X.shape[0])
 
-    def block(self, start: int, stop: int, *, hold: bool = False) -> tuple[Any, Any, Any]:
+    def block(self, start: int, stop: int, *, hold: bool = False) -> tuple:
         """A task argument for the rows ``start:stop`` (a live one: call it at submit time)."""
+        where = (self.view, start, stop) if self.check_finite else None
         if self.kind == "zarr":
-            return (self.X, start, stop)
+            return (self.X, start, stop, where)
         key = (start, stop)
         if self.kind == "dask":
             if not hold:
-                return (self.client.compute(self.X[start:stop]), None, None)
+                return (self.client.compute(self.X[start:stop]), None, None, where)
             future = self._held.get(key)
             if future is None or future.status in ("cancelled", "lost", "error"):
                 future = self._held[key] = self.client.compute(self.X[start:stop])
-            return (future, None, None)
+            return (future, None, None, where)
         if not hold:
             [future] = self.client.scatter([self.X[start:stop]], hash=False)
-            return (future, None, None)
+            return (future, None, None, where)
         if key not in self._held:
             self._held[key] = Shared(self.client, self.X[start:stop])
-        return (self._held[key].ref, None, None)
+        return (self._held[key].ref, None, None, where)
 
     def release(self) -> None:
         """Free the ranges held on the workers."""
@@ -168,21 +186,17 @@ class RowSource:
         self._held.clear()
 
 
-def _wait_first(futures: Sequence[Any], client: Any) -> list[Any]:
-    """The futures among ``futures`` that are done, waiting for at least one; checks the
-    scheduler connection while it waits."""
-    from distributed import wait
-
+def _wait_first(futures: Sequence[Any], client: Any, ready: threading.Event) -> list[Any]:
+    """The futures among ``futures`` that are done (finished, failed or cancelled), waiting
+    for at least one; ``ready`` is set by their done-callbacks. Checks the scheduler
+    connection while it waits, so a lost scheduler never leaves it waiting."""
     while True:
         check_client(client)
-        try:
-            done, _ = wait(list(futures), timeout=_POLL_SECONDS, return_when="FIRST_COMPLETED")
-        except TimeoutError:
-            continue
-        except CancelledError:  # wait() raises for cancelled futures: they are done too
-            done = [f for f in futures if f.status != "pending"]
+        done = [f for f in futures if f.done()]
         if done:
-            return list(done)
+            return done
+        ready.wait(_POLL_SECONDS)
+        ready.clear()
 
 
 def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
@@ -229,6 +243,7 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
     waiting: dict[int, Any] = {}  # ordered: results that arrived before their predecessors
     following = [0]  # ordered: the next task to combine
     cap = max(1, max_in_flight)
+    ready = threading.Event()
 
     def accept(i: int, value: Any) -> None:
         if not ordered:
@@ -268,6 +283,7 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
                     raise
                 lost(i, err)
                 continue
+            future.add_done_callback(lambda _: ready.set())
             running[future.key] = (i, future)
 
     try:
@@ -275,7 +291,7 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
             launch()
             if not running:
                 raise RuntimeError(f"{label}: no task can start (internal error)")
-            for future in _wait_first([f for _, f in running.values()], client):
+            for future in _wait_first([f for _, f in running.values()], client, ready):
                 i, _ = running.pop(future.key)
                 error = _error_of(future) if future.status != "finished" else None
                 if error is None:

@@ -12,8 +12,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
-__all__ = ["check_views", "check_precomputed", "check_n_clusters", "check_lambda",
-           "check_choice", "is_multiview", "LAM_SCALINGS", "TOL_MODES"]
+__all__ = ["check_views", "check_lazy_views", "check_precomputed", "check_n_clusters",
+           "check_lambda", "check_choice", "is_multiview", "is_lazy", "materialize",
+           "LAM_SCALINGS", "TOL_MODES"]
 
 #: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
 LAM_SCALINGS = ("none", "normalized")
@@ -32,6 +33,53 @@ def is_multiview(X: Any) -> bool:
     """True for a list or tuple of 2-D inputs (one per view)."""
     return isinstance(X, list | tuple) and len(X) > 0 and all(
         sp.issparse(v) or np.ndim(v) == 2 for v in X)
+
+
+def is_lazy(X: Any) -> bool:
+    """True for arrays read block by block: dask arrays and Zarr arrays."""
+    if isinstance(X, np.ndarray) or sp.issparse(X):
+        return False
+    is_dask = hasattr(X, "dask") and hasattr(X, "compute")
+    is_zarr = hasattr(X, "get_orthogonal_selection") and hasattr(X, "chunks")
+    return bool(is_dask or is_zarr)
+
+
+def check_lazy_views(X: Any) -> list[Any]:
+    """Validate input with dask or Zarr views without reading their data.
+
+    Shape and dtype are checked at once (2-D, numeric, the same number of rows); NaN and
+    infinity are found during the first pass over the data (an error names the view and the
+    rows). Views in memory are checked as by :func:`check_views`.
+    """
+    views = list(X) if is_multiview(X) else [X]
+    checked = []
+    for index, view in enumerate(views):
+        prefix = f"view {index}: " if len(views) > 1 else ""
+        if not is_lazy(view):
+            try:
+                checked.append(check_views([view])[0])
+            except ValueError as err:
+                raise ValueError(f"{prefix}{err}") from None
+            continue
+        if view.ndim != 2:
+            raise ValueError(f"{prefix}expected a 2D array, got a {view.ndim}-D "
+                             f"{type(view).__name__} of shape {tuple(view.shape)}")
+        if np.dtype(view.dtype).kind not in "biuf":
+            raise ValueError(f"{prefix}expected numbers, got dtype {view.dtype}")
+        if view.shape[0] < 1 or view.shape[1] < 1:
+            raise ValueError(f"{prefix}empty array of shape {tuple(view.shape)}")
+        checked.append(view)
+    lengths = {int(v.shape[0]) for v in checked}
+    if len(lengths) > 1:
+        raise ValueError(f"all views must have the same number of rows, got {sorted(lengths)}")
+    return checked
+
+
+def materialize(views: list[Any]) -> list[Any]:
+    """Lazy views read into memory and validated (for the exact backend, whose kernels are
+    in memory anyway)."""
+    return check_views([np.asarray(v.compute() if hasattr(v, "compute") else v[...])
+                        if is_lazy(v) else v for v in views])
 
 
 def check_views(X: Any) -> list[Any]:

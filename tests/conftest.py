@@ -17,8 +17,11 @@ def client():
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                           dashboard_address=":0")
-    with Client(cluster) as c:
+                           dashboard_address="127.0.0.1:0",
+                           worker_dashboard_address="127.0.0.1:0")
+    # Not the default client: a fit given no scheduler must not find it (tests that want
+    # the current client make their own).
+    with Client(cluster, set_as_default=False) as c:
         yield c
     cluster.close()
 

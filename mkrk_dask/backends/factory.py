@@ -11,7 +11,7 @@ from typing import Any
 
 from ..cluster import DaskSession
 from ..kernels import KernelSpec
-from ..locations import StoreLocation
+from ..locations import StoreLocation, check_workers_read
 from .base import KernelBackend
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
 
@@ -71,6 +71,8 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
     location = None if store is None else StoreLocation.parse(store, storage_options)
     session = DaskSession(scheduler)
     try:
+        if views is not None:
+            check_workers_read(session.client, list(views))
         if isinstance(options, BlockwiseOptions):
             return _blockwise(options, views, specs, kernels, normalize, location, session)
         from .nystrom.build import build_nystrom

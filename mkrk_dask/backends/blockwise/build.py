@@ -120,7 +120,7 @@ def build_from_views(views: list, specs: list[KernelSpec], *, normalize: bool, c
     finish the interrupted build ``resume`` from its recorded progress."""
     bounds = row_bounds(n, c)
     used = sorted({spec.view for spec in specs})
-    sources = {v: RowSource(client, views[v]) for v in used}
+    sources = {v: RowSource(client, views[v], view=v) for v in used}
     if resume is None:
         # Relative Gaussian widths: the exact largest pairwise distance, on the workers.
         scales = distributed_scales(client, [sources.get(v) for v in range(len(views))],

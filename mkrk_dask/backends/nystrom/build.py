@@ -110,7 +110,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
     info: dict[str, Any] = {"n_samples": n, "seconds": {}}
     client = session.client
     threads = client_threads(client)
-    sources = [RowSource(client, v) for v in views]
+    sources = [RowSource(client, v, view=i) for i, v in enumerate(views)]
     temp_dir = None
     try:
         expected = {

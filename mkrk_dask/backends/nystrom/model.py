@@ -25,6 +25,16 @@ from .local import local_residual
 __all__ = ["NystromModel", "embed_rows"]
 
 
+def _in_memory(rows: Any, view: int) -> Any:
+    """A block of new rows in memory (dask and Zarr blocks are read here), finite."""
+    if sp.issparse(rows):
+        return rows
+    block = np.asarray(rows.compute() if hasattr(rows, "compute") else rows, dtype=np.float64)
+    if not np.isfinite(block).all():
+        raise ValueError(f"view {view}: the new rows contain NaN or infinity")
+    return block
+
+
 def embed_rows(F: np.ndarray, B: np.ndarray) -> np.ndarray:
     """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``)."""
     return np.asarray(F, dtype=np.float64) @ B
@@ -145,6 +155,7 @@ class NystromModel:
 
     def _transform_block(self, views: Sequence[Any]) -> np.ndarray:
         """``H`` rows of new points: ``F(x) B`` (as in the fit: factors in ``self.dtype``)."""
+        views = [v if v is None else _in_memory(v, i) for i, v in enumerate(views)]
         H = embed_rows(self.factors(views), self.coefficients)
         if self.local is not None:
             H += self._local_term(views)
