@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import inspect
 import numbers
 import warnings
 from typing import Any
@@ -264,7 +265,12 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         settings = {key: getattr(self, key) for key in ("chunk_size", "dtype", "n_landmarks",
                                                           "landmarks") if key in names}
         extra = dict(self.backend_options or {})
-        twice = sorted(set(extra) & set(settings))
+        # backend_options may set what the parameter leaves at its default, not both.
+        defaults = {k: v.default for k, v in inspect.signature(type(self)).parameters.items()}
+        twice = sorted(k for k in set(extra) & set(settings)
+                       if settings[k] is not defaults[k] and settings[k] != defaults[k])
+        for key in set(extra) & set(settings):
+            settings.pop(key)
         if twice:
             raise ValueError(f"{', '.join(twice)} given both as a parameter and in "
                              "backend_options; give it once")
@@ -546,7 +552,7 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     def __getstate__(self) -> dict:
         # A Client cannot be pickled: keep its scheduler's address, which a fit of the
         # unpickled estimator connects to again.
-        state = super().__getstate__()
+        state = dict(super().__getstate__())  # a copy: object.__getstate__ gives __dict__
         if is_client(state.get("scheduler")):
             state["scheduler"] = state["scheduler"].scheduler.address
         return state

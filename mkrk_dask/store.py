@@ -328,15 +328,26 @@ def read_checked(array: Any, selection: tuple, *, dtype: Any = np.float64) -> np
         block = np.asarray(array[selection], dtype=dtype)
     except ValueError as err:
         chunk = _first_bad_chunk(array, selection)
+        where, name = _where(array)
         raise StoreIntegrityError(
-            f"store {array.store}: array {array.path!r}, chunk {chunk} is damaged "
+            f"store {where}: array {name!r}, chunk {chunk} is damaged "
             f"({' '.join(str(err).split())[:120]}). Rebuild the store") from None
     if np.isnan(block).any():
         chunk = _chunk_of_nan(array, selection, block)
+        where, name = _where(array)
         raise StoreIntegrityError(
-            f"store {array.store}: array {array.path!r}, chunk {chunk} is missing (it reads as "
-            "the fill value). Rebuild the store")
+            f"store {where}: array {name!r}, chunk {chunk} is missing (it reads as the fill "
+            "value). Rebuild the store")
     return block
+
+
+def _where(array: Any) -> tuple[str, str]:
+    """The store and the name of an array (opened from its group, or on its own)."""
+    root = str(array.store).removeprefix("file://").rstrip("/")
+    if array.path:
+        return root, array.path
+    parent, _, name = root.rpartition("/")
+    return parent, name
 
 
 def _bounds(array: Any, selection: tuple) -> tuple[list[tuple[int, int]], list[bool]]:

@@ -130,3 +130,43 @@ def test_fingerprint_same_values_same_print_any_container(tmp_path):
     S2 = S.copy()
     S2.data[0] += 1
     assert data_fingerprint([S2]) != data_fingerprint([S])
+
+
+# -- integrity: a damaged store is named, never read as zeros --------------------------------
+
+
+def _fitted_store(tmp_path, solver):
+    import numpy as np
+
+    from mkrk_dask import MKKMRK
+
+    X = np.random.default_rng(3).normal(size=(90, 4))
+    kwargs = dict(kernels=["cosine", "gaussian(c=0.3)"], solver=solver, random_state=0,
+                  store=tmp_path / f"{solver}.zarr", chunk_size=30)
+    if solver == "nystrom":
+        kwargs["n_landmarks"] = 20
+    MKKMRK(3, **kwargs).fit(X)
+    return X, kwargs
+
+
+@pytest.mark.parametrize("solver, array", [("blockwise", "kernels"), ("nystrom", "factors")])
+@pytest.mark.parametrize("damage", ["delete", "truncate"])
+def test_a_damaged_chunk_is_detected_and_named(client, tmp_path, solver, array, damage):
+    import os
+
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.exceptions import StoreIntegrityError
+
+    X, kwargs = _fitted_store(tmp_path, solver)
+    chunk_dir = tmp_path / f"{solver}.zarr" / array / "c"
+    victim = sorted(p for p in chunk_dir.rglob("*") if p.is_file())[1]
+    if damage == "delete":
+        os.remove(victim)
+    else:
+        victim.write_bytes(victim.read_bytes()[:-7])
+    key = tuple(int(part) for part in victim.relative_to(chunk_dir).parts)
+    with pytest.raises(StoreIntegrityError, match=f"array '{array}'") as caught:
+        MKKMRK(3, scheduler=client, **kwargs).fit(X)
+    message = str(caught.value)
+    assert str(key) in message and "\n" not in message
+    assert ("missing" if damage == "delete" else "damaged") in message

@@ -1,0 +1,105 @@
+"""Dask and Zarr input through the public API: never read whole, validated lazily, the same
+result as numpy input; on a real LocalCluster."""
+
+from __future__ import annotations
+
+import dask.array as da
+import numpy as np
+import pytest
+import zarr
+from distributed import get_task_stream
+
+from mkrk_dask import MKKMRK
+
+rng = np.random.default_rng(7)
+X = np.vstack([rng.normal(c, 0.5, size=(100, 6)) for c in (0.0, 2.5, 5.0)])
+KERNELS = ["cosine", "gaussian(c=0.2)", "polynomial(a=1,b=2)"]
+
+
+@pytest.fixture
+def zarr_x(tmp_path):
+    array = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(64, 6),
+                              dtype="float32")
+    array[...] = X
+    return array
+
+
+@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
+def test_zarr_and_dask_input_give_the_numpy_result(client, zarr_x, solver):
+    common = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0)
+    if solver == "nystrom":
+        common["n_landmarks"] = 50
+    reference = MKKMRK(3, **common).fit(np.asarray(zarr_x[...], dtype=np.float64))
+    for data in (zarr_x, da.from_zarr(zarr_x, chunks=(40, 6))):
+        model = MKKMRK(3, **common).fit(data)
+        np.testing.assert_allclose(model.weights_, reference.weights_, atol=1e-12)
+        np.testing.assert_array_equal(model.labels_, reference.labels_)
+        assert model.n_features_in_ == 6
+    if solver == "nystrom":
+        np.testing.assert_array_equal(model.predict(da.from_zarr(zarr_x)), model.labels_)
+        np.testing.assert_allclose(model.transform(zarr_x), model.embedding_, atol=1e-10)
+
+
+def test_multiview_lazy_input(client, zarr_x):
+    views = [zarr_x, da.from_array(X[:, :2], chunks=(50, 2))]
+    model = MKKMRK(3, kernels=["cosine", "gaussian(c=0.3)@1"], solver="nystrom",
+                   n_landmarks=40, scheduler=client, random_state=0).fit(views)
+    assert model.labels_.shape == (300,)
+
+
+def test_exact_solver_reads_lazy_input_into_memory(zarr_x):
+    a = MKKMRK(3, kernels=KERNELS, random_state=0).fit(zarr_x)
+    b = MKKMRK(3, kernels=KERNELS, random_state=0).fit(np.asarray(zarr_x[...], np.float64))
+    np.testing.assert_array_equal(a.weights_, b.weights_)
+
+
+@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
+def test_nan_in_lazy_input_is_named_by_the_first_pass(client, solver):
+    bad = X.copy()
+    bad[205, 3] = np.nan
+    with pytest.raises(ValueError, match=r"view 0, rows \d+\.\.\d+: the data contain NaN") as e:
+        MKKMRK(3, kernels=KERNELS, solver=solver, scheduler=client,
+               n_landmarks=30).fit(da.from_array(bad, chunks=(50, 6)))
+    assert "\n" not in str(e.value)
+    first, last = (int(v) for v in str(e.value).split("rows ")[1].split(":")[0].split(".."))
+    assert first <= 205 <= last
+
+
+@pytest.mark.parametrize("bad, message", [
+    (da.zeros((10,), chunks=5), "2D array"),
+    (da.from_array(np.array([["a", "b"]] * 4)), "expected numbers"),
+    ([da.zeros((10, 2)), da.zeros((9, 2))], "same number of rows"),
+])
+def test_bad_lazy_input_is_refused_without_reading(bad, message):
+    with pytest.raises(ValueError, match=message):
+        MKKMRK(2, solver="nystrom").fit(bad)
+
+
+def test_dask_input_is_never_computed_whole(client):
+    """No task of the fit holds more than one row block of X (the largest range a task
+    reads), whatever its name: X's chunks, slices of it, or concatenations. (Uniform
+    landmarks and an absolute width: the sampled rows are then the landmarks alone.)"""
+    n, d = 2000, 6
+    big = np.vstack([rng.normal(c, 0.5, size=(n // 4, d)) for c in range(4)])
+    Xd = da.from_array(big, chunks=(100, d), name="mkrk-input-x")
+    block_bytes = 0
+    with get_task_stream(client) as stream:
+        model = MKKMRK(4, kernels=["cosine", "gaussian(sigma=2.0)"], solver="nystrom",
+                       n_landmarks=60, landmarks="uniform", scheduler=client, random_state=0,
+                       backend_options={"chunk_size": 250,
+                                        "exact_dissimilarity_max_n": 0}).fit(Xd)
+    assert model.labels_.shape == (n,)
+    from mkrk_dask.backends.nystrom.build import row_tasks
+
+    block_rows = max(b - a for a, b in row_tasks(n, 250, 2))
+    block_bytes = block_rows * d * 8
+    def name(task):
+        key = task["key"]
+        return str(key[0] if isinstance(key, tuple) else key)
+
+    from_x = [t for t in stream.data
+              if name(t).startswith(("mkrk-input-x", "getitem", "concatenate", "rechunk",
+                                     "finalize"))]
+    assert from_x, "no task of the input was seen"
+    biggest = max(t.get("nbytes", 0) for t in from_x)
+    assert 0 < biggest <= block_bytes < big.nbytes // 2

@@ -1,0 +1,168 @@
+"""Stores at any URL and the visibility checks (mkrk_dask.locations), with real parts: an
+S3-compatible server on 127.0.0.1 (moto's server mode), worker processes, and a worker that
+really cannot see the client's disk (its own mount namespace)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+
+from mkrk_dask import MKKMRK, StoreError
+from mkrk_dask.locations import StoreLocation
+
+X = np.random.default_rng(5).normal(size=(150, 4))
+KERNELS = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.3)"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def test_locations_parse_paths_and_urls(tmp_path):
+    local = StoreLocation.parse(tmp_path / "a.zarr")
+    assert local.is_local and local.url == str((tmp_path / "a.zarr").resolve())
+    assert StoreLocation.parse(f"file://{tmp_path}/b.zarr").is_local
+    url = StoreLocation.parse("s3://bucket/run.zarr/", {"anon": True})
+    assert not url.is_local and url.url == "s3://bucket/run.zarr"
+    with pytest.raises(ValueError, match="apply to URL stores"):
+        StoreLocation.parse(tmp_path, {"anon": True})
+    with pytest.raises(TypeError, match="path or a URL"):
+        StoreLocation.parse(3)
+
+
+def test_memory_url_store_gives_the_local_disk_result(client, tmp_path):
+    common = dict(kernels=KERNELS, scheduler=client, random_state=0)
+    for solver in ("blockwise", "nystrom"):
+        extra = {"n_landmarks": 40} if solver == "nystrom" else {}
+        disk = MKKMRK(3, solver=solver, store=tmp_path / f"{solver}.zarr", **common,
+                      **extra).fit(X)
+        memory = MKKMRK(3, solver=solver, store=f"memory://mkrk-test/{solver}.zarr", **common,
+                        **extra).fit(X)
+        np.testing.assert_array_equal(memory.weights_, disk.weights_)
+        np.testing.assert_array_equal(memory.labels_, disk.labels_)
+
+
+@pytest.fixture(scope="module")
+def s3_server():
+    """moto's S3 server on 127.0.0.1, credentials and endpoint in the environment (as a user
+    would set them; inherited by worker processes)."""
+    pytest.importorskip("s3fs")
+    pytest.importorskip("moto")
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
+                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                            "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL")}
+    os.environ.update(AWS_ACCESS_KEY_ID="mkrk-test-key-id",
+                      AWS_SECRET_ACCESS_KEY="mkrk-test-secret", AWS_DEFAULT_REGION="us-east-1",
+                      AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
+    try:
+        _wait_for_port(port)
+        import s3fs
+
+        s3fs.S3FileSystem().mkdir("mkrk-bucket")
+        yield "s3://mkrk-bucket"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def test_s3_store_with_worker_processes_gives_the_local_disk_result(s3_server, tmp_path):
+    import s3fs
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+        for solver in ("blockwise", "nystrom"):
+            extra = {"n_landmarks": 40} if solver == "nystrom" else {}
+            common = dict(kernels=KERNELS, solver=solver, scheduler=c, random_state=0,
+                          **extra)
+            disk = MKKMRK(3, store=tmp_path / f"{solver}.zarr", **common).fit(X)
+            url = f"{s3_server}/{solver}.zarr"
+            s3 = MKKMRK(3, store=url, **common).fit(X)
+            np.testing.assert_array_equal(s3.weights_, disk.weights_)
+            np.testing.assert_array_equal(s3.labels_, disk.labels_)
+            again = MKKMRK(3, store=url, **common).fit(X)  # reopened, not rebuilt
+            np.testing.assert_array_equal(again.weights_, disk.weights_)
+            metadata = s3fs.S3FileSystem().cat_file(f"{url}/zarr.json").decode()
+            assert json.loads(metadata)["attributes"]["complete"] is True
+            assert "mkrk-test-key-id" not in metadata and "mkrk-test-secret" not in metadata
+
+
+def _blind_worker(address: str, hidden: Path) -> subprocess.Popen:
+    """A worker process that sees an empty directory where the client has ``hidden``: its
+    own mount namespace with a tmpfs over it (as a cluster node with another disk)."""
+    worker = [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+              "--no-dashboard", "--host", "127.0.0.1", "--no-nanny"]
+    script = f"mount -t tmpfs mkrk-hidden {hidden} && exec " + " ".join(worker)
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is needed for a worker with its own mount namespace")
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"],
+                           capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
+    return subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                             script], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeypatch):
+    hidden = tmp_path / "client-only"
+    hidden.mkdir()
+    with LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+        proc = _blind_worker(lc.scheduler_address, hidden)
+        try:
+            c.wait_for_workers(1, timeout=60)
+            for solver in ("blockwise", "nystrom"):
+                store = hidden / f"{solver}.zarr"
+                model = MKKMRK(3, kernels=KERNELS, solver=solver, store=store, scheduler=c)
+                with pytest.raises(StoreError, match="cannot see the store") as caught:
+                    model.fit(X)
+                assert "\n" not in str(caught.value) and str(store) in str(caught.value)
+                assert not hasattr(model, "labels_")
+            # No store given: the temporary one is on the client's disk, which this worker
+            # does not share.
+            import tempfile
+
+            monkeypatch.setattr(tempfile, "tempdir", str(hidden))
+            with pytest.raises(StoreError, match="cannot see the store"):
+                MKKMRK(3, kernels=KERNELS, solver="blockwise", scheduler=c).fit(X)
+            monkeypatch.undo()
+            # Input in a Zarr array only the client can read: named, never read as zeros.
+            array = zarr.create_array(str(hidden / "x.zarr"), shape=X.shape, chunks=(50, 4),
+                                      dtype="float64")
+            array[...] = X
+            with pytest.raises(StoreError, match="cannot read input view 0"):
+                MKKMRK(3, kernels=KERNELS, solver="nystrom", scheduler=c,
+                       store=tmp_path / "visible.zarr").fit(array)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
