@@ -27,10 +27,10 @@ from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
 
 from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows  # noqa: E402
 from mkrk_dask.cluster import DaskSession  # noqa: E402
-from mkrk_dask.datasets import make_multiview_blobs  # noqa: E402
 from mkrk_dask.kernels import KernelSpec  # noqa: E402
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info  # noqa: E402
 from mkrk_dask.solver import assign_clusters, solve  # noqa: E402
+from mkrk_dask.synthetic import make_multiview_blobs  # noqa: E402
 
 K = 10
 VIEWS = dict(n_informative=2, n_noise=1, n_redundant=1, n_features=64)

@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from .io import Dataset, load_input
+
 __all__ = ["main", "build_parser", "UserError", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USER",
            "EXIT_INTERRUPTED"]
 
@@ -95,107 +97,7 @@ def _lam_type(text: str) -> float:
     return values[0]
 
 
-def _read_labels_file(path: str) -> np.ndarray:
-    p = Path(path).expanduser()
-    if not p.is_file():
-        raise UserError(f"labels file {p} does not exist")
-    try:
-        if p.suffix == ".npy":
-            y = np.load(p, allow_pickle=False)
-        else:
-            y = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=str, ndmin=1)
-    except ValueError as err:
-        raise UserError(f"cannot read labels from {p}: {err}") from None
-    y = np.asarray(y).ravel()
-    if y.dtype.kind in "US":
-        try:
-            y = y.astype(np.float64)
-            if np.all(y == np.round(y)):
-                y = y.astype(np.int64)
-        except ValueError:
-            pass
-    return y
-
-
-def _is_zarr_array(path: Path) -> bool:
-    return path.is_dir() and ((path / "zarr.json").is_file() or (path / ".zarray").is_file())
-
-
-class _Data:
-    """Loaded input: views (list of arrays), labels or None, and a name."""
-
-    def __init__(self, name: str, views: list, y: np.ndarray | None):
-        self.name, self.views, self.y = name, views, y
-
-    @property
-    def X(self) -> Any:
-        return self.views[0] if len(self.views) == 1 else self.views
-
-    @property
-    def n_samples(self) -> int:
-        return int(self.views[0].shape[0])
-
-    @property
-    def n_features(self) -> list[int]:
-        return [int(v.shape[1]) for v in self.views]
-
-
-def load_input(source: str, *, labels: str | None = None, y_key: str | None = None,
-               data_dir: str | None = None) -> _Data:
-    """Load ``source``: a data file (.npz, .mat, .npy, .csv), a Zarr array (a directory), or
-    the short name of a benchmark dataset (``orl``, ``jaffe``, ... found in the data folder).
-
-    ``labels`` is a labels file (.npy, .csv, .txt); ``y_key`` the name of the labels in a .npz
-    or .mat file (default ``y``, used when present).
-    """
-    from .datasets import load_dataset
-
-    path = Path(source).expanduser()
-    if _is_zarr_array(path):
-        import zarr
-
-        try:
-            array = zarr.open_array(str(path), mode="r")
-        except Exception as err:  # zarr raises several types for a broken array
-            raise UserError(f"cannot open the Zarr array {path}: {err}") from None
-        if array.ndim != 2:
-            raise UserError(f"the Zarr array {path} has shape {array.shape}; expected 2-D")
-        data = _Data(path.stem, [array], None)
-    else:
-        if path.is_dir():
-            raise UserError(f"{path} is a directory but not a Zarr array")
-        try:
-            ds = load_dataset(source, data_dir)
-        except FileNotFoundError as err:
-            raise UserError(str(err)) from None
-        y = ds.y
-        if y_key is not None and y_key != "y":
-            y = _labels_from_key(Path(source), y_key)
-        data = _Data(ds.name, ds.views, None if y is None else np.asarray(y).ravel())
-    if labels is not None:
-        data.y = _read_labels_file(labels)
-    if data.y is not None and data.y.shape[0] != data.n_samples:
-        raise UserError(f"{data.y.shape[0]} labels for {data.n_samples} samples")
-    return data
-
-
-def _labels_from_key(path: Path, key: str) -> np.ndarray:
-    if path.suffix == ".npz":
-        with np.load(path, allow_pickle=False) as archive:
-            if key not in archive.files:
-                raise UserError(f"{path} has no array {key!r} (found {archive.files})")
-            return np.asarray(archive[key]).ravel()
-    if path.suffix == ".mat":
-        import scipy.io
-
-        contents = scipy.io.loadmat(path)
-        if key not in contents:
-            raise UserError(f"{path} has no variable {key!r}")
-        return np.asarray(contents[key]).ravel()
-    raise UserError(f"--y-key applies to .npz and .mat files, not {path.suffix or path.name}")
-
-
-def _n_clusters(args: argparse.Namespace, data: _Data) -> int:
+def _n_clusters(args: argparse.Namespace, data: Dataset) -> int:
     if args.n_clusters is not None:
         return int(args.n_clusters)
     if data.y is None:
@@ -318,7 +220,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fit_outputs(out: Path, model: Any, data: _Data, args: argparse.Namespace,
+def _fit_outputs(out: Path, model: Any, data: Dataset, args: argparse.Namespace,
                  seconds: float, command: str) -> dict[str, Any]:
     from .metrics import clustering_scores
 
@@ -409,7 +311,7 @@ def _search_record(res: Any) -> dict[str, Any]:
             "scores": res.scores}
 
 
-def run_search(args: argparse.Namespace, data: _Data, lams: list[float], client: Any,
+def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], client: Any,
                n_clusters: int) -> dict[str, Any]:
     """One dataset's lambda grid through :func:`mkrk_dask.lambda_search`, as a JSON-ready dict
     in the layout of ``benchmarks/results/paper_table.json`` (``datasets[i]["MKKM-RK"]``)."""
@@ -448,7 +350,7 @@ def run_search(args: argparse.Namespace, data: _Data, lams: list[float], client:
     return entry
 
 
-def _kernel_names(estimator: Any, data: _Data) -> list[str]:
+def _kernel_names(estimator: Any, data: Dataset) -> list[str]:
     from .kernels import as_kernel_specs
 
     return [s.name for s in as_kernel_specs(estimator.kernels, n_views=len(data.views))]
@@ -588,7 +490,7 @@ def _reproduce_with_library(args: argparse.Namespace, lams: list[float] | None, 
     for name in args.datasets:
         try:
             data = load_input(name, data_dir=args.data_dir)
-        except UserError as err:
+        except (UserError, FileNotFoundError) as err:
             _say(args, f"skipping {name}: {err}")
             continue
         _say(args, f"== {name}: {data.n_samples} samples, k = {np.unique(data.y).size}")
