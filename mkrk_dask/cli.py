@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .io import Dataset, load_input
+from .results import MODEL_FILE
 
 __all__ = ["main", "build_parser", "UserError", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USER",
            "EXIT_INTERRUPTED"]
@@ -35,7 +36,6 @@ EXIT_USER = 2
 EXIT_INTERRUPTED = 130
 
 SOLVER_CHOICES = ("exact", "blockwise", "nystrom", "auto")
-MODEL_FILE = "model.joblib"
 
 
 class UserError(Exception):
@@ -160,13 +160,6 @@ def _solver_of(args: argparse.Namespace) -> str:
     return "blockwise" if getattr(args, "scheduler", None) else "exact"
 
 
-def _write_vector_csv(path: Path, header: str, rows: Sequence[Sequence[Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(header + "\n")
-        for row in rows:
-            handle.write(",".join(str(v) for v in row) + "\n")
-
-
 def _pct(scores: dict[str, float]) -> str:
     return (f"ACC {100 * scores['acc']:.2f}   NMI {100 * scores['nmi']:.2f}   "
             f"purity {100 * scores['purity']:.2f}")
@@ -220,53 +213,6 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _fit_outputs(out: Path, model: Any, data: Dataset, args: argparse.Namespace,
-                 seconds: float, command: str) -> dict[str, Any]:
-    from .metrics import clustering_scores
-
-    out.mkdir(parents=True, exist_ok=True)
-    labels = np.asarray(model.labels_)
-    np.save(out / "labels.npy", labels)
-    _write_vector_csv(out / "labels.csv", "label", [[int(v)] for v in labels])
-    np.save(out / "weights.npy", model.weights_)
-    _write_vector_csv(out / "weights.csv", "kernel,weight",
-                      [[name, repr(float(w))] for name, w in zip(model.kernel_names_,
-                                                                 model.weights_, strict=True)])
-    np.save(out / "Y.npy", model.representation_)
-    np.savetxt(out / "Y.csv", model.representation_, delimiter=",")
-    np.save(out / "objective.npy", model.objective_history_)
-    _write_vector_csv(out / "objective.csv", "iteration,objective",
-                      [[i + 1, repr(float(f))] for i, f in enumerate(model.objective_history_)])
-    result: dict[str, Any] = {
-        "kind": "mkrk-fit", "command": command, "data": str(args.data),
-        "n_samples": data.n_samples, "n_features": data.n_features,
-        "n_clusters": int(model.n_clusters), "solver": model.solver_, "lam": float(model.lam),
-        "lam_effective": float(model.lam_effective_), "dissimilarity": model.dissimilarity,
-        "scheduler": args.scheduler, "store": args.store,
-        "kernel_names": list(model.kernel_names_), "weights": model.weights_.tolist(),
-        "selected_kernels": [int(p) for p in model.selected_kernels_],
-        "Y": np.asarray(model.representation_).tolist(),
-        "objective_history": np.asarray(model.objective_history_).tolist(),
-        "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
-        "qp_relative_gaps": np.asarray(model.qp_relative_gaps_).tolist(),
-        "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
-        "model": MODEL_FILE}
-    if hasattr(model, "nystrom_missed_fraction_"):
-        result["nystrom_residual"] = model.nystrom_residual_.tolist()
-        result["nystrom_missed_fraction"] = float(model.nystrom_missed_fraction_)
-    if data.y is not None:
-        scores = clustering_scores(data.y, labels)
-        result["metrics"] = scores
-        (out / "metrics.json").write_text(json.dumps(scores, indent=1) + "\n")
-    (out / "result.json").write_text(json.dumps(result, indent=1) + "\n")
-    # The saved model: the fitted estimator pickled with joblib (predict needs solver=nystrom).
-    import joblib
-
-    model.set_params(scheduler=None, verbose=0)
-    joblib.dump(model, out / MODEL_FILE)
-    return result
-
-
 def _cmd_fit(args: argparse.Namespace) -> int:
     data = load_input(args.data, labels=args.labels, y_key=args.y_key)
     k = _n_clusters(args, data)
@@ -280,7 +226,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     result = None
     if args.out:
-        result = _fit_outputs(Path(args.out), model, data, args, seconds, args.command_line)
+        from .results import write_fit
+
+        result = write_fit(args.out, model, data, source=args.data, command=args.command_line,
+                           seconds=seconds, scheduler=args.scheduler, store=args.store)
     _say(args, f"fitted in {seconds:.1f} s: {model.n_iter_} iterations "
                f"({'converged' if model.converged_ else 'max_iter reached'}), "
                f"{len(model.selected_kernels_)} of {len(model.weights_)} kernels selected")
@@ -297,24 +246,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _search_record(res: Any) -> dict[str, Any]:
-    from .search import summarize_scores
-
-    return {"lam": float(res.lam), "log2_lam": float(np.log2(res.lam)) if res.lam > 0 else None,
-            "weights": res.weights.tolist(), "Y": np.asarray(res.representation).tolist(),
-            "objective_history": np.asarray(res.objective_history).tolist(),
-            "n_iter": int(res.n_iter), "converged": bool(res.converged),
-            "max_qp_relative_gap": float(res.max_qp_relative_gap),
-            "n_selected": int(res.n_selected), "seconds": float(res.seconds),
-            "nystrom_missed_fraction": res.nystrom_missed_fraction,
-            "summary": summarize_scores(res.scores) if res.scores else None,
-            "scores": res.scores}
-
-
 def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], client: Any,
                n_clusters: int) -> dict[str, Any]:
     """One dataset's lambda grid through :func:`mkrk_dask.lambda_search`, as a JSON-ready dict
     in the layout of ``benchmarks/results/paper_table.json`` (``datasets[i]["MKKM-RK"]``)."""
+    from .results import mkkmrk_summary, search_record
     from .search import lambda_search
 
     solver = _solver_of(args)
@@ -323,7 +259,7 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
     per_lambda: list[dict[str, Any]] = []
 
     def record(res: Any) -> None:
-        item = _search_record(res)
+        item = search_record(res)
         per_lambda.append(item)
         line = (f"  lambda {res.lam:<12.6g} iter {res.n_iter:3d}  kernels {res.n_selected:2d}  "
                 f"objective {item['objective_history'][-1]:.6g}  {res.seconds:.1f}s")
@@ -341,12 +277,7 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
         "n_clusters": n_clusters, "solver": solver,
         "seconds": {"MKKM-RK": time.perf_counter() - start},
         "kernel_names": _kernel_names(estimator, data),
-        "MKKM-RK": {"per_lambda": per_lambda}}
-    if data.y is not None and per_lambda:
-        best = int(np.argmax([p["summary"]["acc"]["best"] for p in per_lambda]))
-        entry["MKKM-RK"].update(best_index=best, lam=per_lambda[best]["lam"],
-                                summary=per_lambda[best]["summary"],
-                                weights=per_lambda[best]["weights"])
+        "MKKM-RK": mkkmrk_summary(per_lambda)}
     return entry
 
 
@@ -370,11 +301,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
                f"{len(lams)} lambdas, {args.repeats} repeats, solver = {solver}")
     with dask_client(args, solver) as client:
         entry = run_search(args, data, lams, client, k)
-    report = {"kind": "mkrk-search", "command": args.command_line, "repeats": args.repeats,
-              "seed": args.seed, "lams": lams, "datasets": [entry]}
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1) + "\n")
+    from .results import search_report, write_json
+
+    out = write_json(args.out, search_report("mkrk-search", command=args.command_line,
+                                             repeats=args.repeats, seed=args.seed, lams=lams,
+                                             datasets=[entry]))
     if "summary" in entry["MKKM-RK"]:
         best = entry["MKKM-RK"]
         print(f"best lambda {best['lam']:g} (by best-of-{args.repeats} ACC): "
@@ -406,13 +337,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - start
     _say(args, f"predicted {labels.shape[0]} samples in {seconds:.2f} s")
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.suffix == ".npy":
-            np.save(out, labels)
-        else:
-            _write_vector_csv(out, "label", [[int(v)] for v in labels])
-        _say(args, f"labels written to {out}")
+        from .results import write_labels
+
+        _say(args, f"labels written to {write_labels(args.out, labels)}")
     else:
         np.savetxt(sys.stdout, labels, fmt="%d")
     if data.y is not None:
@@ -503,14 +430,10 @@ def _reproduce_with_library(args: argparse.Namespace, lams: list[float] | None, 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
     from .plotting import make_figures
+    from .results import read_results
 
     path = Path(args.results).expanduser()
-    if not path.is_file():
-        raise UserError(f"results file {path} does not exist")
-    try:
-        report = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise UserError(f"{path} is not a JSON results file: {err}") from None
+    report = read_results(path)
     out = Path(args.out) if args.out else path.parent / "figures"
     heatmap_lams = parse_lams(args.heatmap_lams) if args.heatmap_lams else None
     written = make_figures(report, out, datasets=args.datasets, heatmap_lams=heatmap_lams,
