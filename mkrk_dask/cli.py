@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from . import progress
 from .io import Dataset, load_input
 from .results import MODEL_FILE
 
@@ -350,81 +351,28 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _benchmark_module() -> Any:
-    """``benchmarks/bench_paper_table.py`` of a source checkout, or None when not available."""
-    import importlib.util
-
-    path = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_paper_table.py"
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("_mkrk_bench_paper_table", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception:  # an unusable checkout: fall back to the library's own protocol
-        return None
-    return module if hasattr(module, "main") else None
-
-
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from .datasets import PAPER_DATASETS, default_data_dir
+    from .protocol import render_markdown, run_protocol
 
+    if args.library_only:
+        print("mkrk reproduce: --library-only is deprecated and has no effect (the protocol "
+              "is always the library's)", file=sys.stderr)
+    if args.repeats < 1:
+        raise UserError(f"--repeats must be >= 1, got {args.repeats}")
     out = Path(args.out)
     lams = parse_lams(args.lams) if args.lams else None
-    unknown = [d for d in args.datasets if d.lower() not in PAPER_DATASETS]
-    if unknown:
-        raise UserError(f"unknown dataset(s) {unknown}; known: {', '.join(PAPER_DATASETS)}")
-    module = None if args.library_only else _benchmark_module()
-    if module is not None:
-        argv = ["--datasets", *args.datasets, "--repeats", str(args.repeats),
-                "--seed", str(args.seed), "--out", str(out)]
-        if args.data_dir:
-            argv += ["--data-dir", args.data_dir]
-        if lams is not None:
-            exps = [np.log2(v) for v in lams]
-            if any(v <= 0 or e != round(e) for v, e in zip(lams, exps, strict=True)):
-                raise UserError("the benchmark's grid takes powers of two; use --library-only "
-                                "for other lambdas")
-            argv.append("--lambdas=" + ",".join(str(int(round(e))) for e in exps))
-        if args.threads:
-            argv += ["--threads", str(args.threads)]
-        _say(args, f"running benchmarks/bench_paper_table.py {' '.join(argv)}")
-        code = int(module.main(argv) or 0)
-        results = out / "paper_table.json"
-    else:
-        code = _reproduce_with_library(args, lams, out, default_data_dir)
-        results = out / "reproduce.json"
-    if code == 0 and args.figures and results.is_file():
+    with progress.reporting(max(args.verbosity, 0)):
+        report = run_protocol(args.datasets, data_dir=args.data_dir, lams=lams,
+                              repeats=args.repeats, seed=args.seed, out=out,
+                              threads=args.threads, command=args.command_line)
+    if args.verbosity >= 1:
+        print(render_markdown(report))
+    _say(args, f"results in {out / 'paper_table.md'} and {out / 'paper_table.json'}")
+    if args.figures:
         from .plotting import make_figures
 
-        written = make_figures(results, out / "figures")
+        written = make_figures(out / "paper_table.json", out / "figures")
         _say(args, f"{len(written)} figures in {out / 'figures'}")
-    return code
-
-
-def _reproduce_with_library(args: argparse.Namespace, lams: list[float] | None, out: Path,
-                            default_data_dir: Any) -> int:
-    """The paper's protocol (MKKM-RK over the lambda grid, best-of-R and mean +- std) through
-    :func:`mkrk_dask.lambda_search` alone, for installs without the benchmarks folder."""
-    from .search import paper_lambda_grid
-
-    lams = lams or [float(v) for v in paper_lambda_grid()]
-    args.solver, args.scheduler = "exact", None
-    report: dict[str, Any] = {"kind": "mkrk-reproduce", "command": args.command_line,
-                              "repeats": args.repeats, "seed": args.seed, "lams": lams,
-                              "datasets": []}
-    out.mkdir(parents=True, exist_ok=True)
-    for name in args.datasets:
-        try:
-            data = load_input(name, data_dir=args.data_dir)
-        except (UserError, FileNotFoundError) as err:
-            _say(args, f"skipping {name}: {err}")
-            continue
-        _say(args, f"== {name}: {data.n_samples} samples, k = {np.unique(data.y).size}")
-        report["datasets"].append(run_search(args, data, lams, None, int(np.unique(data.y).size)))
-        (out / "reproduce.json").write_text(json.dumps(report, indent=1) + "\n")
-    if not report["datasets"]:
-        raise UserError(f"none of {args.datasets} found in {args.data_dir or default_data_dir()}")
     return EXIT_OK
 
 
@@ -568,7 +516,7 @@ you trust).""",
   mkrk reproduce                                   # jaffe orl tr11 coil20, 21 lambdas, 20 repeats
   mkrk reproduce --datasets orl tr11 --figures --out results
   mkrk reproduce --datasets jaffe --repeats 3 --lams 2^-15,2^-10,2^0
-  mkrk reproduce --data-dir /data/mkrk --library-only""",
+  mkrk reproduce --data-dir /data/mkrk --threads 1""",
     "figures": """examples:
   mkrk figures search.json                                  # PNGs in ./figures next to it
   mkrk figures benchmarks/results/paper_table.json --datasets orl tr11 --out figs
@@ -649,10 +597,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_predict)
 
     p = add("reproduce", "run the paper's protocol (Table 2) on the benchmark datasets",
-            "The paper's protocol: the 12 kernels, lambda in 2^-15..2^5, 20 repeats of the "
-            "final k-means, best-of-20 and mean +- std; with the baselines SB-KKM and A-MKKM. "
-            "Runs benchmarks/bench_paper_table.py when this is a source checkout (writing "
-            "paper_table.md/.json), else the library's lambda search (reproduce.json).")
+            "The paper's protocol (mkrk_dask.protocol): the 12 kernels, lambda in 2^-15..2^5, "
+            "20 repeats of the final k-means, best-of-20 and mean +- std, with the baselines "
+            "SB-KKM and A-MKKM, on the exact backend. Writes paper_table.md and "
+            "paper_table.json to --out after every dataset (and the figures with --figures); "
+            "datasets absent from the data folder are skipped.")
     p.add_argument("--datasets", nargs="+", default=["jaffe", "orl", "tr11", "coil20"],
                    help="benchmark names")
     p.add_argument("--data-dir", default=None,
@@ -666,8 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="reproduce", metavar="DIR", help="folder for the results")
     p.add_argument("--figures", action="store_true", help="draw the figures afterwards")
     p.add_argument("--library-only", action="store_true",
-                   help="use the library's lambda search even in a source checkout "
-                        "(MKKM-RK only, no baselines)")
+                   help="deprecated, no effect: the protocol always runs from the library")
     p.set_defaults(func=_cmd_reproduce, lam=2.0**-10, kernels=["paper"], dissimilarity="fip",
                    lam_scaling="none", tol=1e-5, tol_mode="absolute", max_iter=100, n_init=10,
                    store=None, chunk_size=None, n_landmarks=500, landmarks="kmeans++",

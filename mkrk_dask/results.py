@@ -14,7 +14,9 @@ Every result dict carries ``"kind"`` (``mkrk-fit``, ``mkrk-search``, ``mkrk-prot
   = best / mean / std of every metric over the repeats and ``scores`` per repeat) and, with
   labels, the lambda of the best best-of-R ACC (:func:`mkkmrk_summary`).
 
-JSON files are written atomically (:func:`write_json`): a reader never sees half a file.
+Files are written atomically (:func:`write_text`, :func:`write_json`): a reader never sees
+half a file. Markdown reports start with :func:`report_header` (title, command, times,
+machine, library), the one header of every report, the benchmarks' included.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
+__all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
            "search_record", "mkkmrk_summary", "search_report", "write_labels", "MODEL_FILE",
-           "library_version"]
+           "library_version", "machine_line", "report_header"]
 
 #: the saved estimator in the output folder of a fit
 MODEL_FILE = "model.joblib"
@@ -47,8 +49,8 @@ def library_version() -> str:
 # --------------------------------------------------------------------------- files
 
 
-def write_json(path: str | os.PathLike[str], data: Any) -> Path:
-    """Write ``data`` as indented JSON, atomically.
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically.
 
     The text goes to a temporary file in the same folder, which then replaces ``path``
     (``os.replace``): an interrupted run leaves the previous file or the new one, never a
@@ -56,7 +58,6 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=1) + "\n"
     handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
                                          prefix=f".{path.name}.", suffix=".tmp", delete=False)
     try:
@@ -69,6 +70,12 @@ def write_json(path: str | os.PathLike[str], data: Any) -> Path:
         Path(handle.name).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as indented JSON, atomically (:func:`write_text`)."""
+    # Serialised before the file is opened: a value JSON cannot hold leaves no trace.
+    return write_text(path, json.dumps(data, indent=1) + "\n")
 
 
 def read_results(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Any]:
@@ -256,3 +263,28 @@ def search_report(kind: str, *, command: str | None, repeats: int, seed: int | N
     return {"kind": kind, "version": library_version(), "command": command,
             "repeats": int(repeats), "seed": seed, "lams": [float(v) for v in lams],
             **extra, "datasets": datasets}
+
+
+# --------------------------------------------------------------------------- Markdown reports
+
+
+def machine_line() -> str:
+    """The machine a report was measured on: host, cores, RAM, Python, numpy, platform."""
+    import platform
+
+    import psutil
+
+    memory = psutil.virtual_memory().total / 2**30
+    return (f"{platform.node()}: {os.cpu_count()} cores, {memory:.2f} GiB RAM, Python "
+            f"{platform.python_version()}, numpy {np.__version__}, {platform.platform()}")
+
+
+def report_header(title: str, *, command: str | None, started: str, finished: str,
+                  machine: str, library: str) -> str:
+    """The header every Markdown report starts with (then its body)."""
+    return (f"# {title}\n\n"
+            f"- command: `{command}`\n"
+            f"- started {started}, finished {finished}\n"
+            f"- machine: {machine}\n"
+            f"- library: {library}\n"
+            "- every figure below was measured in this run\n\n")
