@@ -238,7 +238,8 @@ def run_protocol(datasets: Sequence[str] = DATASETS, *,
     lams = [float(v) for v in (paper_lambda_grid() if lams is None else lams)]
     report = search_report(
         "mkrk-protocol", command=command, repeats=repeats, seed=seed, lams=lams, datasets=[],
-        title=_TITLE, started=_now(), finished=None, machine=machine_line(),
+        title=_TITLE, directory=os.getcwd(), started=_now(), finished=None,
+        machine=machine_line(),
         library=library or f"mkrk-dask {library_version()}",
         threads=threads or "default", load_start=os.getloadavg()[0],
         paper_table=PAPER_TABLE)
@@ -283,7 +284,8 @@ def render_markdown(report: dict[str, Any]) -> str:
     lams, repeats = report["lams"], report["repeats"]
     header = report_header(report.get("title", _TITLE), command=report.get("command"),
                            started=report.get("started"), finished=report.get("finished"),
-                           machine=report.get("machine"), library=report.get("library"))
+                           machine=report.get("machine"), library=report.get("library"),
+                           directory=report.get("directory"))
     lines = [
         f"BLAS/OpenMP threads: {report['threads']}; load average at start "
         f"{report['load_start']:.1f}, at end {report.get('load_end', float('nan')):.1f} "

@@ -279,11 +279,15 @@ def machine_line() -> str:
             f"{platform.python_version()}, numpy {np.__version__}, {platform.platform()}")
 
 
-def report_header(title: str, *, command: str | None, started: str, finished: str,
-                  machine: str, library: str) -> str:
-    """The header every Markdown report starts with (then its body)."""
+def report_header(title: str, *, command: str | None, started: str | None,
+                  finished: str | None, machine: str | None, library: str | None,
+                  directory: str | None = None) -> str:
+    """The header every Markdown report starts with (then its body): the title, the exact
+    command (and the folder it ran in), when it started and finished, the machine and the
+    library's state."""
+    where = f" (run from `{directory}`)" if directory else ""
     return (f"# {title}\n\n"
-            f"- command: `{command}`\n"
+            f"- command: `{command}`{where}\n"
             f"- started {started}, finished {finished}\n"
             f"- machine: {machine}\n"
             f"- library: {library}\n"
