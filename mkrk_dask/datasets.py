@@ -128,8 +128,8 @@ def load_dataset(
     Returns
     -------
     Dataset
-        Dense data as float64 (uint8 images scaled to [0, 1]), sparse data as CSR float64,
-        multi-view data as a list of float64 arrays with ``view_names``.
+        As :func:`mkrk_dask.io.load_array_file` reads it (float64 data, int64 labels), named
+        by the short name for a benchmark.
 
     Raises
     ------

@@ -18,13 +18,16 @@ from mkrk_dask.plotting import make_figures
 from mkrk_dask.results import (
     MODEL_FILE,
     dataset_entries,
+    machine_line,
     mkkmrk_summary,
     read_results,
+    report_header,
     search_record,
     search_report,
     write_fit,
     write_json,
     write_labels,
+    write_text,
 )
 
 
@@ -54,6 +57,31 @@ def test_write_json_replaces_atomically(tmp_path: Path) -> None:
         write_json(path, {"a": object()})
     assert json.loads(path.read_text()) == {"a": 2}
     assert [p.name for p in path.parent.iterdir()] == ["r.json"]
+
+
+def test_write_text_leaves_the_old_file_when_interrupted(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_text(tmp_path / "r.md", "old\n")
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("mkrk_dask.results.os.replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_text(path, "new\n")
+    assert path.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.md"]  # the temporary file is gone
+    monkeypatch.undo()
+    assert write_text(path, "new\n").read_text() == "new\n"
+
+
+def test_report_header() -> None:
+    header = report_header("T", command="mkrk x", started="s", finished="f", machine="m",
+                           library="l", directory="/d")
+    assert header.splitlines() == ["# T", "", "- command: `mkrk x` (run from `/d`)",
+                                   "- started s, finished f", "- machine: m", "- library: l",
+                                   "- every figure below was measured in this run", ""]
+    assert f"numpy {np.__version__}" in machine_line()
 
 
 def test_read_results_errors(tmp_path: Path) -> None:
