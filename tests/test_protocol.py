@@ -4,6 +4,7 @@ real file in a temporary data folder), checked against the library calls it is m
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -96,7 +97,7 @@ def test_markdown_report(report: tuple[dict, Path]) -> None:
     assert text == render_markdown(result)
     lines = text.splitlines()
     assert lines[0] == "# The paper's Table 2: MKKM-RK, SB-KKM, A-MKKM"
-    assert "- command: `mkrk reproduce --test`" in lines
+    assert f"- command: `mkrk reproduce --test` (run from `{os.getcwd()}`)" in lines
     assert "- library: test library" in lines
     assert any(line.startswith("- machine: ") for line in lines)
     assert "## usps (n = 120, d = 64, k = 10)" in lines
