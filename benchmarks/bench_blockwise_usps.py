@@ -5,7 +5,7 @@ loop, the store's size on disk, the peak resident memory of the whole process tr
 read from the store per iteration, and the disk's own read rate (cold, after evicting the
 files from the page cache) and the page cache's (warm).
 
-    python benchmarks/bench_blockwise_usps.py                # full USPS, report in results/
+    python benchmarks/bench_blockwise_usps.py      # full USPS, report in results/blockwise/
     python benchmarks/bench_blockwise_usps.py --n 2000 --name blockwise_usps_smoke
 
 Not run in CI. Needs ../shared/datasets/usps.npz (or MKRK_DATASETS) and ~12 GB of free disk
@@ -15,31 +15,28 @@ for the store (``--store``; deleted afterwards unless ``--keep``).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from mkrk_dask.assignment import assign_clusters
+from mkrk_dask.backends.blockwise import BlockwiseBackend
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.metrics import clustering_scores
+from mkrk_dask.solver import solve
 
-from _measure import (  # noqa: E402
+from _common import (
     PeakRSS,
     dir_nbytes,
     evict_from_page_cache,
     fmt_bytes,
+    now,
     read_rate,
     write_report,
 )
-
-from mkrk_dask.backends.blockwise import BlockwiseBackend  # noqa: E402
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.kernels import paper_kernels  # noqa: E402
-from mkrk_dask.metrics import clustering_scores  # noqa: E402
-from mkrk_dask.solver import assign_clusters, solve  # noqa: E402
 
 
 def main() -> None:
@@ -56,7 +53,7 @@ def main() -> None:
     parser.add_argument("--products", default="combined", choices=["fused", "combined"])
     parser.add_argument("--name", default="blockwise_usps")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
 
     from distributed import Client, LocalCluster
 
@@ -194,7 +191,8 @@ def main() -> None:
         "effective read rate with the cold disk rate and the warm page-cache rate above. Page "
         "cache is not part of any process's RSS.",
     ]
-    path = write_report(args.name, f"Blockwise backend on USPS (n = {n})", "\n".join(lines),
+    path = write_report("blockwise", args.name, f"Blockwise backend on USPS (n = {n})",
+                        "\n".join(lines),
                         started=started)
     print(path.read_text())
 

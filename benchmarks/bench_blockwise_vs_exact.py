@@ -12,7 +12,6 @@ Not run in CI. Needs ../shared/datasets/usps.npz (or MKRK_DATASETS).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import shutil
@@ -24,20 +23,19 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent))
+import mkrk_dask
 
-from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
+from _common import PeakRSS, fmt_bytes, now, write_report
 
 
 def child(args: argparse.Namespace) -> None:
     """One fit; writes an .npz with the results and the phase timings."""
+    from mkrk_dask.assignment import assign_clusters
     from mkrk_dask.backends.exact import ExactBackend
     from mkrk_dask.datasets import load_dataset
     from mkrk_dask.kernels import paper_kernels
     from mkrk_dask.metrics import clustering_scores
-    from mkrk_dask.solver import assign_clusters, solve
+    from mkrk_dask.solver import solve
 
     data = load_dataset("usps", subset=args.n, random_state=0)
     k = len(np.unique(data.y))
@@ -99,7 +97,7 @@ def report(args, rows, started, load_start, sizes_left):
             f"{fmt_bytes(e['peak'])} | {fmt_bytes(b['peak'])} | {r['iters'][0]} / "
             f"{r['iters'][1]} | {r['w']:.2e} | {r['hist']:.2e} | {r['C']:.1e} / {r['tr']:.1e} | "
             f"{r['equal']} | {r['ari']:.6f} | {acc_e:.4f} / {acc_b:.4f} |")
-    path = write_report(args.name, "Blockwise vs exact backend on USPS subsets",
+    path = write_report("blockwise", args.name, "Blockwise vs exact backend on USPS subsets",
                         "\n".join(lines), started=started)
     return path
 
@@ -120,12 +118,13 @@ def main() -> None:
     if args.child:
         child(args)
         return
-    started = dt.datetime.now().astimezone()
+    started = now()
     load_start = os.getloadavg()
     work = Path(tempfile.mkdtemp(prefix="mkrk-bench-vs-exact-"))
+    # The children import the library this process imported (a checkout on PYTHONPATH, say).
+    library = str(Path(mkrk_dask.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(HERE.parent)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
-                              else [])))
+        [library] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])))
     rows = []
     try:
         for n in args.sizes:

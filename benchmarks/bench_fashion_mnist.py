@@ -8,21 +8,17 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
 import time
-from pathlib import Path
 
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 from sklearn.preprocessing import normalize
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
+from mkrk_dask import MKKMRK
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 
-from mkrk_dask import MKKMRK  # noqa: E402
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info  # noqa: E402
+from _common import PeakRSS, fmt_bytes, now, write_report
 
 
 def sklearn_kernel(spec):
@@ -49,7 +45,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report", default="fashion_mnist")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
     data = load_dataset("fashion_mnist", subset=args.subset)
     X, y = data.X, data.y
     k = 10
@@ -113,7 +109,7 @@ def main() -> None:
         f"R = {info.get('n_components')}.\n\n"
         "scikit-learn Nystroem + KMeans on each paper kernel (the best by NMI is in the table "
         "above):\n\n| kernel | NMI | ACC | seconds |\n|---|---|---|---|\n" + singles)
-    path = write_report(args.report, "Fashion-MNIST with the Nystrom backend", body,
+    path = write_report("datasets", args.report, "Fashion-MNIST with the Nystrom backend", body,
                         started=started)
     print(f"wrote {path}")
 

@@ -12,7 +12,8 @@ points are timed, both sides starting from the same weights:
   the previous Y).
 
 Each is repeated ``--repeats`` times, reference and library interleaved, and the median taken.
-Writes ``benchmarks/results/iteration.md``.
+Writes ``benchmarks/results/exact/iteration.md``. The reference is ``tests/reference_mkkmrk.py``
+(the tests check the library against the same code).
 
     python benchmarks/bench_iteration.py [--data-dir DIR] [--lam 0.0009765625] [--repeats 3]
         [--threads default,1] [--eigen-methods auto,lanczos]
@@ -22,29 +23,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
-import shlex
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mkrk_dask.backends.base import TopK
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.eigen import top_k_dense
+from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.qp import RepresentativeQP
+from mkrk_dask.validation import check_views
 
-from bench_paper_table import library_state  # noqa: E402
-from reference_mkkmrk import fip_dissimilarity, reference_iteration  # noqa: E402
+from _common import now, reference_implementation, results_dir, write_report
 
-from mkrk_dask.backends.base import TopK  # noqa: E402
-from mkrk_dask.backends.exact import ExactBackend  # noqa: E402
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.eigen import top_k_dense  # noqa: E402
-from mkrk_dask.kernels import paper_kernels  # noqa: E402
-from mkrk_dask.qp import RepresentativeQP  # noqa: E402
-from mkrk_dask.validation import check_views  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
+reference = reference_implementation()
 #: idle time before each timed side (see ``measure``)
 SETTLE_SECONDS = 0.5
 
@@ -80,7 +74,7 @@ def reference_timed(kernels: list[np.ndarray], C: np.ndarray, lam: float, k: int
                     weights: np.ndarray, Y_prev: np.ndarray) -> tuple[dict[str, float], tuple]:
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    out = reference_iteration(kernels, C, weights, Y_prev, k, lam, timings)
+    out = reference.reference_iteration(kernels, C, weights, Y_prev, k, lam, timings)
     timings["total"] = time.perf_counter() - t0
     return timings, out
 
@@ -134,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eigen-methods", default="auto",
                         help="comma list of the exact backend's eigen_method to measure in turn "
                              "(auto, lapack, krylov, lanczos)")
-    parser.add_argument("--out", default=str(RESULTS / "iteration.md"))
+    parser.add_argument("--out", default=str(results_dir("exact") / "iteration.md"))
     args = parser.parse_args(argv)
-    command = "python " + " ".join(shlex.quote(a) for a in [sys.argv[0], *(argv or sys.argv[1:])])
+    started = now()
 
     try:
         data = load_dataset(args.dataset, args.data_dir)
@@ -153,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     C = backend.dissimilarity("fip")
     c_lib_time = time.perf_counter() - t
     t = time.perf_counter()
-    C_ref = fip_dissimilarity(kernels)
+    C_ref = reference.fip_dissimilarity(kernels)
     c_ref_time = time.perf_counter() - t
     print(f"{args.dataset}: n={n}, m={m}, k={k}, lam={args.lam:g}; kernels built in "
           f"{build:.1f}s; C agrees to {np.abs(C - C_ref).max() / np.abs(C).max():.1e}",
@@ -169,22 +163,15 @@ def main(argv: list[str] | None = None) -> int:
             with threadpool_limits(limit):
                 sections.append((label, *measure(backend, kernels, C, C_ref, args, k)))
     lines = [
-        "# One MKKM-RK iteration: plain reference vs the exact backend",
-        "",
-        f"Command: `{command}`",
-        "",
-        f"Machine: {platform.machine()}, nproc = {os.cpu_count()}, numpy {np.__version__}. "
-        "The machine is shared with other jobs; reference and library ran interleaved, so they "
-        "saw the same load (load averages below).",
-        "",
-        f"Library: {library_state()}.",
+        "The machine is shared with other jobs; reference and library ran interleaved, so "
+        "they saw the same load (load averages below).",
         "",
         f"Data: {args.dataset}, n = {n}, m = {m} paper kernels, k = {k}, lambda = "
         f"{args.lam:g}; median of {args.repeats} repeats. Kernel construction "
         f"({build:.1f} s) and C (library {c_lib_time:.2f} s, reference {c_ref_time:.2f} s) are "
         "set-up, not part of the iteration.",
         "",
-        "Reference (`benchmarks/reference_mkkmrk.py`): K_w by a Python loop, full "
+        "Reference (`tests/reference_mkkmrk.py`): K_w by a Python loop, full "
         "`np.linalg.eigh`, d_p = tr(K_p (I - H H^T)) with explicit n x n products, the QP by "
         "SLSQP (analytic gradient, warm-started from the previous Y). Library: "
         "`ExactBackend` (K_w as one GEMV over the stacked kernels, top-k eigensolver "
@@ -232,10 +219,10 @@ def main(argv: list[str] | None = None) -> int:
                          + ", ".join(f"{x['total']:.3f}" for x in results[case]["ref"])
                          + "; library "
                          + ", ".join(f"{x['total']:.3f}" for x in results[case]["lib"]))
-    text = "\n".join(lines) + "\n"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
-    print(text)
+    path = write_report("exact", "iteration",
+                        "One MKKM-RK iteration: plain reference vs the exact backend",
+                        "\n".join(lines), started=started, path=args.out)
+    print(path.read_text())
     return 0
 
 

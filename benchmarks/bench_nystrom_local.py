@@ -12,23 +12,18 @@ the weights and NMI against the exact backend's, all measured in this run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
-from bench_nystrom_paper import scores  # noqa: E402
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, NystromBackend
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.solver import solve
 
-from mkrk_dask.backends.exact import ExactBackend  # noqa: E402
-from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, NystromBackend  # noqa: E402
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.kernels import paper_kernels  # noqa: E402
-from mkrk_dask.solver import solve  # noqa: E402
+from _common import PeakRSS, fmt_bytes, now, scores, write_report
 
 
 def run(make_backend, lams, k, y, repeats, seed):
@@ -66,7 +61,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report", default="nystrom_local_usps")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
     data = load_dataset(args.dataset)
     X, y, k = data.X, data.y, data.n_classes
     specs = paper_kernels()
@@ -104,7 +99,8 @@ def main() -> None:
         "| backend | build s | lambda | solve s | peak RSS | max dw | NMI | dNMI |\n"
         "|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         f"- local part: {local}\n")
-    path = write_report(args.report, f"The Nystrom local part on {args.dataset}", body,
+    path = write_report("nystrom", args.report, f"The Nystrom local part on {args.dataset}",
+                        body,
                         started=started)
     print(f"wrote {path}")
 

@@ -11,36 +11,19 @@ within 2 points, at lambda <= 2^-5, with a few hundred landmarks.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import write_report  # noqa: E402
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, MISSED_FRACTION_WARNING, NystromBackend
+from mkrk_dask.backends.options import NystromOptions
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.protocol import DATASETS
+from mkrk_dask.solver import solve
 
-from mkrk_dask.backends.exact import ExactBackend  # noqa: E402
-from mkrk_dask.backends.nystrom import (  # noqa: E402
-    EXACT_DISSIMILARITY_MAX_N,
-    LOCAL_THRESHOLD,
-    MISSED_FRACTION_WARNING,
-    NystromBackend,
-)
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.kernels import paper_kernels  # noqa: E402
-from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info  # noqa: E402
-from mkrk_dask.solver import repeated_assignments, solve  # noqa: E402
-
-DATASETS = ("jaffe", "orl", "tr11", "coil20")
-
-
-def scores(y, H, k, repeats, seed):
-    labels = repeated_assignments(H, k, repeats, random_state=seed)
-    nmi = [normalized_mutual_info(y, lab) for lab in labels]
-    acc = [clustering_accuracy(y, lab) for lab in labels]
-    return 100 * np.mean(nmi), 100 * np.mean(acc)
+from _common import now, scores, write_report
 
 
 def main() -> None:
@@ -54,13 +37,13 @@ def main() -> None:
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exact-dissimilarity-max-n", type=int,
-                        default=EXACT_DISSIMILARITY_MAX_N,
+                        default=NystromOptions().exact_dissimilarity_max_n,
                         help="largest n with the exact C (0: always the Nystrom estimate)")
     parser.add_argument("--local-threshold", type=float, default=LOCAL_THRESHOLD,
                         help="smallest residual entry of the sparse local part (0: none)")
     parser.add_argument("--report", default="nystrom_paper")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
     rows, notes = [], []
     worst_w, worst_nmi = 0.0, 0.0
     for name in args.datasets:
@@ -141,7 +124,8 @@ def main() -> None:
         "ACC nystrom | iters e/n | C from | C rel err | missed |\n"
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) +
         "\n\n" + "\n".join(notes))
-    path = write_report(args.report, "Nystrom vs exact on the paper's benchmarks", body,
+    path = write_report("nystrom", args.report, "Nystrom vs exact on the paper's benchmarks",
+                        body,
                         started=started)
     print(verdict)
     print(f"wrote {path}")

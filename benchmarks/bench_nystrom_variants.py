@@ -1,8 +1,8 @@
 """Variants of the Nystrom H-step against the exact backend, on the paper's small datasets.
 
-The Nystrom backend misses its accuracy bar where the narrow Gaussians (near-identity kernels)
-carry weight (``results/nystrom_paper.md``). This benchmark measures candidate remedies on the
-dense kernels (small n only; none of them is in the library), so that the choice is recorded:
+Plain Nystrom misses its accuracy bar where the narrow Gaussians (near-identity kernels) carry
+weight (``results/nystrom/nystrom_paper_plain.md``). This benchmark measures candidate remedies
+on the dense kernels (small n only), so that the choice is recorded:
 
 - ``plain``: the library's approximation ``K_p ~ F_p F_p^T`` (checks this harness: it must give
   the figures of ``bench_nystrom_paper.py`` at the same landmarks);
@@ -21,23 +21,18 @@ dense kernels (small n only; none of them is in the library), so that the choice
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
-from pathlib import Path
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import write_report  # noqa: E402
-from bench_nystrom_paper import scores  # noqa: E402
+from mkrk_dask.backends.base import KernelBackend, TopK
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.datasets import load_dataset
+from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.landmarks import landmark_transform, select_landmarks
+from mkrk_dask.solver import solve
 
-from mkrk_dask.backends.base import KernelBackend, TopK  # noqa: E402
-from mkrk_dask.backends.exact import ExactBackend  # noqa: E402
-from mkrk_dask.datasets import load_dataset  # noqa: E402
-from mkrk_dask.kernels import paper_kernels  # noqa: E402
-from mkrk_dask.landmarks import landmark_transform, select_landmarks  # noqa: E402
-from mkrk_dask.solver import solve  # noqa: E402
+from _common import now, scores, write_report
 
 VARIANTS = ("plain", "shifted", "diagonal", "sparse")
 
@@ -129,7 +124,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--report", default="nystrom_variants")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
     rows = []
     for name in args.datasets:
         data = load_dataset(name)
@@ -162,7 +157,8 @@ def main() -> None:
         f"{args.eps:g}; `nnz/row` = their average count per row and kernel.\n\n"
         "| data | r | lambda | variant | max dw | NMI exact | NMI variant | dNMI | nnz/row |\n"
         "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows))
-    path = write_report(args.report, "Nystrom H-step variants vs exact", body, started=started)
+    path = write_report("nystrom", args.report, "Nystrom H-step variants vs exact", body,
+                        started=started)
     print(f"wrote {path}")
 
 

@@ -12,8 +12,6 @@ rate for ``F_chunk^T F_chunk`` of the same shape, measured in the same run.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -22,15 +20,15 @@ import dask
 import dask.array as da
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _measure import PeakRSS, fmt_bytes, write_report  # noqa: E402
+from mkrk_dask.assignment import assign_clusters
+from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows
+from mkrk_dask.cluster import DaskSession
+from mkrk_dask.kernels import KernelSpec
+from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
+from mkrk_dask.solver import solve
+from mkrk_dask.synthetic import make_multiview_blobs
 
-from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows  # noqa: E402
-from mkrk_dask.cluster import DaskSession  # noqa: E402
-from mkrk_dask.datasets import make_multiview_blobs  # noqa: E402
-from mkrk_dask.kernels import KernelSpec  # noqa: E402
-from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info  # noqa: E402
-from mkrk_dask.solver import assign_clusters, solve  # noqa: E402
+from _common import PeakRSS, fmt_bytes, now, write_report
 
 K = 10
 VIEWS = dict(n_informative=2, n_noise=1, n_redundant=1, n_features=64)
@@ -142,7 +140,7 @@ def main() -> None:
     parser.add_argument("--tmp", default=None, help="folder for the factor store")
     parser.add_argument("--report", default="scale_nystrom")
     args = parser.parse_args()
-    started = dt.datetime.now().astimezone()
+    started = now()
     rows, details = [], []
     for n in args.n:
         r = run(n, args)
@@ -184,7 +182,8 @@ def main() -> None:
         "peak RSS | pass GFLOP/s | GEMM-only GFLOP/s | numpy GFLOP/s | pass/numpy | "
         "NMI / ACC |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
         + "\n".join(rows) + "\n\n" + "\n".join(details))
-    path = write_report(args.report, "Nystrom backend at scale (synthetic, m = 12)", body,
+    path = write_report("scale", args.report, "Nystrom backend at scale (synthetic, m = 12)",
+                        body,
                         started=started)
     print(f"wrote {path}")
 

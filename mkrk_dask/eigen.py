@@ -32,7 +32,7 @@ def _symmetric_operator(A: np.ndarray) -> scipy.sparse.linalg.LinearOperator:
     """``x -> A @ x`` by BLAS ``dsymv``, which reads one triangle of the symmetric ``A``.
 
     The products are memory-bound, so reading half the matrix makes each one faster than
-    ``dgemv`` (the eigensolver phase of ``benchmarks/results/iteration.md``).
+    ``dgemv`` (the eigensolver phase of ``benchmarks/results/exact/iteration.md``).
     """
     if A.dtype != np.float64:
         return scipy.sparse.linalg.aslinearoperator(A)

@@ -1,10 +1,9 @@
 """The paper's figures, drawn from saved results (nothing is re-run).
 
-Input: the JSON written by ``mkrk search``, ``mkrk reproduce`` or
-``benchmarks/bench_paper_table.py`` (a list ``datasets``, each with ``kernel_names`` and
-``["MKKM-RK"]["per_lambda"]``: per lambda ``lam``, ``weights``, ``Y``, ``objective_history``,
-``n_iter`` and, with labels, ``summary`` = best / mean / std of ``acc``, ``nmi``, ``purity``),
-or the ``result.json`` of ``mkrk fit`` (one lambda).
+Input: the JSON written by ``mkrk search`` or the paper's protocol (``mkrk reproduce``,
+:mod:`mkrk_dask.protocol`): a list ``datasets``, each with ``kernel_names`` and
+``["MKKM-RK"]["per_lambda"]``; or the ``result.json`` of ``mkrk fit`` (one lambda). The
+layout is documented in :mod:`mkrk_dask.results`.
 
 Figures, one PNG each, per dataset:
 
@@ -21,7 +20,6 @@ Matplotlib is imported here only, with the non-interactive Agg backend.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from .results import dataset_entries, read_results
 from .solver import selected_kernels
 
 __all__ = ["make_figures", "plot_sensitivity", "plot_representation", "plot_selected",
@@ -195,22 +194,6 @@ def plot_objective(entry: dict[str, Any], path: str | os.PathLike, *,
     return _save(fig, Path(path), dpi)
 
 
-def _entries(report: dict[str, Any]) -> list[dict[str, Any]]:
-    """Datasets of a results file; a single fit's result.json becomes one entry."""
-    if "datasets" in report:
-        return list(report["datasets"])
-    if "objective_history" in report and "Y" in report:
-        item = {k: report[k] for k in ("lam", "weights", "Y", "objective_history", "n_iter")}
-        if report.get("metrics"):
-            item["summary"] = {k: {"best": v, "mean": v, "std": 0.0}
-                               for k, v in report["metrics"].items()}
-        name = Path(str(report.get("data", "fit"))).stem
-        return [{"dataset": name, "kernel_names": report.get("kernel_names"),
-                 "MKKM-RK": {"per_lambda": [item]}, "single_fit": True}]
-    raise ValueError("not a results file of mkrk search / reproduce / fit "
-                     "(no 'datasets' list and no single fit)")
-
-
 def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.PathLike, *,
                  datasets: Sequence[str] | None = None,
                  heatmap_lams: Sequence[float] | None = None, dpi: int = 120) -> list[Path]:
@@ -235,12 +218,12 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
 
     Raises
     ------
+    FileNotFoundError
+        If the file does not exist.
     ValueError
         If the file is not a results file, or none of ``datasets`` is in it.
     """
-    if not isinstance(results, dict):
-        results = json.loads(Path(results).read_text())
-    entries = _entries(results)
+    entries = dataset_entries(read_results(results))
     if datasets:
         wanted = {d.lower() for d in datasets}
         missing = wanted - {str(e.get("dataset", "")).lower() for e in entries}

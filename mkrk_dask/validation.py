@@ -13,8 +13,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "check_n_clusters",
-           "check_lambda", "check_choice", "is_multiview", "is_lazy", "materialize",
-           "LAM_SCALINGS", "TOL_MODES"]
+           "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
+           "materialize", "LAM_SCALINGS", "TOL_MODES"]
 
 #: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
 LAM_SCALINGS = ("none", "normalized")
@@ -27,6 +27,16 @@ def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in allowed:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
     return value
+
+
+def check_int(name: str, value: Any, minimum: int) -> int:
+    """``value`` if it is an integer >= ``minimum``: a TypeError for a non-integer (bools
+    included), a ValueError below the minimum."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
 
 
 def is_multiview(X: Any) -> bool:

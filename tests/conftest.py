@@ -1,12 +1,17 @@
-"""Shared fixtures: a real in-process Dask cluster, and access to the benchmark datasets
-(skipping cleanly where they are absent)."""
+"""Shared fixtures: a real in-process Dask cluster, access to the benchmark datasets
+(skipping cleanly where they are absent), and for the command line a small data file and a
+way to run ``mkrk`` in a subprocess."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
+from sklearn.datasets import load_digits
 
 from mkrk_dask.datasets import PAPER_DATASETS, default_data_dir
 
@@ -50,3 +55,23 @@ def require_dataset(data_dir: Path) -> Callable[[str], Path]:
         return path
 
     return require
+
+
+@pytest.fixture(scope="session")
+def digits_npz(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """150 samples of scikit-learn's digits (10 classes) as ``digits.npz`` with X and y."""
+    X, y = load_digits(return_X_y=True)
+    path = tmp_path_factory.mktemp("data") / "digits.npz"
+    np.savez(path, X=X[:150], y=y[:150])
+    return path
+
+
+def _run_mkrk(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mkrk_dask.cli", *argv], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture
+def run_mkrk() -> Callable[..., subprocess.CompletedProcess]:
+    """``run_mkrk(*argv)``: ``mkrk ARGV`` in a subprocess (``python -m mkrk_dask.cli``)."""
+    return _run_mkrk

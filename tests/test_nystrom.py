@@ -17,11 +17,12 @@ from mkrk_dask.backends.nystrom import (
     MISSED_FRACTION_WARNING,
     NystromBackend,
 )
-from mkrk_dask.datasets import load_dataset, make_multiview_blobs
+from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import KernelSpec, max_pairwise_distance
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.solver import solve
 from mkrk_dask.store import StoreError
+from mkrk_dask.synthetic import make_multiview_blobs
 
 LAM = 2.0**-10
 

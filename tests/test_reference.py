@@ -1,4 +1,4 @@
-"""The exact backend against the plain reference implementation (benchmarks/reference_mkkmrk.py).
+"""The exact backend against the plain reference implementation (tests/reference_mkkmrk.py).
 
 The reference is a straightforward port (full eigendecomposition, explicit n x n products, the
 QP by SLSQP); the library must reach the same objective history. The optimum Y of the Y-step is
@@ -12,10 +12,6 @@ two runs may stop one iteration apart, so the common prefix of the histories is 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
@@ -25,24 +21,13 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.solver import solve
 
+import reference_mkkmrk as reference  # beside this file (pytest puts tests/ on sys.path)
+
 REL_TOL = 1e-4
 # One BLAS thread: the matrices are tiny, and on a loaded machine multi-threaded BLAS made this
 # test 40x slower (5 minutes instead of 7 seconds) without changing any number.
 pytestmark = pytest.mark.usefixtures("single_thread")
 N_CLUSTERS = 10
-
-_PATH = Path(__file__).resolve().parents[1] / "benchmarks" / "reference_mkkmrk.py"
-
-
-def _load_reference():
-    spec = importlib.util.spec_from_file_location("reference_mkkmrk", _PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses need the module registered
-    spec.loader.exec_module(module)
-    return module
-
-
-reference = _load_reference()
 
 
 @pytest.fixture

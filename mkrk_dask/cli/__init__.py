@@ -1,0 +1,92 @@
+"""The ``mkrk`` command line.
+
+Commands: ``build`` (a kernel store), ``fit``, ``search`` (a lambda grid), ``predict`` (new data
+with a saved Nystrom model), ``reproduce`` (the paper's protocol), ``figures`` (PNGs from saved
+results) and ``demo``. Run ``mkrk COMMAND --help`` for the options and examples of each.
+
+Exit codes: 0 success; 2 a user error (bad arguments, an unreadable or invalid input file, an
+invalid parameter, an unreachable scheduler), reported in one line on standard error (``--debug``
+shows the traceback); 1 an unexpected internal error; 130 interrupted (Ctrl-C).
+
+The package: :mod:`.parser` (the argument parser), :mod:`.config` (config files),
+:mod:`.commands` (what each command does, over the library), :mod:`.errors` (exit codes).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import sys
+from collections.abc import Sequence
+
+from .commands import COMMANDS
+from .config import config_defaults, load_config
+from .errors import (
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_USER,
+    UserError,
+    is_user_error,
+)
+from .parser import build_parser, parse_lams
+
+__all__ = ["main", "build_parser", "parse_lams", "UserError", "EXIT_OK", "EXIT_INTERNAL",
+           "EXIT_USER", "EXIT_INTERRUPTED"]
+
+
+def _command_line(argv: Sequence[str]) -> str:
+    return "mkrk " + " ".join(shlex.quote(w) for w in argv)
+
+
+def _quiet_logs(verbosity: int) -> None:
+    level = logging.INFO if verbosity >= 3 else logging.ERROR
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(level)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``mkrk`` console script. Returns the exit code."""
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:  # --help, --version, or a usage error (already printed)
+        return int(stop.code or 0) if not isinstance(stop.code, str) else EXIT_USER
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USER
+    debug = args.debug
+    try:
+        if args.config:
+            choices = parser._subparsers._group_actions[0].choices
+            sub = choices[args.command]
+            sub.set_defaults(**config_defaults(load_config(args.config), args.command, sub,
+                                               list(choices)))
+            try:
+                args = parser.parse_args(argv)
+            except SystemExit as stop:
+                return int(stop.code or 0)
+        args.verbosity = 0 if args.quiet else 1 + args.verbose
+        args.command_line = _command_line(argv)
+        _quiet_logs(args.verbosity)
+        if args.verbosity <= 0:
+            import warnings
+
+            warnings.simplefilter("ignore")
+        return int(COMMANDS[args.command](args) or 0)
+    except KeyboardInterrupt:
+        print(f"mkrk {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        message = " ".join(str(err).split()) or type(err).__name__
+        if is_user_error(err):
+            print(f"mkrk {args.command}: error: {message}", file=sys.stderr)
+            return EXIT_USER
+        print(f"mkrk {args.command}: internal error ({type(err).__name__}): {message}"
+              + ("" if debug else "; run with --debug for the traceback"), file=sys.stderr)
+        return EXIT_INTERNAL

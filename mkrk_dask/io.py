@@ -1,0 +1,413 @@
+"""Reading user data: data files, labels files and Zarr arrays, into one :class:`Dataset`.
+
+Everything that reads a user's data lives here, for the library and the command line alike:
+
+- :func:`load_array_file` reads one data file (.npz, .npy, .csv, .mat);
+- :func:`load_input` reads what a command line names: a data file, a Zarr array (a directory,
+  read lazily) or the short name of a benchmark dataset (looked up by
+  :func:`mkrk_dask.datasets.load_dataset`), with labels from a separate file or another key;
+- :func:`read_labels` reads a labels file (.npy, .csv, .txt).
+
+Errors a user can make (a missing file, an unknown extension, a missing key, inconsistent
+shapes) raise FileNotFoundError or ValueError with a one-line message that names the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import scipy.io
+import scipy.sparse as sp
+
+from .validation import check_int
+
+__all__ = ["Dataset", "load_array_file", "load_input", "read_labels", "is_zarr_array",
+           "FILE_FORMATS"]
+
+#: the data file extensions :func:`load_array_file` reads
+FILE_FORMATS = (".npz", ".npy", ".csv", ".mat")
+
+_VIEW_KEY = re.compile(r"^view(\d+)$")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A loaded dataset.
+
+    Attributes
+    ----------
+    name : str
+        The short name (``"jaffe"``) or, for a user file, the file name without extension.
+    X : ndarray, scipy.sparse.csr_matrix, zarr.Array or list of ndarray
+        The data, float64: a dense (n_samples, n_features) array, a CSR matrix for sparse
+        files (e.g. tr11), or one array per view for multi-view data (e.g. uci_mfeat). A
+        Zarr array input stays a Zarr array (read lazily, in its own dtype).
+    y : ndarray of shape (n_samples,) or None
+        Class labels. From a data file: int64, as stored when integral (not renumbered),
+        otherwise coded 0..c-1 in sorted order. From a labels file or ``y_key`` (see
+        :func:`load_input`): as read. None without labels.
+    view_names : tuple of str or None
+        Names of the views of multi-view data, when the file gives them.
+    extra : dict
+        Further scalars the file holds, e.g. ``n_train`` for Fashion-MNIST (the rows before
+        it are the training set), and ``subset_rows`` when a subset was drawn.
+    """
+
+    name: str
+    X: Any
+    y: np.ndarray | None
+    view_names: tuple[str, ...] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def views(self) -> list[Any]:
+        """The data as a list of views (a single-view dataset gives a list of one)."""
+        return list(self.X) if isinstance(self.X, list) else [self.X]
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows."""
+        return int(self.views[0].shape[0])
+
+    @property
+    def n_features(self) -> list[int]:
+        """Number of columns of every view."""
+        return [int(v.shape[1]) for v in self.views]
+
+    @property
+    def n_classes(self) -> int | None:
+        """Number of distinct labels, or None without labels."""
+        return None if self.y is None else int(np.unique(self.y).size)
+
+
+class _RawData(NamedTuple):
+    """What a file reader returns, before row selection and conversion to float64."""
+
+    X: Any
+    y: np.ndarray | None
+    view_names: tuple[str, ...] | None
+    extra: dict[str, Any]
+
+
+# --------------------------------------------------------------------------- public readers
+
+
+def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
+                    subset: int | None = None, random_state: int = 0) -> Dataset:
+    """Read a user's data file.
+
+    Supported formats, chosen by extension:
+
+    - ``.npz`` (read with ``allow_pickle=False``): array ``X`` and optional labels ``y``; or
+      views ``view0``, ``view1``, ... (optional ``y`` and ``view_names``); or a single array of
+      any name. Other scalar entries go to ``Dataset.extra``.
+    - ``.npy``: one 2-D array, no labels.
+    - ``.csv``: comma-separated numbers, no labels; a first row that is not numeric is taken
+      as a header and skipped.
+    - ``.mat`` (MATLAB up to v7): variable ``X`` (dense or sparse) and optional ``y``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The file.
+    name : str, optional
+        The dataset's name; default the file name without extension.
+    subset : int, optional
+        Keep only this many rows, drawn uniformly without replacement (seeded by
+        ``random_state``) and kept in file order. Drawn rather than taken from the top because
+        some files are sorted by class (usps, uci_mfeat). The rows are selected before the
+        conversion to float64, so a subset of a large uint8 file never builds the full float
+        array. ``extra["subset_rows"]`` holds the chosen row indices, and ``extra["n_train"]``
+        (if present) is recomputed so that it still splits training from test rows.
+    random_state : int, default 0
+        Seed of the subset draw.
+
+    Returns
+    -------
+    Dataset
+        Dense data as float64 (uint8 images scaled to [0, 1]), sparse data as CSR float64,
+        multi-view data as a list of float64 arrays with ``view_names``. Integral labels are
+        kept as they are; other labels (strings, say) are coded 0..c-1 in sorted order.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        For an unknown extension, a missing key, non-numeric data, inconsistent shapes, or
+        ``subset`` out of range.
+    TypeError
+        If ``subset`` is not an int.
+    """
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    return _to_dataset(name or path.stem, _read_file(path), subset, random_state)
+
+
+def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str] | None = None,
+               y_key: str | None = None,
+               data_dir: str | os.PathLike[str] | None = None) -> Dataset:
+    """Load what a command line names: a data file, a Zarr array, or a benchmark dataset.
+
+    Parameters
+    ----------
+    source : str or path-like
+        A data file (.npz, .mat, .npy, .csv; see :func:`load_array_file`), a Zarr array (a
+        directory, opened read-only and read lazily), or the short name of a benchmark
+        dataset (``orl``, ``jaffe``, ...; see :func:`mkrk_dask.datasets.load_dataset`).
+    labels : str or path-like, optional
+        A labels file (:func:`read_labels`); replaces the labels of the data file.
+    y_key : str, optional
+        The name of the labels inside a .npz or .mat file (default ``y``, used when present).
+    data_dir : str or path-like, optional
+        Folder of the benchmark files (default :func:`mkrk_dask.datasets.default_data_dir`).
+
+    Returns
+    -------
+    Dataset
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``source`` is neither a file, a Zarr array nor a known dataset, or ``labels`` does
+        not exist.
+    ValueError
+        If a file cannot be read, ``y_key`` is missing, or the labels do not match the rows.
+    """
+    # Imported here: datasets (benchmark lookup) reads its files through this module.
+    from .datasets import load_dataset
+
+    path = Path(source).expanduser()
+    if is_zarr_array(path):
+        data = Dataset(path.stem, _open_zarr_array(path), None)
+    else:
+        if path.is_dir():
+            raise ValueError(f"{path} is a directory but not a Zarr array")
+        data = load_dataset(source, data_dir)
+        if y_key is not None and y_key != "y":
+            data = replace(data, y=_labels_from_key(path, y_key))
+    if labels is not None:
+        data = replace(data, y=read_labels(labels))
+    if data.y is not None and data.y.shape[0] != data.n_samples:
+        raise ValueError(f"{data.y.shape[0]} labels for {data.n_samples} samples")
+    return data
+
+
+def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
+    """Read a labels file: ``.npy``, or text with one label per line (``.csv``: comma
+    separated). Numeric text labels become numbers (int64 when all are integral); others
+    stay strings.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        If it cannot be read.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise FileNotFoundError(f"labels file {p} does not exist")
+    try:
+        if p.suffix == ".npy":
+            y = np.load(p, allow_pickle=False)
+        else:
+            y = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=str, ndmin=1)
+    except ValueError as err:
+        raise ValueError(f"cannot read labels from {p}: {err}") from None
+    y = np.asarray(y).ravel()
+    if y.dtype.kind in "US":
+        try:
+            y = y.astype(np.float64)
+            if np.all(y == np.round(y)):
+                y = y.astype(np.int64)
+        except ValueError:
+            pass  # text labels: kept as strings, the metrics compare them as they are
+    return y
+
+
+def is_zarr_array(path: str | os.PathLike[str]) -> bool:
+    """True if ``path`` is a directory holding a Zarr array (format 2 or 3)."""
+    path = Path(path)
+    return path.is_dir() and ((path / "zarr.json").is_file() or (path / ".zarray").is_file())
+
+
+def _open_zarr_array(path: Path) -> Any:
+    import zarr
+
+    try:
+        array = zarr.open_array(str(path), mode="r")
+    except Exception as err:  # zarr raises several types for a broken array
+        raise ValueError(f"cannot open the Zarr array {path}: {err}") from None
+    if array.ndim != 2:
+        raise ValueError(f"the Zarr array {path} has shape {array.shape}; expected 2-D")
+    return array
+
+
+def _labels_from_key(path: Path, key: str) -> np.ndarray:
+    if path.suffix == ".npz":
+        with np.load(path, allow_pickle=False) as archive:
+            if key not in archive.files:
+                raise ValueError(f"{path} has no array {key!r} (found {archive.files})")
+            return np.asarray(archive[key]).ravel()
+    if path.suffix == ".mat":
+        contents = scipy.io.loadmat(path)
+        if key not in contents:
+            raise ValueError(f"{path} has no variable {key!r}")
+        return np.asarray(contents[key]).ravel()
+    raise ValueError(f"--y-key applies to .npz and .mat files, not {path.suffix or path.name}")
+
+
+# --------------------------------------------------------------------------- file readers
+
+
+def _read_file(path: Path) -> _RawData:
+    readers = {".npz": _read_npz, ".npy": _read_npy, ".csv": _read_csv, ".mat": _read_mat}
+    reader = readers.get(path.suffix.lower())
+    if reader is None:
+        raise ValueError(f"cannot read {path}: unknown extension {path.suffix!r} (expected "
+                         f"{', '.join(FILE_FORMATS)})")
+    return reader(path)
+
+
+def _view_keys(keys: list[str]) -> list[str]:
+    """The ``view<i>`` keys of an archive, in view order."""
+    matches = [(int(m.group(1)), k) for k in keys if (m := _VIEW_KEY.match(k))]
+    return [k for _, k in sorted(matches)]
+
+
+def _read_npz(path: Path) -> _RawData:
+    with np.load(path, allow_pickle=False) as archive:
+        keys = list(archive.files)
+        view_keys = _view_keys(keys)
+        if "X" in keys:
+            X, used = archive["X"], {"X"}
+        elif view_keys:
+            X, used = [archive[k] for k in view_keys], {*view_keys, "view_names"}
+        elif len(keys) == 1:
+            X, used = archive[keys[0]], set(keys)
+        else:
+            raise ValueError(
+                f"{path}: expected an array 'X' (and optional 'y'), views 'view0', 'view1', ..., "
+                f"or a single array; found {keys}"
+            )
+        view_names = None
+        if isinstance(X, list) and "view_names" in keys:
+            view_names = tuple(str(name) for name in archive["view_names"])
+        y = archive["y"] if "y" in keys else None
+        # Scalars such as Fashion-MNIST's n_train describe the data; keep them.
+        extra = {k: archive[k].item() for k in keys
+                 if k not in used and k != "y" and archive[k].ndim == 0}
+    return _RawData(X, y, view_names, extra)
+
+
+def _read_npy(path: Path) -> _RawData:
+    return _RawData(np.load(path, allow_pickle=False), None, None, {})
+
+
+def _is_numeric_row(line: str) -> bool:
+    try:
+        [float(field) for field in line.split(",")]
+    except ValueError:
+        return False
+    return True
+
+
+def _read_csv(path: Path) -> _RawData:
+    with open(path, encoding="utf-8") as handle:
+        first = handle.readline()
+    skip = 0 if _is_numeric_row(first) else 1
+    try:
+        X = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
+    except ValueError as err:
+        raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
+    return _RawData(X, None, None, {})
+
+
+def _read_mat(path: Path) -> _RawData:
+    try:
+        contents = scipy.io.loadmat(path)
+    except NotImplementedError as err:
+        # scipy raises this for v7.3 files, which are HDF5 underneath.
+        raise ValueError(f"{path}: MATLAB v7.3 files are not supported; "
+                         "re-save it with save(..., '-v7')") from err
+    if "X" not in contents:
+        found = sorted(k for k in contents if not k.startswith("__"))
+        raise ValueError(f"{path}: no variable 'X' (found {found})")
+    return _RawData(contents["X"], contents.get("y"), None, {})
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int) -> Dataset:
+    """Check shapes, select rows, convert to float64 and int64 labels."""
+    views = raw.X if isinstance(raw.X, list) else [raw.X]
+    n_samples = _check_views(name, views)
+    if raw.view_names is not None and len(raw.view_names) != len(views):
+        raise ValueError(f"{name}: {len(raw.view_names)} view names for {len(views)} views")
+    y = None if raw.y is None else np.asarray(raw.y).ravel()
+    if y is not None and y.shape[0] != n_samples:
+        raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
+    extra = dict(raw.extra)
+    if subset is not None:
+        rows = _subset_rows(n_samples, subset, random_state)
+        views = [v[rows] for v in views]
+        y = None if y is None else y[rows]
+        if "n_train" in extra:
+            extra["n_train"] = int(np.count_nonzero(rows < extra["n_train"]))
+        extra["subset_rows"] = rows
+    views = [_as_float(v) for v in views]
+    return Dataset(
+        name=name,
+        X=views if isinstance(raw.X, list) else views[0],
+        y=None if y is None else _as_int_labels(y),
+        view_names=raw.view_names,
+        extra=extra,
+    )
+
+
+def _check_views(name: str, views: list[Any]) -> int:
+    """Every view must be a non-empty 2-D matrix with the same number of rows."""
+    n_rows = set()
+    for i, view in enumerate(views):
+        if view.ndim != 2 or view.shape[0] == 0:
+            raise ValueError(f"{name}: data must be a non-empty 2-D array; view {i} has shape "
+                             f"{view.shape}")
+        n_rows.add(view.shape[0])
+    if len(n_rows) != 1:
+        raise ValueError(f"{name}: the views differ in their number of rows: {sorted(n_rows)}")
+    return n_rows.pop()
+
+
+def _subset_rows(n_samples: int, subset: int, random_state: int) -> np.ndarray:
+    check_int("subset", subset, 1)
+    if subset > n_samples:
+        raise ValueError(f"subset must be in [1, {n_samples}], got {subset}")
+    rng = np.random.default_rng(random_state)
+    return np.sort(rng.choice(n_samples, size=subset, replace=False))
+
+
+def _as_float(view: Any) -> np.ndarray | sp.csr_matrix:
+    if sp.issparse(view):
+        return sp.csr_matrix(view, dtype=np.float64)
+    view = np.asarray(view)
+    if view.dtype == np.uint8:
+        # 8-bit images: scale to [0, 1] so kernels see the same range for every image set.
+        return view.astype(np.float64) / 255.0
+    return np.asarray(view, dtype=np.float64)
+
+
+def _as_int_labels(y: np.ndarray) -> np.ndarray:
+    if np.issubdtype(y.dtype, np.integer) or y.dtype == np.bool_:
+        return y.astype(np.int64)
+    if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        return y.astype(np.int64)
+    _, codes = np.unique(y, return_inverse=True)
+    return codes.astype(np.int64).ravel()

@@ -1,0 +1,367 @@
+"""The paper's protocol (Table 2 of Yao & Chen, AAAI 2019) as library code.
+
+On every benchmark dataset: the paper's 12 kernels; SB-KKM (kernel k-means on each single
+kernel) and A-MKKM (equal weights), ``repeats`` runs of the final k-means each; MKKM-RK over
+the lambda grid (default 2^-15 .. 2^5) with ``repeats`` runs of the final k-means per lambda.
+Reported per dataset and method: best-of-R ACC / NMI / purity (each metric's maximum over the
+R repeats, as in the paper), the mean +- std over the same R, the lambda of the best best-of-R
+ACC (the paper's choice), iterations, wall times, and the paper's figure beside ours.
+
+:func:`run_protocol` runs it and writes ``paper_table.json`` (the :mod:`mkrk_dask.results`
+layout: every lambda's weights, Y, objective history and scores, enough to redraw the
+paper's figures) and ``paper_table.md`` (:func:`render_markdown`) after every dataset, so a
+long run leaves partial results. ``mkrk reproduce`` and ``benchmarks/bench_paper_table.py``
+both call it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import progress
+from .backends import make_backend, make_options
+from .baselines import average_kernel_clustering, single_kernel_clustering
+from .datasets import PAPER_DATASETS, default_data_dir, load_dataset
+from .estimator import MKKMRK
+from .exceptions import UncertifiedSolutionWarning
+from .kernels import paper_kernels
+from .metrics import clustering_scores
+from .results import (
+    library_version,
+    machine_line,
+    mkkmrk_summary,
+    report_header,
+    search_record,
+    search_report,
+    write_json,
+    write_text,
+)
+from .search import lambda_search, paper_lambda_grid, summarize_scores
+from .solver import selected_kernels
+from .validation import check_views
+
+__all__ = ["run_protocol", "run_dataset", "render_markdown", "find_datasets", "DATASETS",
+           "METHODS", "METRICS", "PAPER_TABLE"]
+
+#: the datasets of the paper's Table 2 that the data folder holds
+DATASETS = ("jaffe", "orl", "tr11", "coil20")
+METRICS = ("acc", "nmi", "purity")
+METHODS = ("SB-KKM", "A-MKKM", "MKKM-RK")
+
+#: The paper's Table 2 (percent, best of 20: ACC, NMI, purity).
+PAPER_TABLE = {
+    "tr11": {"SB-KKM": (51.91, 48.88, 67.57), "A-MKKM": (43.82, 35.04, 58.25),
+             "MKKM-RK": (66.43, 62.64, 79.71)},
+    "jaffe": {"SB-KKM": (74.39, 80.13, 77.32), "A-MKKM": (62.54, 69.62, 66.55),
+              "MKKM-RK": (97.65, 96.43, 97.65)},
+    "orl": {"SB-KKM": (53.53, 73.43, 58.03), "A-MKKM": (47.26, 67.57, 51.89),
+            "MKKM-RK": (75.75, 85.35, 77.75)},
+    "coil20": {"SB-KKM": (59.49, 74.05, 64.61), "A-MKKM": (54.83, 70.72, 59.45),
+               "MKKM-RK": (71.60, 79.71, 72.15)},
+}
+
+_TITLE = "The paper's Table 2: MKKM-RK, SB-KKM, A-MKKM"
+
+
+def _log(message: str) -> None:
+    progress.reporter().log(message)
+
+
+def _now() -> str:
+    return dt.datetime.now().astimezone().isoformat(timespec="seconds")
+
+
+def find_datasets(names: Sequence[str],
+                  data_dir: str | os.PathLike[str] | None = None) -> tuple[list[str], list[str]]:
+    """Split benchmark names into those whose file is in the data folder (lower case) and
+    those that are not.
+
+    Raises
+    ------
+    ValueError
+        For a name that is not a benchmark dataset (:data:`mkrk_dask.datasets.PAPER_DATASETS`).
+    """
+    unknown = [d for d in names if d.lower() not in PAPER_DATASETS]
+    if unknown:
+        raise ValueError(f"unknown dataset(s) {unknown}; known: {', '.join(PAPER_DATASETS)}")
+    directory = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
+    found, missing = [], []
+    for name in names:
+        key = name.lower()
+        present = directory is not None and (directory / PAPER_DATASETS[key]).is_file()
+        (found if present else missing).append(key)
+    return found, missing
+
+
+def run_dataset(name: str, data_dir: str | os.PathLike[str] | None, lams: Sequence[float],
+                repeats: int, seed: int) -> dict[str, Any]:
+    """The protocol on one dataset: SB-KKM, A-MKKM, then MKKM-RK over ``lams``.
+
+    Returns the dataset's entry of the report (the :mod:`mkrk_dask.results` layout, plus
+    ``"SB-KKM"`` and ``"A-MKKM"``). Progress lines go to the active
+    :func:`mkrk_dask.progress.reporting` block.
+    """
+    data = load_dataset(name, data_dir)
+    y = np.asarray(data.y).ravel()
+    k = int(data.n_classes)
+    n = data.n_samples
+    _log(f"== {name}: n={n}, d={data.X.shape[1]}, k={k}")
+    out: dict[str, Any] = {"dataset": name, "n_samples": n, "n_features": int(data.X.shape[1]),
+                           "n_clusters": k, "seconds": {}}
+
+    # Baselines on one backend (kernels built once for both).
+    t = time.perf_counter()
+    backend = make_backend(make_options("exact"), views=check_views([data.X]),
+                           specs=paper_kernels())
+    out["seconds"]["kernels"] = time.perf_counter() - t
+    names = [s.name for s in backend.kernel_specs]
+    out["kernel_names"] = names
+    try:
+        t = time.perf_counter()
+        per_kernel = single_kernel_clustering(backend, k, repeats, random_state=seed)
+        sb = [{"kernel": names[p], "summary": _summary(y, labels)}
+              for p, labels in enumerate(per_kernel)]
+        best_p = int(np.argmax([item["summary"]["acc"]["best"] for item in sb]))
+        out["seconds"]["SB-KKM"] = time.perf_counter() - t
+        out["SB-KKM"] = {"per_kernel": sb, "best_kernel": best_p,
+                         "summary": sb[best_p]["summary"]}
+        _log(f"   SB-KKM best kernel {names[best_p]}: "
+             f"ACC {100 * sb[best_p]['summary']['acc']['best']:.2f}  "
+             f"({out['seconds']['SB-KKM']:.1f}s)")
+
+        t = time.perf_counter()
+        labels = average_kernel_clustering(backend, k, repeats, random_state=seed)
+        out["seconds"]["A-MKKM"] = time.perf_counter() - t
+        out["A-MKKM"] = {"summary": _summary(y, labels)}
+        _log(f"   A-MKKM ACC {100 * out['A-MKKM']['summary']['acc']['best']:.2f}  "
+             f"({out['seconds']['A-MKKM']:.1f}s)")
+    finally:
+        backend.close()
+    del backend  # the dense kernels go before MKKM-RK builds its own
+
+    # MKKM-RK over the grid with the library's defaults (tol 1e-5 absolute, max_iter 100,
+    # n_init 10); lambda_search builds the kernels and C once.
+    estimator = MKKMRK(n_clusters=k, random_state=seed)
+    per_lambda: list[dict[str, Any]] = []
+
+    def record(res: Any) -> None:
+        item = search_record(res)
+        per_lambda.append(item)
+        _log(f"   lam={_lam_label(res.lam)}: iter {res.n_iter:3d}  ACC best "
+             f"{100 * item['summary']['acc']['best']:.2f} mean "
+             f"{100 * item['summary']['acc']['mean']:.2f}  gap "
+             f"{res.max_qp_relative_gap:.1e}  {res.seconds:.1f}s")
+
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UncertifiedSolutionWarning)
+        lambda_search(estimator, data.X, lams, y, n_repeats=repeats, random_state=seed,
+                      callback=record)
+    out["seconds"]["MKKM-RK"] = time.perf_counter() - t
+    n_uncertified = sum(issubclass(w.category, UncertifiedSolutionWarning) for w in caught)
+    rk = mkkmrk_summary(per_lambda)
+    rk.update({
+        "max_iter_hits": int(sum(not item["converged"] for item in per_lambda)),
+        "n_lambdas": len(per_lambda),
+        "iterations": [item["n_iter"] for item in per_lambda],
+        "max_qp_relative_gap": float(max(item["max_qp_relative_gap"] for item in per_lambda)),
+        "uncertified_qp_warnings": int(n_uncertified),
+        # Per metric, the best over the whole grid (each metric at its own lambda).
+        "grid_best": {mt: max(item["summary"][mt]["best"] for item in per_lambda)
+                      for mt in METRICS},
+    })
+    out["MKKM-RK"] = rk
+    _log(f"   MKKM-RK best lambda {_lam_label(rk['lam'])}: ACC "
+         f"{100 * rk['summary']['acc']['best']:.2f}  ({out['seconds']['MKKM-RK']:.1f}s)")
+    return out
+
+
+def run_protocol(datasets: Sequence[str] = DATASETS, *,
+                 data_dir: str | os.PathLike[str] | None = None,
+                 lams: Sequence[float] | None = None, repeats: int = 20, seed: int = 0,
+                 out: str | os.PathLike[str] | None = None, threads: int | None = None,
+                 command: str | None = None, library: str | None = None) -> dict[str, Any]:
+    """Run the paper's protocol on every dataset found, writing the report as it goes.
+
+    Parameters
+    ----------
+    datasets : sequence of str
+        Benchmark names; those absent from the data folder are skipped (and reported).
+    data_dir : path, optional
+        The data folder (default :func:`mkrk_dask.datasets.default_data_dir`).
+    lams : sequence of float, optional
+        MKKM-RK's grid (default the paper's, :func:`mkrk_dask.paper_lambda_grid`).
+    repeats : int
+        Runs of the final k-means per method and lambda (the paper: 20).
+    seed : int
+        Seeds every method's repeats and the estimator.
+    out : path, optional
+        Folder for ``paper_table.json`` and ``paper_table.md``, rewritten after each dataset.
+    threads : int, optional
+        Limit the BLAS/OpenMP threads (threadpoolctl) for the whole run; no result changes.
+    command, library : str, optional
+        Recorded in the report: the command that ran it, and the library's state (default
+        its version).
+
+    Returns
+    -------
+    dict
+        The report (:func:`mkrk_dask.results.search_report` with ``kind="mkrk-protocol"``).
+
+    Raises
+    ------
+    ValueError
+        For an unknown dataset name or ``repeats < 1``.
+    FileNotFoundError
+        If none of the datasets is in the data folder.
+    """
+    from threadpoolctl import threadpool_limits
+
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
+    found, missing = find_datasets(datasets, data_dir)
+    directory = data_dir if data_dir is not None else default_data_dir()
+    for name in missing:
+        _log(f"skipping {name}: not found in {directory}")
+    if not found:
+        raise FileNotFoundError(f"none of {list(datasets)} found in {directory}; set "
+                                "MKRK_DATASETS or give the data folder")
+    lams = [float(v) for v in (paper_lambda_grid() if lams is None else lams)]
+    report = search_report(
+        "mkrk-protocol", command=command, repeats=repeats, seed=seed, lams=lams, datasets=[],
+        title=_TITLE, directory=os.getcwd(), started=_now(), finished=None,
+        machine=machine_line(),
+        library=library or f"mkrk-dask {library_version()}",
+        threads=threads or "default", load_start=os.getloadavg()[0],
+        paper_table=PAPER_TABLE)
+    start = time.perf_counter()
+    with threadpool_limits(threads) if threads is not None else contextlib.nullcontext():
+        for key in found:
+            t = time.perf_counter()
+            entry = run_dataset(key, directory, lams, repeats, seed)
+            entry["seconds"]["total"] = time.perf_counter() - t
+            report["datasets"].append(entry)
+            report.update(finished=_now(), total_seconds=time.perf_counter() - start,
+                          load_end=os.getloadavg()[0])
+            if out is not None:
+                write_json(Path(out) / "paper_table.json", report)
+                write_text(Path(out) / "paper_table.md", render_markdown(report))
+    return report
+
+
+def _summary(y: np.ndarray, labels: list[np.ndarray]) -> dict[str, dict[str, float]]:
+    return summarize_scores([clustering_scores(y, lab) for lab in labels])
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _lam_label(lam: float) -> str:
+    """``2^e`` for a power of two, else the number."""
+    if lam > 0 and float(np.log2(lam)).is_integer():
+        return f"2^{int(np.log2(lam))}"
+    return f"{lam:g}"
+
+
+def _cell(summary: dict[str, dict[str, float]], metric: str) -> str:
+    s = summary[metric]
+    return f"{100 * s['best']:.2f} ({100 * s['mean']:.2f} ± {100 * s['std']:.2f})"
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    """The Markdown report of :func:`run_protocol`: the common header, the protocol, then per
+    dataset the table of the three methods (with the paper's figures and the differences)
+    and MKKM-RK's result for every lambda."""
+    lams, repeats = report["lams"], report["repeats"]
+    header = report_header(report.get("title", _TITLE), command=report.get("command"),
+                           started=report.get("started"), finished=report.get("finished"),
+                           machine=report.get("machine"), library=report.get("library"),
+                           directory=report.get("directory"))
+    lines = [
+        f"BLAS/OpenMP threads: {report['threads']}; load average at start "
+        f"{report['load_start']:.1f}, at end {report.get('load_end', float('nan')):.1f} "
+        f"(shared machine). Total wall time {report.get('total_seconds', 0.0):.0f} s.",
+        "",
+        f"Protocol: the paper's 12 kernels; MKKM-RK for lambda in {_lam_label(lams[0])} .. "
+        f"{_lam_label(lams[-1])} ({len(lams)} values), library defaults "
+        "(tol = 1e-5 absolute, max_iter = 100, k-means n_init = 10, max_iter = 1000), "
+        f"{repeats} repeats of the final k-means per lambda (seeded, seed "
+        f"{report['seed']}). Cells: best-of-{repeats} (mean ± std over the "
+        f"{repeats}), percent. Best-of-{repeats} is taken per metric, as in "
+        "the paper (the best NMI may come from another repeat than the best ACC). MKKM-RK is "
+        f"reported at the lambda with the best best-of-{repeats} ACC (ties: the "
+        "smaller lambda). SB-KKM is the single kernel with the best best-of-"
+        f"{repeats} ACC: selecting the kernel by the "
+        "true labels is the paper's oracle protocol, not something a user could do. SB-KKM and "
+        "A-MKKM here are kernel k-means by the spectral relaxation (top-k eigenvectors, rows "
+        "normalised, k-means); the paper's baselines may be defined differently, so their "
+        "figures are shown for reference only. Δ = our best minus the paper's.",
+        "",
+    ]
+    for ds in report["datasets"]:
+        lines += _dataset_section(ds)
+    return header + "\n".join(lines) + "\n"
+
+
+def _dataset_section(ds: dict[str, Any]) -> list[str]:
+    paper = PAPER_TABLE.get(ds["dataset"], {})
+    lines = [f"## {ds['dataset']} (n = {ds['n_samples']}, d = {ds['n_features']}, "
+             f"k = {ds['n_clusters']})", "",
+             "| method | ACC | NMI | purity | paper ACC/NMI/purity | Δ ACC/NMI/purity "
+             "| lambda | iter | seconds |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for method in METHODS:
+        res = ds[method]
+        summary = res["summary"]
+        pap = paper.get(method)
+        if pap is not None:
+            pap_s = "/".join(f"{v:.2f}" for v in pap)
+            delta = "/".join(f"{100 * summary[mt]['best'] - v:+.2f}"
+                             for mt, v in zip(METRICS, pap, strict=True))
+        else:
+            pap_s = delta = "–"
+        if method == "MKKM-RK":
+            lam, it = _lam_label(res["lam"]), str(res["n_iter"])
+        elif method == "SB-KKM":
+            lam, it = f"kernel: {ds['kernel_names'][res['best_kernel']]}", "–"
+        else:
+            lam, it = "–", "–"
+        lines.append(f"| {method} | {_cell(summary, 'acc')} | {_cell(summary, 'nmi')} | "
+                     f"{_cell(summary, 'purity')} | {pap_s} | {delta} | {lam} | {it} | "
+                     f"{ds['seconds'][method]:.1f} |")
+    rk = ds["MKKM-RK"]
+    w = np.asarray(rk["weights"])
+    chosen = set(selected_kernels(w))
+    sel = ", ".join(f"{ds['kernel_names'][p]} {w[p]:.3f}" for p in np.argsort(-w)
+                    if p in chosen)
+    lines += ["",
+              f"MKKM-RK: iterations per lambda {rk['iterations']}; max_iter (100) reached "
+              f"for {rk['max_iter_hits']} of {rk['n_lambdas']} lambdas; largest QP relative "
+              f"duality gap {rk['max_qp_relative_gap']:.1e}; uncertified QP warnings "
+              f"{rk['uncertified_qp_warnings']}. Weights at the chosen lambda: {sel}. "
+              "Best over the grid per metric (each at its own lambda): "
+              + "/".join(f"{100 * rk['grid_best'][mt]:.2f}" for mt in METRICS) + ".",
+              f"Kernels built in {ds['seconds']['kernels']:.1f} s (for the baselines; "
+              "the MKKM-RK time includes its own kernel construction). Dataset total "
+              f"{ds['seconds']['total']:.1f} s.",
+              "",
+              "| lambda | iter | ACC best (mean) | NMI best | purity best | "
+              "kernels selected (w >= library threshold) | s |",
+              "|---|---|---|---|---|---|---|"]
+    for item in rk["per_lambda"]:
+        s = item["summary"]
+        lines.append(f"| {_lam_label(item['lam'])} | {item['n_iter']} | "
+                     f"{100 * s['acc']['best']:.2f} ({100 * s['acc']['mean']:.2f}) | "
+                     f"{100 * s['nmi']['best']:.2f} | {100 * s['purity']['best']:.2f} | "
+                     f"{item['n_selected']} | {item['seconds']:.1f} |")
+    lines.append("")
+    return lines

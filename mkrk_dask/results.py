@@ -1,0 +1,294 @@
+"""Results on disk: the JSON layout that ``mkrk`` and the paper's protocol write and that
+:mod:`mkrk_dask.plotting` reads, with its writers and its reader.
+
+Every result dict carries ``"kind"`` (``mkrk-fit``, ``mkrk-search``, ``mkrk-protocol``) and
+``"version"`` (the library's ``__version__``). Two layouts:
+
+- a fit (``result.json`` of ``mkrk fit``; :func:`fit_record`): the settings, ``kernel_names``,
+  ``weights``, ``Y``, ``objective_history``, ``n_iter``, ``converged``, the QP gaps, timings
+  and, with labels, ``metrics`` (``acc``, ``nmi``, ``purity``);
+- a search or the protocol (:func:`search_report`): ``repeats``, ``seed``, ``lams`` and a list
+  ``datasets``; each entry has ``dataset``, ``n_samples``, ``n_clusters``, ``kernel_names``,
+  ``seconds`` and ``"MKKM-RK": {"per_lambda": [...]}``, one :func:`search_record` per lambda
+  (``lam``, ``weights``, ``Y``, ``objective_history``, ``n_iter``, with labels ``summary``
+  = best / mean / std of every metric over the repeats and ``scores`` per repeat) and, with
+  labels, the lambda of the best best-of-R ACC (:func:`mkkmrk_summary`).
+
+Files are written atomically (:func:`write_text`, :func:`write_json`): a reader never sees
+half a file. Markdown reports start with :func:`report_header` (title, command, times,
+machine, library), the one header of every report, the benchmarks' included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
+           "search_record", "mkkmrk_summary", "search_report", "write_labels", "MODEL_FILE",
+           "library_version", "machine_line", "report_header"]
+
+#: the saved estimator in the output folder of a fit
+MODEL_FILE = "model.joblib"
+
+
+def library_version() -> str:
+    """``mkrk_dask.__version__`` (read at call time: this module may be imported while the
+    package itself is still being imported)."""
+    import mkrk_dask
+
+    return str(mkrk_dask.__version__)
+
+
+# --------------------------------------------------------------------------- files
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically.
+
+    The text goes to a temporary file in the same folder, which then replaces ``path``
+    (``os.replace``): an interrupted run leaves the previous file or the new one, never a
+    truncated one. The folder is created if needed.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
+                                         prefix=f".{path.name}.", suffix=".tmp", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: str | os.PathLike[str], data: Any) -> Path:
+    """Write ``data`` as indented JSON, atomically (:func:`write_text`)."""
+    # Serialised before the file is opened: a value JSON cannot hold leaves no trace.
+    return write_text(path, json.dumps(data, indent=1) + "\n")
+
+
+def read_results(source: str | os.PathLike[str] | dict[str, Any]) -> dict[str, Any]:
+    """A results file (or its parsed content, returned as is).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file does not exist.
+    ValueError
+        If it is not JSON, or not a JSON object.
+    """
+    if isinstance(source, dict):
+        return source
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise FileNotFoundError(f"results file {path} does not exist")
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path} is not a JSON results file: {err}") from None
+    if not isinstance(report, dict):
+        raise ValueError(f"{path} is not a results file of mkrk (a JSON object expected)")
+    return report
+
+
+def dataset_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``datasets`` of a search or protocol report; a fit's result becomes one entry
+    (one lambda, ``"single_fit": True``; its metrics become a summary with zero spread).
+
+    Raises
+    ------
+    ValueError
+        If ``report`` is neither layout.
+    """
+    if "datasets" in report:
+        return list(report["datasets"])
+    if "objective_history" in report and "Y" in report:
+        item = {k: report[k] for k in ("lam", "weights", "Y", "objective_history", "n_iter")}
+        if report.get("metrics"):
+            item["summary"] = {k: {"best": v, "mean": v, "std": 0.0}
+                               for k, v in report["metrics"].items()}
+        name = Path(str(report.get("data", "fit"))).stem
+        return [{"dataset": name, "kernel_names": report.get("kernel_names"),
+                 "MKKM-RK": {"per_lambda": [item]}, "single_fit": True}]
+    raise ValueError("not a results file of mkrk search / reproduce / fit "
+                     "(no 'datasets' list and no single fit)")
+
+
+def write_labels(path: str | os.PathLike[str], labels: Any) -> Path:
+    """Labels to ``.npy``, or to text with a ``label`` header line (any other extension)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    labels = np.asarray(labels)
+    if path.suffix == ".npy":
+        np.save(path, labels)
+    else:
+        _write_csv(path, "label", [[int(v)] for v in labels])
+    return path
+
+
+def _write_csv(path: Path, header: str, rows: Sequence[Sequence[Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(header + "\n")
+        for row in rows:
+            handle.write(",".join(str(v) for v in row) + "\n")
+
+
+# --------------------------------------------------------------------------- a fit
+
+
+def fit_record(model: Any, data: Any, *, source: str, command: str | None = None,
+               seconds: float | None = None, scheduler: str | None = None,
+               store: str | None = None) -> dict[str, Any]:
+    """The JSON record of a fitted :class:`~mkrk_dask.MKKMRK` (``result.json``).
+
+    Parameters
+    ----------
+    model : MKKMRK
+        Fitted.
+    data : mkrk_dask.io.Dataset
+        What it was fitted on; with labels, the record holds the ``metrics``.
+    source : str
+        The data as the user named it (a path or a benchmark name).
+    command, seconds, scheduler, store
+        The command line, the wall time, and where it ran (recorded as given).
+    """
+    from .metrics import clustering_scores
+
+    result: dict[str, Any] = {
+        "kind": "mkrk-fit", "version": library_version(), "command": command,
+        "data": str(source), "n_samples": data.n_samples, "n_features": data.n_features,
+        "n_clusters": int(model.n_clusters), "solver": model.solver_, "lam": float(model.lam),
+        "lam_effective": float(model.lam_effective_), "dissimilarity": model.dissimilarity,
+        "scheduler": scheduler, "store": store,
+        "kernel_names": list(model.kernel_names_), "weights": model.weights_.tolist(),
+        "selected_kernels": [int(p) for p in model.selected_kernels_],
+        "Y": np.asarray(model.representation_).tolist(),
+        "objective_history": np.asarray(model.objective_history_).tolist(),
+        "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
+        "qp_relative_gaps": np.asarray(model.qp_relative_gaps_).tolist(),
+        "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
+        "model": MODEL_FILE}
+    missed = getattr(model, "nystrom_missed_fraction_", None)
+    if missed is not None:
+        result["nystrom_residual"] = model.nystrom_residual_.tolist()
+        result["nystrom_missed_fraction"] = float(missed)
+    if data.y is not None:
+        result["metrics"] = clustering_scores(data.y, model.labels_)
+    return result
+
+
+def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *, save_model: bool = True,
+              **record: Any) -> dict[str, Any]:
+    """Write everything about a fit to the folder ``out`` and return its record.
+
+    Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv``;
+    ``metrics.json`` (with labels); ``result.json`` (:func:`fit_record`, written last, so its
+    presence means the folder is complete); and, with ``save_model``, :data:`MODEL_FILE`
+    (the estimator pickled with joblib, without its scheduler: only ``predict`` needs it).
+
+    ``record`` is passed on to :func:`fit_record` (``source`` is required).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = fit_record(model, data, **record)
+    labels = np.asarray(model.labels_)
+    np.save(out / "labels.npy", labels)
+    write_labels(out / "labels.csv", labels)
+    np.save(out / "weights.npy", model.weights_)
+    _write_csv(out / "weights.csv", "kernel,weight",
+               [[name, repr(float(w))] for name, w in zip(model.kernel_names_, model.weights_,
+                                                         strict=True)])
+    np.save(out / "Y.npy", model.representation_)
+    np.savetxt(out / "Y.csv", model.representation_, delimiter=",")
+    np.save(out / "objective.npy", model.objective_history_)
+    _write_csv(out / "objective.csv", "iteration,objective",
+               [[i + 1, repr(float(f))] for i, f in enumerate(model.objective_history_)])
+    if "metrics" in result:
+        write_json(out / "metrics.json", result["metrics"])
+    if save_model:
+        import joblib
+
+        model.set_params(scheduler=None, verbose=0)
+        joblib.dump(model, out / MODEL_FILE)
+    write_json(out / "result.json", result)
+    return result
+
+
+# --------------------------------------------------------------------------- a search
+
+
+def search_record(res: Any) -> dict[str, Any]:
+    """The JSON record of one lambda of a search (a :class:`~mkrk_dask.LambdaResult`)."""
+    from .search import summarize_scores
+
+    return {"lam": float(res.lam), "log2_lam": float(np.log2(res.lam)) if res.lam > 0 else None,
+            "weights": res.weights.tolist(), "Y": np.asarray(res.representation).tolist(),
+            "objective_history": np.asarray(res.objective_history).tolist(),
+            "n_iter": int(res.n_iter), "converged": bool(res.converged),
+            "max_qp_relative_gap": float(res.max_qp_relative_gap),
+            "n_selected": int(res.n_selected), "seconds": float(res.seconds),
+            "nystrom_missed_fraction": res.nystrom_missed_fraction,
+            "summary": summarize_scores(res.scores) if res.scores else None,
+            "scores": res.scores}
+
+
+def mkkmrk_summary(per_lambda: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``"MKKM-RK"`` entry of a dataset: every lambda and, when they were scored, the
+    lambda with the best best-of-R ACC (the paper's choice; ties: the first in the grid)."""
+    entry: dict[str, Any] = {"per_lambda": per_lambda}
+    if per_lambda and all(item.get("summary") for item in per_lambda):
+        best = int(np.argmax([item["summary"]["acc"]["best"] for item in per_lambda]))
+        entry.update(best_index=best, lam=per_lambda[best]["lam"],
+                     n_iter=per_lambda[best]["n_iter"], summary=per_lambda[best]["summary"],
+                     weights=per_lambda[best]["weights"])
+    return entry
+
+
+def search_report(kind: str, *, command: str | None, repeats: int, seed: int | None,
+                  lams: Sequence[float], datasets: list[dict[str, Any]],
+                  **extra: Any) -> dict[str, Any]:
+    """The top level of a search (``kind="mkrk-search"``) or protocol report; ``extra``
+    holds further fields (machine, timings, ...)."""
+    return {"kind": kind, "version": library_version(), "command": command,
+            "repeats": int(repeats), "seed": seed, "lams": [float(v) for v in lams],
+            **extra, "datasets": datasets}
+
+
+# --------------------------------------------------------------------------- Markdown reports
+
+
+def machine_line() -> str:
+    """The machine a report was measured on: host, cores, RAM, Python, numpy, platform."""
+    import platform
+
+    import psutil
+
+    memory = psutil.virtual_memory().total / 2**30
+    return (f"{platform.node()}: {os.cpu_count()} cores, {memory:.2f} GiB RAM, Python "
+            f"{platform.python_version()}, numpy {np.__version__}, {platform.platform()}")
+
+
+def report_header(title: str, *, command: str | None, started: str | None,
+                  finished: str | None, machine: str | None, library: str | None,
+                  directory: str | None = None) -> str:
+    """The header every Markdown report starts with (then its body): the title, the exact
+    command (and the folder it ran in), when it started and finished, the machine and the
+    library's state."""
+    where = f" (run from `{directory}`)" if directory else ""
+    return (f"# {title}\n\n"
+            f"- command: `{command}`{where}\n"
+            f"- started {started}, finished {finished}\n"
+            f"- machine: {machine}\n"
+            f"- library: {library}\n"
+            "- every figure below was measured in this run\n\n")

@@ -1,0 +1,82 @@
+"""mkrk_dask.cli.parser: every command's help and examples, the lambda syntax, and choices
+that follow the library's own lists."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from mkrk_dask.backends.options import STORE_DTYPES
+from mkrk_dask.cli import UserError, build_parser, main, parse_lams
+from mkrk_dask.cli.parser import COMMANDS
+from mkrk_dask.dissimilarity import MEASURES
+from mkrk_dask.landmarks import LANDMARK_METHODS
+from mkrk_dask.protocol import DATASETS
+from mkrk_dask.validation import LAM_SCALINGS, TOL_MODES
+
+
+def _sub(name: str) -> argparse.ArgumentParser:
+    return build_parser()._subparsers._group_actions[0].choices[name]
+
+
+def _choices(name: str, dest: str) -> tuple:
+    (action,) = [a for a in _sub(name)._actions if a.dest == dest]
+    return tuple(action.choices)
+
+
+def test_every_command_has_help_with_examples(capsys: pytest.CaptureFixture) -> None:
+    assert main(["--help"]) == 0
+    assert "examples" in capsys.readouterr().out
+    for command in COMMANDS:
+        assert main([command, "--help"]) == 0, command
+        out = capsys.readouterr().out
+        assert "examples:" in out and f"mkrk {command}" in out, command
+    sub = build_parser()._subparsers._group_actions[0].choices
+    assert list(sub) == list(COMMANDS)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0.5", [0.5]),
+    ("2^-3", [0.125]),
+    ("2^-2..2^0, 3", [0.25, 0.5, 1.0, 3.0]),
+    ("0,,1e-3", [0.0, 0.001]),
+])
+def test_parse_lams(text: str, expected: list[float]) -> None:
+    assert parse_lams(text) == expected
+
+
+@pytest.mark.parametrize("text, message", [
+    ("abc", "cannot read lambda 'abc'"),
+    ("1..2", "cannot read lambda"),
+    ("2^3..2^1", "cannot read lambda"),
+    (",", "empty"),
+    ("-1", ">= 0"),
+    ("inf", "finite"),
+])
+def test_parse_lams_errors(text: str, message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        parse_lams(text)
+
+
+def test_lam_option_takes_one_value() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["fit", "d.npz", "--lam", "2^-4"]).lam == 2.0**-4
+    with pytest.raises(SystemExit) as stop:
+        parser.parse_args(["fit", "d.npz", "--lam", "1,2"])
+    assert stop.value.code == 2
+
+
+def test_choices_follow_the_library() -> None:
+    assert _choices("fit", "dissimilarity") == tuple(MEASURES)
+    assert _choices("fit", "lam_scaling") == tuple(LAM_SCALINGS)
+    assert _choices("fit", "tol_mode") == tuple(TOL_MODES)
+    assert _choices("build", "dtype") == tuple(STORE_DTYPES)
+    assert _choices("fit", "landmarks") == tuple(LANDMARK_METHODS)
+    assert _sub("reproduce").get_default("datasets") == list(DATASETS)
+
+
+def test_usage_error_is_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert main(["fit", "d.npz", "--max-iter", "x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "invalid int value" in err[0] and "--help" in err[0]

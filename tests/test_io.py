@@ -1,0 +1,235 @@
+"""Tests of mkrk_dask.io: data files, labels files, Zarr arrays and benchmark names, all
+read into one Dataset (real files in tmp_path)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+import scipy.sparse as sp
+import zarr
+
+from mkrk_dask.datasets import PAPER_DATASETS
+from mkrk_dask.io import Dataset, is_zarr_array, load_array_file, load_input, read_labels
+
+# --------------------------------------------------------------------------- data files
+
+
+def test_npz_with_x_and_y(tmp_path):
+    path = tmp_path / "mine.npz"
+    np.savez(path, X=np.arange(12).reshape(4, 3), y=np.array([3, 3, 5, 5]), n_train=2)
+    data = load_array_file(path)
+    assert data.name == "mine"
+    assert data.X.dtype == np.float64 and data.X.shape == (4, 3)
+    np.testing.assert_array_equal(data.y, [3, 3, 5, 5])  # integral labels kept as they are
+    assert data.extra == {"n_train": 2}
+
+
+def test_npz_single_array_and_uint8_scaling(tmp_path):
+    path = tmp_path / "images.npz"
+    np.savez(path, pixels=np.array([[0, 255], [51, 102]], dtype=np.uint8))
+    data = load_array_file(path)
+    np.testing.assert_allclose(data.X, [[0.0, 1.0], [0.2, 0.4]])
+    assert data.y is None and data.n_classes is None
+
+
+def test_npz_views(tmp_path):
+    path = tmp_path / "multi.npz"
+    rng = np.random.default_rng(0)
+    # view10 sorts after view2: views are ordered by number, not by name.
+    views = {f"view{i}": rng.random((5, i + 1)) for i in (0, 1, 2, 10)}
+    np.savez(path, y=np.array(["b", "a", "b", "c", "a"]),
+             view_names=np.array(["p", "q", "r", "s"]), **views)
+    data = load_array_file(path)
+    assert [v.shape[1] for v in data.X] == [1, 2, 3, 11]
+    assert data.view_names == ("p", "q", "r", "s")
+    np.testing.assert_array_equal(data.y, [1, 0, 1, 2, 0])  # strings coded in sorted order
+
+
+def test_npz_missing_keys(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, a=np.zeros((2, 2)), b=np.zeros(2))
+    with pytest.raises(ValueError, match="'X'"):
+        load_array_file(path)
+
+
+def test_npy(tmp_path):
+    path = tmp_path / "data.npy"
+    np.save(path, np.ones((3, 2), dtype=np.float32))
+    data = load_array_file(path)
+    assert data.X.dtype == np.float64 and data.X.shape == (3, 2) and data.y is None
+
+
+def test_npy_must_be_2d(tmp_path):
+    path = tmp_path / "vector.npy"
+    np.save(path, np.ones(3))
+    with pytest.raises(ValueError, match="2-D"):
+        load_array_file(path)
+
+
+@pytest.mark.parametrize("header", ["", "a,b,c\n"])
+def test_csv(tmp_path, header):
+    path = tmp_path / "table.csv"
+    path.write_text(header + "1,2,3\n4.5,-1e3,0\n")
+    data = load_array_file(path)
+    np.testing.assert_array_equal(data.X, [[1, 2, 3], [4.5, -1000, 0]])
+    assert data.y is None
+
+
+def test_csv_non_numeric_body(tmp_path):
+    path = tmp_path / "table.csv"
+    path.write_text("a,b\n1,2\n3,x\n")
+    with pytest.raises(ValueError, match="comma-separated numbers"):
+        load_array_file(path)
+
+
+def test_mat_dense_with_row_labels(tmp_path):
+    path = tmp_path / "dense.mat"
+    scipy.io.savemat(path, {"X": np.eye(3), "y": np.array([[1.0, 2.0, 2.0]])})
+    data = load_array_file(path)
+    np.testing.assert_array_equal(data.X, np.eye(3))
+    np.testing.assert_array_equal(data.y, [1, 2, 2])
+    assert data.y.dtype == np.int64
+
+
+def test_mat_sparse_stays_sparse(tmp_path):
+    path = tmp_path / "sparse.mat"
+    X = sp.random(6, 40, density=0.1, format="csc", random_state=0)
+    scipy.io.savemat(path, {"X": X, "y": np.arange(6)[:, None]})
+    data = load_array_file(path)
+    assert sp.issparse(data.X) and data.X.format == "csr" and data.X.dtype == np.float64
+    np.testing.assert_allclose(data.X.toarray(), X.toarray())
+
+
+def test_mat_without_x(tmp_path):
+    path = tmp_path / "other.mat"
+    scipy.io.savemat(path, {"data": np.eye(2)})
+    with pytest.raises(ValueError, match=r"no variable 'X'.*data"):
+        load_array_file(path)
+
+
+def test_unknown_extension_and_missing_file(tmp_path):
+    path = tmp_path / "data.parquet"
+    path.write_text("")
+    with pytest.raises(ValueError, match="unknown extension '.parquet'"):
+        load_array_file(path)
+    with pytest.raises(FileNotFoundError, match="absent.npz"):
+        load_array_file(tmp_path / "absent.npz")
+
+
+def test_inconsistent_shapes(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, view0=np.zeros((4, 2)), view1=np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="differ in their number of rows"):
+        load_array_file(path)
+    np.savez(path, X=np.zeros((4, 2)), y=np.zeros(3))
+    with pytest.raises(ValueError, match="3 labels for 4 rows"):
+        load_array_file(path)
+    np.savez(path, view0=np.zeros((4, 2)), view1=np.zeros((4, 2)), view_names=np.array(["a"]))
+    with pytest.raises(ValueError, match="1 view names for 2 views"):
+        load_array_file(path)
+
+
+def test_subset_of_a_user_file(tmp_path):
+    path = tmp_path / "rows.npy"
+    np.save(path, np.arange(40, dtype=np.uint8).reshape(20, 2))
+    data = load_array_file(path, name="rows20", subset=5, random_state=2)
+    rows = data.extra["subset_rows"]
+    assert data.name == "rows20" and data.X.shape == (5, 2)
+    np.testing.assert_allclose(data.X[:, 0], 2 * rows / 255.0)  # selected, then scaled
+
+
+# --------------------------------------------------------------------------- labels files
+
+
+@pytest.mark.parametrize("suffix, text, expected", [
+    (".txt", "1\n2\n2\n", np.array([1, 2, 2])),
+    (".csv", "0.5\n1.5\n", np.array([0.5, 1.5])),
+    (".txt", "cat\ndog\n", np.array(["cat", "dog"])),
+])
+def test_read_labels_text(tmp_path, suffix, text, expected):
+    path = tmp_path / f"labels{suffix}"
+    path.write_text(text)
+    y = read_labels(path)
+    np.testing.assert_array_equal(y, expected)
+    assert y.dtype.kind == expected.dtype.kind
+
+
+def test_read_labels_npy_and_missing(tmp_path):
+    path = tmp_path / "y.npy"
+    np.save(path, np.array([[4], [5]]))
+    np.testing.assert_array_equal(read_labels(path), [4, 5])
+    with pytest.raises(FileNotFoundError, match="labels file"):
+        read_labels(tmp_path / "absent.txt")
+
+
+# --------------------------------------------------------------------------- load_input
+
+
+def test_load_input_file_with_labels_file_and_y_key(tmp_path):
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones((4, 3)), y=np.array([0, 0, 1, 1]), truth=np.array([7, 8, 7, 8]))
+    data = load_input(path)
+    assert isinstance(data, Dataset) and data.name == "d"
+    assert data.n_samples == 4 and data.n_features == [3]
+    np.testing.assert_array_equal(data.y, [0, 0, 1, 1])
+    np.testing.assert_array_equal(load_input(path, y_key="truth").y, [7, 8, 7, 8])
+    labels = tmp_path / "l.csv"
+    labels.write_text("3\n3\n4\n4\n")
+    np.testing.assert_array_equal(load_input(path, labels=labels).y, [3, 3, 4, 4])
+    with pytest.raises(ValueError, match="no array 'nope'"):
+        load_input(path, y_key="nope")
+    labels.write_text("1\n2\n")
+    with pytest.raises(ValueError, match="2 labels for 4 samples"):
+        load_input(path, labels=labels)
+
+
+def test_load_input_y_key_in_mat_and_wrong_format(tmp_path):
+    mat = tmp_path / "m.mat"
+    scipy.io.savemat(mat, {"X": np.eye(3), "gnd": np.array([[1], [2], [3]])})
+    np.testing.assert_array_equal(load_input(mat, y_key="gnd").y, [1, 2, 3])
+    npy = tmp_path / "a.npy"
+    np.save(npy, np.eye(3))
+    with pytest.raises(ValueError, match="--y-key applies to .npz and .mat"):
+        load_input(npy, y_key="gnd")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_load_input_zarr_array_stays_lazy(tmp_path, zarr_format):
+    path = tmp_path / "big.zarr"
+    values = np.arange(24, dtype=np.float32).reshape(8, 3)
+    array = zarr.create_array(str(path), shape=values.shape, chunks=(4, 3), dtype=values.dtype,
+                              zarr_format=zarr_format)
+    array[:] = values
+    assert is_zarr_array(path) and not is_zarr_array(tmp_path)
+    data = load_input(path)
+    assert data.name == "big" and data.y is None and data.n_samples == 8
+    assert isinstance(data.X, zarr.Array)  # not read into memory
+    np.testing.assert_array_equal(data.X[:], values)
+
+
+def test_load_input_rejects_bad_directories(tmp_path):
+    with pytest.raises(ValueError, match="not a Zarr array"):
+        load_input(tmp_path)
+    path = tmp_path / "cube.zarr"
+    zarr.create_array(str(path), shape=(2, 2, 2), dtype="f8")
+    with pytest.raises(ValueError, match="expected 2-D"):
+        load_input(path)
+
+
+def test_load_input_benchmark_name(tmp_path):
+    # A benchmark name is looked up in the data folder (here a stand-in file).
+    np.savez(tmp_path / PAPER_DATASETS["usps"], X=np.zeros((3, 2), dtype=np.uint8),
+             y=np.arange(3))
+    data = load_input("usps", data_dir=tmp_path)
+    assert data.name == "usps" and data.n_samples == 3
+    with pytest.raises(FileNotFoundError, match="neither a known dataset"):
+        load_input(tmp_path / "absent.npz", data_dir=tmp_path)
+
+
+def test_paths_may_be_strings_or_paths(tmp_path):
+    path = tmp_path / "s.npy"
+    np.save(path, np.eye(2))
+    assert load_array_file(str(path)).n_samples == load_array_file(Path(path)).n_samples == 2
