@@ -10,13 +10,18 @@ import warnings
 from typing import Any
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import progress
-from .assignment import assign_clusters, lloyd_centres, unit_rows
+from .assignment import assign_clusters, lloyd_centres, nearest_centre, unit_rows
 from .backends import KernelBackend, make_backend, make_options, option_names
 from .backends.base import APPROXIMATION_WARNING
 from .cluster import is_client
@@ -43,7 +48,7 @@ __all__ = ["MKKMRK", "SOLVERS"]
 SOLVERS = ("exact", "blockwise", "nystrom", "auto")
 
 
-class MKKMRK(ClusterMixin, BaseEstimator):
+class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
     """Multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI 2019).
 
     Learns sparse, diverse weights ``w`` for a set of base kernels and clusters with the
@@ -162,9 +167,17 @@ class MKKMRK(ClusterMixin, BaseEstimator):
         Features seen in ``fit`` (single-view feature input only).
     timings_ : dict
         Seconds spent per phase.
+    row_map_ : object
+        The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
+        apply (feature input only): the spectral out-of-sample extension through the
+        training rows (exact, blockwise), or the Nystrom landmarks and transforms.
+    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
+        Centres of the unit-length rows of ``embedding_`` (``predict`` assigns the nearest).
+    n_labels_polished_ : int
+        Labels moved by the Lloyd steps that make the centres a fixed point (0 after k-means
+        run to convergence).
     nystrom_model_ : NystromModel
-        ``solver="nystrom"`` only: the row map (landmarks, transforms, coefficients, centres)
-        that :meth:`transform` and :meth:`predict` apply to new points.
+        ``solver="nystrom"`` only: ``row_map_``, carrying the centres too.
     nystrom_residual_ : ndarray of shape (n_kernels,)
         ``solver="nystrom"`` only: the share of every kernel's trace its factors miss,
         ``1 - ||F_p||_F^2 / tr(K_p)``.
@@ -426,89 +439,93 @@ class MKKMRK(ClusterMixin, BaseEstimator):
                 "solver='exact' or 'blockwise' if n allows.",
                 NystromApproximationWarning, stacklevel=3)
 
-    # -- out of sample (solver="nystrom") ---------------------------------------------------
+    # -- out of sample ----------------------------------------------------------------------
 
-    def _set_out_of_sample(self, model: Any, embedding: np.ndarray) -> None:
-        """Keep the Nystrom row map and the learned centres as ``nystrom_model_``.
+    def _set_out_of_sample(self, row_map: Any, embedding: np.ndarray) -> None:
+        """Keep the map of new rows to H (``row_map_``) and the learned centres.
 
         The centres are the means of the unit-length rows of H per cluster, polished by Lloyd
         steps to a fixed point (``labels_`` follows if a border row moves, which k-means run to
-        convergence leaves at zero; the count is ``nystrom_model_.n_labels_polished``), so that
-        ``predict`` on the training data gives ``labels_`` back.
+        convergence leaves at zero; the count is ``n_labels_polished_``), so that ``predict``
+        on the training data gives ``labels_`` back.
         """
-        if model is None:
-            if hasattr(self, "nystrom_model_"):
-                del self.nystrom_model_
+        for name in ("row_map_", "cluster_centers_", "nystrom_model_", "n_labels_polished_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if row_map is None:
             return
         centres, labels, changed = lloyd_centres(unit_rows(embedding), self.labels_,
                                                  self.n_clusters)
-        model.centres = centres
-        model.n_labels_polished = changed
         self.labels_ = labels
-        self.nystrom_model_ = model
+        self.cluster_centers_ = centres
+        self.n_labels_polished_ = changed
+        self.row_map_ = row_map
+        if self.solver_ == "nystrom":
+            # The Nystrom map also predicts by itself (a saved model needs nothing else).
+            row_map.centres = centres
+            row_map.n_labels_polished = changed
+            self.nystrom_model_ = row_map
 
     def _out_of_sample_views(self, X: Any) -> list:
         check_is_fitted(self)
-        if not hasattr(self, "nystrom_model_"):
+        if not hasattr(self, "row_map_"):
             raise NotImplementedError(
-                f"predict/transform of new data needs the Nystrom row map, but this model was "
-                f"fitted with solver={self.solver_!r}: exact and blockwise kernels exist only "
-                "among the training samples. Fit with solver='nystrom' to map new points.")
+                "predict/transform of new data needs features: with kernels='precomputed' "
+                "there is no kernel between new points and the training points")
         if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
             views = check_lazy_views(X)
         elif is_multiview(X):
             views = check_views(X)
         else:
             views = [validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)]
-        expected = len(self.nystrom_model_.landmarks_dims)
-        if len(views) != expected:
-            raise ValueError(f"the model was fitted on {expected} view(s), got {len(views)}")
-        for v, (view, dim) in enumerate(zip(views, self.nystrom_model_.landmarks_dims,
-                                            strict=True)):
+        dims = self.row_map_.n_features
+        if len(views) != len(dims):
+            raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")
+        for v, (view, dim) in enumerate(zip(views, dims, strict=True)):
             if dim is not None and view.shape[1] != dim:
                 raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
                                  f"fitted with {dim}")
         return views
 
     def _maps_new_points(self) -> bool:
-        """Out-of-sample methods exist only where a Nystrom row map can exist."""
-        return self.solver in ("nystrom", "auto")
+        """New points have kernels with the training points only for feature input."""
+        return not (isinstance(self.kernels, str) and self.kernels == "precomputed")
 
     @available_if(_maps_new_points)
     def transform(self, X: Any) -> np.ndarray:
-        """Embed samples into the learned spectral space: ``H(x) = F(x) B``.
+        """Embed samples into the learned spectral space.
 
-        Only for ``solver="nystrom"``: ``F(x)`` maps rows through the fitted landmarks and
-        transforms of every kernel, and ``B`` holds the fitted eigenvectors' coefficients, so
-        ``transform`` of the training data reproduces ``embedding_``.
+        The spectral out-of-sample extension ``h(x) = K_w(x, X) H diag(mu)^-1`` through the
+        training rows (exact and blockwise backends), or ``F(x) B`` through the Nystrom
+        landmarks; on the training data it reproduces ``embedding_``.
 
         Parameters
         ----------
-        X : array-like, sparse matrix or list of views, like the data given to ``fit``
+        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
+            given to ``fit``
 
         Returns
         -------
         ndarray of shape (n_samples, n_clusters)
         """
         views = self._out_of_sample_views(X)
-        return self.nystrom_model_.transform(views)
+        return self.row_map_.transform(views)
 
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
         """Cluster of new samples: the nearest learned centre of the unit-length rows of
-        :meth:`transform` (only for ``solver="nystrom"``; on the training data it returns
-        ``labels_``).
+        :meth:`transform` (on the training data it returns ``labels_``).
 
         Parameters
         ----------
-        X : array-like, sparse matrix or list of views, like the data given to ``fit``
+        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
+            given to ``fit``
 
         Returns
         -------
         ndarray of shape (n_samples,)
         """
-        views = self._out_of_sample_views(X)
-        return self.nystrom_model_.predict(views)
+        return nearest_centre(unit_rows(self.transform(X)), self.cluster_centers_)
 
     def _set_fitted(self, result: Any, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:
@@ -534,6 +551,15 @@ class MKKMRK(ClusterMixin, BaseEstimator):
     def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
         """Fit and return ``labels_``."""
         return self.fit(X, y).labels_
+
+    def fit_transform(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
+        """Fit and return ``embedding_`` (what :meth:`transform` gives on the training data)."""
+        return self.fit(X, y).embedding_
+
+    @property
+    def _n_features_out(self) -> int:
+        """Columns of :meth:`transform`: one per cluster (the embedding's)."""
+        return int(self.n_clusters)
 
     def __sklearn_clone__(self) -> MKKMRK:
         """``sklearn.base.clone``: a Client given as ``scheduler`` is shared with the clone (a

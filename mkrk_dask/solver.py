@@ -208,6 +208,7 @@ def alternate(
         certified, converged = bool(saved["certified"]), bool(saved["converged"])
         top = backend.decode_top(saved["basis_kind"], {k[4:]: v for k, v in saved.items()
                                                        if k.startswith("top_")})
+        top.weights = saved["hstep_weights"]
         first = int(saved["iteration"]) + 1
         step.resume(WeightUpdate(weights, history[-1], gaps[-1], certified, Y))
         reporter().log(f"resuming the fit saved in the store after iteration {first - 1}")
@@ -216,6 +217,7 @@ def alternate(
             break
         t0 = time.perf_counter()
         top = backend.top_k(weights, n_clusters, warm_start=top)
+        top.weights = np.array(weights)
         t1 = time.perf_counter()
         quad = top.quad_forms if top.quad_forms is not None else backend.quad_forms(top)
         d = _residuals(traces, np.asarray(quad, dtype=np.float64))
@@ -240,6 +242,7 @@ def alternate(
                              "converged": converged, "basis_kind": kind, "weights": weights,
                              "representation": Y, "residuals": d,
                              "history": np.asarray(history), "gaps": np.asarray(gaps),
+                             "hstep_weights": top.weights,
                              **{f"top_{k}": v for k, v in arrays.items()}})
         if callback is not None:
             callback(IterationInfo(iteration, history[-1], change, t3 - t0,

@@ -407,12 +407,11 @@ def test_predict_and_transform(client):
     assert normalized_mutual_info(y_new, predicted) > 0.9
     with pytest.raises(ValueError, match="view"):
         model.predict(new[:1])
-    exact = MKKMRK(4, kernels=specs, random_state=0).fit(views)
-    assert not hasattr(exact, "predict")  # no row map can exist for solver="exact"
+    # Every backend predicts now (issue 15): exact through the training rows.
     auto = MKKMRK(4, kernels=specs, solver="auto", random_state=0).fit(views)
     assert auto.solver_ == "exact"
-    with pytest.raises(NotImplementedError, match="solver='nystrom'"):
-        auto.predict(views)
+    np.testing.assert_array_equal(auto.predict(views), auto.labels_)
+    assert normalized_mutual_info(y_new, auto.predict(new)) > 0.9
 
 
 def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):

@@ -67,12 +67,17 @@ class TopK:
     quad_forms : ndarray of shape (m,) or None
         ``tr(H^T K_p H)`` for every kernel, if the backend got them for free while computing
         the basis (the blockwise backend fuses the two); else computed by ``quad_forms``.
+    weights : ndarray of shape (m,) or None
+        The weights of the ``K_w`` it is the eigenbasis of.
     """
 
-    def __init__(self, eigenvalues: np.ndarray, basis: Any, quad_forms: np.ndarray | None = None):
+    def __init__(self, eigenvalues: np.ndarray, basis: Any, quad_forms: np.ndarray | None = None,
+                 weights: np.ndarray | None = None):
         self.eigenvalues = np.asarray(eigenvalues, dtype=np.float64)
         self.basis = basis
         self.quad_forms = quad_forms
+        #: the kernel weights ``K_w`` was formed with (set by the loop)
+        self.weights = weights
 
 
 class KernelBackend(ABC):

@@ -5,6 +5,8 @@ For n up to ~10-15k (the m kernels must fit in memory: ``8 m n^2`` bytes).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.linalg.blas
 
@@ -46,6 +48,7 @@ class ExactBackend(KernelBackend):
         self.eigen_method = eigen_method
         self._dissimilarity: dict[str, np.ndarray] = {}
         self.kernel_specs: list[KernelSpec] | None = None
+        self._train: tuple[list, bool] | None = None
         self._diagonals = np.ascontiguousarray(np.einsum("pii->pi", self.kernels))
 
     @classmethod
@@ -57,6 +60,7 @@ class ExactBackend(KernelBackend):
         resolved = resolve_kernels(specs, distances)
         backend = cls(kernel_matrices(views, resolved, normalize=normalize), eigen_method)
         backend.kernel_specs = resolved
+        backend._train = (list(views), bool(normalize))
         return backend
 
     @classmethod
@@ -106,3 +110,12 @@ class ExactBackend(KernelBackend):
 
     def embedding(self, top: TopK) -> np.ndarray:
         return np.asarray(top.basis)
+
+    def row_map(self, top: TopK) -> Any:
+        """The spectral out-of-sample map through the training rows (feature input only)."""
+        if self._train is None:
+            return None
+        from .row_map import kernel_row_map
+
+        views, normalize = self._train
+        return kernel_row_map(self.kernel_specs, normalize, views, top)

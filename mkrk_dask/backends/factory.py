@@ -112,5 +112,6 @@ def _blockwise(options: BlockwiseOptions, views: list | None, specs: list | None
         build=build)
     backend = BlockwiseBackend(session, group, location, temp_dir=temp_dir, built=built,
                                options=options)
+    backend.train_views = None if views is None else list(views)
     backend.timings.update(timings)
     return backend

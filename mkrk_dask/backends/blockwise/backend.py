@@ -82,6 +82,8 @@ class BlockwiseBackend(KernelBackend):
         self._gram = load_result(group, "gram")
         self._traces = load_result(group, "traces")
         self._closed = False
+        #: the training rows (feature input), for the out-of-sample map
+        self.train_views: list | None = None
 
     # -- construction shortcuts -----------------------------------------------------------
 
@@ -296,6 +298,15 @@ class BlockwiseBackend(KernelBackend):
 
     def embedding(self, top: TopK) -> np.ndarray:
         return np.asarray(top.basis)
+
+    def row_map(self, top: TopK) -> Any:
+        """The spectral out-of-sample map through the training rows (feature input only)."""
+        if self.train_views is None or self.kernel_specs is None:
+            return None
+        from ..row_map import kernel_row_map
+
+        normalize = bool(self.group.attrs["normalize"])
+        return kernel_row_map(self.kernel_specs, normalize, self.train_views, top)
 
     def loop_checkpoint(self, key: str) -> Any:
         from ...checkpoints import LoopCheckpoint
