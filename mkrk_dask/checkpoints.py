@@ -26,6 +26,8 @@ __all__ = ["PassCheckpoint", "LoopCheckpoint"]
 #: bytes per second a checkpoint may cost, at most: state is saved when the time since the
 #: last save exceeds its size over this (and 2 s)
 _SAVE_RATE = 20 * 2**20
+#: sums up to this size are saved after every task
+_SMALL = 2**20
 
 
 def _save_arrays(group: Any, prefix: str, arrays: dict[str, np.ndarray]) -> None:
@@ -38,6 +40,35 @@ def _save_arrays(group: Any, prefix: str, arrays: dict[str, np.ndarray]) -> None
 
 def _load_arrays(group: Any, prefix: str, names: list[str]) -> dict[str, np.ndarray]:
     return {name: read_checked(group[f"{prefix}{name}"], (Ellipsis,)) for name in names}
+
+
+def _delete_arrays(group: Any, prefix: str, names: list[str]) -> None:
+    for name in names:
+        if f"{prefix}{name}" in group:
+            del group[f"{prefix}{name}"]
+
+
+def _commit(group: Any, attr: str, key: str, base: str, arrays: dict[str, np.ndarray],
+            record: dict[str, Any]) -> None:
+    """Write ``arrays`` under a new generation's names, point ``attrs[attr][key]`` at them
+    (the commit), then delete the previous generation: a process killed at any moment leaves
+    the last committed checkpoint whole."""
+    table = dict(group.attrs.get(attr, {}))
+    previous = table.get(key)
+    generation = 1 + (previous or {}).get("generation", 0)
+    _save_arrays(group, f"{base}{generation}_", arrays)
+    table[key] = {**record, "arrays": sorted(arrays), "generation": generation}
+    group.attrs.update({attr: table})
+    if previous:
+        _delete_arrays(group, f"{base}{previous['generation']}_", previous["arrays"])
+
+
+def _drop(group: Any, attr: str, key: str, base: str) -> None:
+    table = dict(group.attrs.get(attr, {}))
+    previous = table.pop(key, None)
+    group.attrs.update({attr: table})
+    if previous:
+        _delete_arrays(group, f"{base}{previous['generation']}_", previous["arrays"])
 
 
 class PassCheckpoint:
@@ -58,27 +89,23 @@ class PassCheckpoint:
         record = self.group.attrs.get("progress", {}).get(self.name)
         if not record:
             return None
-        return int(record["done"]), _load_arrays(self.group, self._prefix, record["arrays"])
+        arrays = _load_arrays(self.group, f"{self._prefix}{record['generation']}_",
+                              record["arrays"])
+        return int(record["done"]), arrays
 
     def save(self, done: int, sums: dict[str, np.ndarray], *, force: bool = False) -> bool:
         nbytes = sum(np.asarray(v).nbytes for v in sums.values())
         now = time.perf_counter()
-        if not force and now - self._last < max(2.0, nbytes / _SAVE_RATE):
+        # Small sums (the blockwise build's m x m) are saved after every task; large ones
+        # (the Nystrom Gram matrix) as often as their size allows.
+        if (not force and nbytes > _SMALL and now - self._last < max(2.0, nbytes / _SAVE_RATE)):
             return False
-        _save_arrays(self.group, self._prefix, sums)
-        progress = dict(self.group.attrs.get("progress", {}))
-        progress[self.name] = {"done": int(done), "arrays": sorted(sums)}
-        self.group.attrs.update({"progress": progress})
+        _commit(self.group, "progress", self.name, self._prefix, sums, {"done": int(done)})
         self._last = time.perf_counter()
         return True
 
     def clear(self) -> None:
-        progress = dict(self.group.attrs.get("progress", {}))
-        record = progress.pop(self.name, None)
-        self.group.attrs.update({"progress": progress})
-        for name in (record or {}).get("arrays", []):
-            if f"{self._prefix}{name}" in self.group:
-                del self.group[f"{self._prefix}{name}"]
+        _drop(self.group, "progress", self.name, self._prefix)
 
 
 class LoopCheckpoint:
@@ -99,7 +126,8 @@ class LoopCheckpoint:
         record = self.group.attrs.get("fits", {}).get(self.key)
         if not record:
             return None
-        state = _load_arrays(self.group, self._prefix, record["arrays"])
+        state = _load_arrays(self.group, f"{self._prefix}{record['generation']}_",
+                             record["arrays"])
         state.update({k: record[k] for k in self._SCALARS})
         state["basis_kind"] = record["basis_kind"]
         return state
@@ -107,17 +135,9 @@ class LoopCheckpoint:
     def save(self, state: dict[str, Any]) -> None:
         arrays = {k: v for k, v in state.items()
                   if k not in self._SCALARS and k != "basis_kind" and v is not None}
-        _save_arrays(self.group, self._prefix, arrays)
-        fits = dict(self.group.attrs.get("fits", {}))
-        fits[self.key] = {"arrays": sorted(arrays), "basis_kind": state["basis_kind"],
-                          **{k: state[k] for k in self._SCALARS}}
-        self.group.attrs.update({"fits": fits})
+        _commit(self.group, "fits", self.key, self._prefix, arrays,
+                {"basis_kind": state["basis_kind"], **{k: state[k] for k in self._SCALARS}})
 
     def clear(self) -> None:
         """Forget the state (the fit finished: a new run starts afresh)."""
-        fits = dict(self.group.attrs.get("fits", {}))
-        record = fits.pop(self.key, None)
-        self.group.attrs.update({"fits": fits})
-        for name in (record or {}).get("arrays", []):
-            if f"{self._prefix}{name}" in self.group:
-                del self.group[f"{self._prefix}{name}"]
+        _drop(self.group, "fits", self.key, self._prefix)

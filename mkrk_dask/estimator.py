@@ -35,6 +35,7 @@ from .validation import (
     check_choice,
     check_lambda,
     check_lazy_views,
+    check_magnitude,
     check_n_clusters,
     check_precomputed,
     check_views,
@@ -315,6 +316,7 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             # Single view: let scikit-learn record n_features_in_ and word its errors.
             views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                                    ensure_min_samples=1)]
+            check_magnitude(views[0])
         specs = as_kernel_specs(self.kernels, n_views=len(views))
         return views, specs, int(views[0].shape[0])
 

@@ -20,6 +20,7 @@ One place decides how work reaches the workers and what happens when some of it 
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import threading
 import time
@@ -33,9 +34,10 @@ import scipy.sparse as sp
 
 from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
+from .validation import check_magnitude
 
 __all__ = ["Shared", "RowSource", "read_rows", "run_pass", "with_retries", "block_pairs",
-           "row_bounds", "is_lost_work", "check_client", "client_threads"]
+           "row_bounds", "is_lost_work", "check_client", "client_threads", "blas_threads"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -55,10 +57,18 @@ def is_lost_work(error: BaseException) -> bool:
                       | StreamClosedError)
 
 
-def check_client(client: Any) -> None:
-    """Raise :class:`SchedulerLostError` when the client has lost its scheduler."""
+def check_client(client: Any, reconnect_wait: float = 120.0) -> None:
+    """Raise :class:`SchedulerLostError` when the client has lost its scheduler.
+
+    A client that is reconnecting is given the time it takes (it gives up by itself after its
+    connect timeout, at most ``reconnect_wait`` seconds here): a scheduler that comes back is
+    used again, one that does not ends the fit with one line.
+    """
+    deadline = time.monotonic() + reconnect_wait
+    while getattr(client, "status", "running") == "connecting" and time.monotonic() < deadline:
+        time.sleep(0.2)
     status = getattr(client, "status", "running")
-    if status not in ("running", "connecting", "newly-created"):
+    if status not in ("running", "newly-created"):
         raise SchedulerLostError(
             f"lost the connection to the Dask scheduler (client status {status!r}); the fit "
             "cannot go on. Restart the scheduler and run the same command again (a store "
@@ -68,6 +78,41 @@ def check_client(client: Any) -> None:
 def client_threads(client: Any) -> int:
     """Worker threads of the cluster (at least 1)."""
     return max(1, sum(client.nthreads().values()))
+
+
+_LIMITS: list[Any] = []
+
+
+def _limit_blas(threads: int | None) -> None:
+    """On a worker: hold BLAS at ``threads`` (None: give back the original limits)."""
+    from threadpoolctl import threadpool_limits
+
+    while _LIMITS:
+        _LIMITS.pop().restore_original_limits()
+    if threads is not None:
+        _LIMITS.append(threadpool_limits(limits=threads))
+
+
+@contextlib.contextmanager
+def blas_threads(client: Any, threads: int | None) -> Any:
+    """BLAS threads of every worker for the duration of a pass.
+
+    Set once per worker, not per task: a limit entered and left by every task (a context
+    manager in the task) is process-wide, so tasks running side by side would undo each
+    other's and run with a changing number of BLAS threads (and results that differ in the
+    last bit from run to run).
+    """
+    if threads is None:
+        yield
+        return
+    client.run(_limit_blas, threads)
+    try:
+        yield
+    finally:
+        try:
+            client.run(_limit_blas, None)
+        except Exception:  # noqa: BLE001 - a lost worker has nothing to give back
+            pass
 
 
 def row_bounds(n: int, block: int) -> list[tuple[int, int]]:
@@ -118,10 +163,15 @@ def read_rows(source: Any, start: int | None = None, stop: int | None = None,
     else:
         block = np.asarray(block, dtype=np.float64)
         values = block
-    if where is not None and not np.isfinite(values).all():
+    if where is not None:
         view, first, last = where
-        raise ValueError(f"view {view}, rows {first}..{last - 1}: the data contain NaN or "
-                         "infinity (or values too large for float64); clean them first")
+        if not np.isfinite(values).all():
+            raise ValueError(f"view {view}, rows {first}..{last - 1}: the data contain NaN or "
+                             "infinity; clean them first")
+        try:
+            check_magnitude(block)
+        except ValueError as err:
+            raise ValueError(f"view {view}, rows {first}..{last - 1}: {err}") from None
     return block
 
 

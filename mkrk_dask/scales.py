@@ -123,7 +123,7 @@ def _estimated_max_distance(client: Any, source: RowSource, rng: np.random.Rando
                 best[0], best[1] = value
 
         run_pass(client, len(bounds), submit, combine, label="farthest point",
-                 max_in_flight=2 * client_threads(client))
+                 max_in_flight=2 * client_threads(client), ordered=True)
         passes.append(math.sqrt(max(best[0], 0.0)))
         point = best[1]
     value = max(sample_max, *passes)

@@ -6,6 +6,7 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 from __future__ import annotations
 
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from sklearn.utils.validation import check_array
 
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
-           "materialize", "LAM_SCALINGS", "TOL_MODES"]
+           "materialize", "LAM_SCALINGS", "TOL_MODES", "PSD_FULL_CHECK_MAX_N"]
 
 #: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
 LAM_SCALINGS = ("none", "normalized")
@@ -110,14 +111,44 @@ def check_views(X: Any) -> list[Any]:
     lengths = {v.shape[0] for v in checked}
     if len(lengths) > 1:
         raise ValueError(f"all views must have the same number of rows, got {sorted(lengths)}")
+    for index, view in enumerate(checked):
+        check_magnitude(view, index if len(checked) > 1 else None)
     return checked
 
 
-def check_precomputed(K: Any, symmetry_tol: float = 1e-8) -> np.ndarray:
+def check_magnitude(view: Any, index: int | None = None) -> None:
+    """Values whose squares overflow (or all underflow) float64 make every kernel meaningless
+    (infinite or zero distances): name it instead of failing later."""
+    values = view.data if sp.issparse(view) else view
+    if values.size == 0:
+        return
+    largest = float(np.max(np.abs(values)))
+    prefix = f"view {index}: " if index is not None else ""
+    with np.errstate(over="ignore"):
+        sq = float(np.max(np.einsum("ij,ij->i", values, values))) if not sp.issparse(view) \
+            else float(view.multiply(view).sum(axis=1).max())
+    if not np.isfinite(sq):
+        raise ValueError(f"{prefix}values up to {largest:.3g} overflow float64 when squared "
+                         "(the kernels need squared norms); rescale the data, e.g. divide it "
+                         "by its largest absolute value")
+    if 0 < largest < 1e-150:
+        raise ValueError(f"{prefix}values of at most {largest:.3g} underflow float64 when "
+                         "squared; rescale the data")
+
+
+#: precomputed kernels up to this size are checked for positive semi-definiteness whole;
+#: larger ones on a random principal submatrix of this size (with a warning)
+PSD_FULL_CHECK_MAX_N = 1500
+
+
+def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = 1e-8) -> np.ndarray:
     """Validate precomputed kernels: an ``(m, n, n)`` array, one ``(n, n)`` matrix, or a list.
 
-    Each kernel must be square, finite, and symmetric to ``symmetry_tol`` relative to its
-    largest entry. Returns a float64 ``(m, n, n)`` array.
+    Each kernel must be square, finite, symmetric to ``symmetry_tol`` relative to its largest
+    entry, and positive semi-definite to ``psd_tol * n`` times its largest diagonal entry
+    (a Cholesky factorisation of ``K + tol I``; on a random principal submatrix of
+    :data:`PSD_FULL_CHECK_MAX_N` rows when n is larger, with a warning). Returns a float64
+    C-contiguous ``(m, n, n)`` array (the input itself when it already is one: no copy).
     """
     if isinstance(K, list | tuple):
         shapes = {np.shape(k) for k in K}
@@ -126,7 +157,7 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8) -> np.ndarray:
         K = np.stack([np.asarray(k) for k in K])
     if sp.issparse(K):
         raise TypeError("precomputed kernels must be dense arrays")
-    K = np.asarray(K, dtype=np.float64)
+    K = np.ascontiguousarray(K, dtype=np.float64)
     if K.ndim == 2:
         K = K[None]
     if K.ndim != 3:
@@ -136,17 +167,41 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8) -> np.ndarray:
         raise ValueError(f"precomputed kernels must be square, got {n} x {n2}")
     if m == 0 or n == 0:
         raise ValueError(f"precomputed kernels are empty: shape {K.shape}")
-    bad = ~np.isfinite(K)
-    if bad.any():
-        p = int(np.argwhere(bad)[0][0])
-        raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
+    sample = None
+    if n > PSD_FULL_CHECK_MAX_N:
+        sample = np.sort(np.random.default_rng(0).choice(n, PSD_FULL_CHECK_MAX_N, replace=False))
+        warnings.warn(f"precomputed kernels of {n} rows are checked for positive "
+                      f"semi-definiteness on a random principal submatrix of "
+                      f"{PSD_FULL_CHECK_MAX_N} rows only", UserWarning, stacklevel=3)
     for p in range(m):
-        scale = max(float(np.abs(K[p]).max()), 1e-300)
-        asym = float(np.abs(K[p] - K[p].T).max())
+        Kp = K[p]
+        if not np.isfinite(Kp).all():
+            raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
+        scale = max(float(np.abs(Kp).max()), 1e-300)
+        asym = float(np.abs(Kp - Kp.T).max())
         if asym > symmetry_tol * scale:
             raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
                              f"{asym:.3g} (relative {asym / scale:.3g})")
+        _check_psd(Kp if sample is None else Kp[np.ix_(sample, sample)], p, psd_tol)
     return K
+
+
+def _check_psd(K: np.ndarray, p: int, tol: float) -> None:
+    """A Cholesky factorisation of ``K + tol n max(diag) I`` exists iff no eigenvalue of K is
+    below ``-tol n max(diag)`` (to round-off): the cheapest complete test."""
+    from scipy.linalg.lapack import dpotrf
+
+    n = K.shape[0]
+    shift = tol * n * max(float(np.max(np.abs(np.diag(K)))), 1e-300)
+    # K is symmetric, so its transpose is the same matrix in Fortran order; dpotrf copies it.
+    shifted = np.array(K.T, order="F")
+    shifted[np.diag_indices(n)] += shift
+    _, info = dpotrf(shifted, lower=1, overwrite_a=1, clean=0)
+    if info > 0:
+        raise ValueError(
+            f"precomputed kernel {p} is not positive semi-definite (an eigenvalue is below "
+            f"-{shift:.2g}; the Cholesky factorisation fails at row {info - 1}); kernel "
+            "k-means needs PSD kernels: fix the kernel, or shift it (K + c I)")
 
 
 def check_n_clusters(n_clusters: Any, n_samples: int) -> int:

@@ -278,7 +278,7 @@ class BlockwiseBackend(KernelBackend):
 
         try:
             run_pass(self.client, len(self._bounds), submit, combine, label="quadratic forms",
-                     max_in_flight=len(self._bounds), level=2, attempts=1)
+                     max_in_flight=len(self._bounds), level=2, attempts=1, ordered=True)
         except PassFailedError:
             return None  # images lost with a worker: one pass over the store gives the same
         finally:

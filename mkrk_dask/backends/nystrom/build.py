@@ -30,7 +30,15 @@ from ...exceptions import NystromApproximationWarning, StoreError
 from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
 from ...landmarks import landmark_transform, select_landmarks, take_rows
 from ...locations import StoreLocation, check_workers_see
-from ...passes import RowSource, Shared, block_pairs, client_threads, read_rows, run_pass
+from ...passes import (
+    RowSource,
+    Shared,
+    blas_threads,
+    block_pairs,
+    client_threads,
+    read_rows,
+    run_pass,
+)
 from ...progress import reporter
 from ...scales import distributed_scales
 from ...store import (
@@ -288,7 +296,7 @@ def _factor_sums(group: Any) -> dict[str, np.ndarray] | None:
 
 
 def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromModel, n: int,
-                       threads: int, blas_threads: int | None, local_threshold: float = 0.0,
+                       threads: int, blas: int | None, local_threshold: float = 0.0,
                        factors_array: Any = None
                        ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
     """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers; with
@@ -301,7 +309,14 @@ def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromMode
     assuming neighbours spread evenly), so that a hopeless kernel costs one block pair; then it
     is counted over all pairs.
     """
-    blas_threads = _task_blas_threads(client, blas_threads)
+    with blas_threads(client, _task_blas_threads(client, blas)):
+        return _exact_kernel_gram_pass(client, sources, model, n, threads, local_threshold,
+                                       factors_array)
+
+
+def _exact_kernel_gram_pass(client: Any, sources: list[RowSource], model: NystromModel, n: int,
+                            threads: int, local_threshold: float, factors_array: Any
+                            ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
     views = sorted({s.view for s in model.specs})
     m = len(model.specs)
     starts = list(range(0, n, _KERNEL_GRAM_BLOCK))
@@ -319,9 +334,13 @@ def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromMode
     if local_threshold > 0:
         everything = Shared(client, (factors_array, model.offsets, float(local_threshold),
                                      np.arange(m)))
-        first = client.submit(kernel_gram_pair_task, block(0), block(0), True, specs.ref,
-                              model.normalize, blas_threads, everything.ref,
-                              pure=False).result()
+        found_first: list[Any] = []
+        run_pass(client, 1, lambda _: client.submit(
+            kernel_gram_pair_task, block(0), block(0), True, specs.ref, model.normalize,
+            everything.ref, pure=False),
+            lambda _, value: found_first.append(value), label="local part size estimate",
+            max_in_flight=1)
+        first = found_first[0]
         everything.release()
         rows_first = min(_KERNEL_GRAM_BLOCK, n)
         kernels_first = first[1][2]
@@ -354,11 +373,12 @@ def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromMode
     def submit(t: int) -> Any:
         i, j = pairs[t]
         return client.submit(kernel_gram_pair_task, block(i), block(j), i == j, specs.ref,
-                             model.normalize, blas_threads,
-                             None if local is None else local.ref, pure=False)
+                             model.normalize, None if local is None else local.ref,
+                             pure=False)
 
+    # In task order: C comes out the same to the bit whichever tasks finish first.
     run_pass(client, len(pairs), submit, lambda _, value: combine(value),
-             label="exact C and local part", max_in_flight=2 * threads)
+             label="exact C and local part", max_in_flight=2 * threads, ordered=True)
     specs.release()
     part = None
     if local is not None:
@@ -375,13 +395,13 @@ def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromMode
 
 def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
                  tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
-                 blas_threads: int | None, checkpoint: PassCheckpoint
+                 blas: int | None, checkpoint: PassCheckpoint
                  ) -> tuple[dict[str, np.ndarray], dict]:
     """The one pass over the data: factors written to the store, and their sums (Gram
     matrix, exact traces, diagonal correction) combined in task order and checkpointed, so
     that an interrupted pass continues with the same sums to the bit."""
     R, m = model.n_components, len(model.specs)
-    blas_threads = _task_blas_threads(client, blas_threads)
+    blas = _task_blas_threads(client, blas)
     state = checkpoint.load()
     first = 0 if state is None else state[0]
     sums = ({"gram": np.zeros((R, R)), "traces": np.zeros(m),
@@ -395,7 +415,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
         start, stop = tasks[first + i]
         blocks = [s.block(start, stop) for s in sources]
         return client.submit(factor_task, shared_model.ref, blocks, start, stop, chunk,
-                             factors_array, blas_threads, pure=False)
+                             factors_array, pure=False)
 
     def combine(i: int, value: dict) -> None:
         sums["gram"] += value["gram"]
@@ -406,8 +426,9 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
             seconds[key] += s
         checkpoint.save(first + i + 1, sums)
 
-    run_pass(client, len(tasks) - first, submit, combine, label="Nystrom factors + Gram",
-             max_in_flight=max(2, threads), ordered=True)
+    with blas_threads(client, blas):
+        run_pass(client, len(tasks) - first, submit, combine, label="Nystrom factors + Gram",
+                 max_in_flight=max(2, threads), ordered=True)
     shared_model.release()
     return {"gram": 0.5 * (sums["gram"] + sums["gram"].T), "traces": sums["traces"],
             "diag_correction": 0.5 * (sums["diag_correction"] + sums["diag_correction"].T)

@@ -90,6 +90,11 @@ class NystromModel:
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
+        # One memory layout whether built or read back from a store: BLAS rounds differently
+        # for C- and F-ordered operands, and a resumed build must give the same bits.
+        self.transforms = [np.ascontiguousarray(T, dtype=np.float64) for T in self.transforms]
+        self.landmarks = {v: np.ascontiguousarray(L, dtype=np.float64)
+                          for v, L in self.landmarks.items()}
         self._landmark_sq = {v: row_sq_norms(L) for v, L in self.landmarks.items()}
         if self.n_features is None:
             n_views = max(self.landmarks) + 1

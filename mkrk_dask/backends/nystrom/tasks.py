@@ -24,11 +24,10 @@ __all__ = ["factor_task", "embed_task", "kernel_gram_pair_task"]
 
 
 def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
-                factors_array: Any, blas_threads: int | None) -> dict[str, Any]:
+                factors_array: Any) -> dict[str, Any]:
     """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
-    (accumulated in float64) and the exact diagonal sums."""
-    from threadpoolctl import threadpool_limits
-
+    (accumulated in float64) and the exact diagonal sums. (BLAS threads are set for the whole
+    pass: :func:`mkrk_dask.passes.blas_threads`.)"""
     views = [read_rows(*b) for b in blocks]
     R = model.n_components
     m = len(model.specs)
@@ -41,27 +40,26 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     # glibc's largest mmap threshold, so a fresh array would map (and fault) new pages
     # every time.
     buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
-    with threadpool_limits(limits=blas_threads):
-        for a in range(0, stop - start, chunk):
-            b = min(a + chunk, stop - start)
-            part = [v[a:b] for v in views]
-            t0 = time.perf_counter()
-            # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
-            nys = np.empty((b - a, m))
-            F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
-            kappa = model.diagonal(part)
-            diag += kappa.sum(axis=0)
-            exact_diag_products += kappa.T @ kappa
-            nystrom_diag_products += nys.T @ nys
-            t1 = time.perf_counter()
-            if factors_array is not None:
-                factors_array[start + a:start + b] = F
-            t2 = time.perf_counter()
-            gram += F.T @ F
-            t3 = time.perf_counter()
-            seconds["factors"] += t1 - t0
-            seconds["write"] += t2 - t1
-            seconds["gram"] += t3 - t2
+    for a in range(0, stop - start, chunk):
+        b = min(a + chunk, stop - start)
+        part = [v[a:b] for v in views]
+        t0 = time.perf_counter()
+        # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
+        nys = np.empty((b - a, m))
+        F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
+        kappa = model.diagonal(part)
+        diag += kappa.sum(axis=0)
+        exact_diag_products += kappa.T @ kappa
+        nystrom_diag_products += nys.T @ nys
+        t1 = time.perf_counter()
+        if factors_array is not None:
+            factors_array[start + a:start + b] = F
+        t2 = time.perf_counter()
+        gram += F.T @ F
+        t3 = time.perf_counter()
+        seconds["factors"] += t1 - t0
+        seconds["write"] += t2 - t1
+        seconds["gram"] += t3 - t2
     return {"gram": gram, "diag": diag, "exact_diag_products": exact_diag_products,
             "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
 
@@ -78,7 +76,7 @@ def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
 
 
 def kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: list[KernelSpec],
-                          normalize: bool, blas_threads: int | None,
+                          normalize: bool,
                           local: tuple[Any, np.ndarray, float, np.ndarray] | None = None
                           ) -> tuple:
     """``sum_{i in A, j in B} K_p(i, j) K_q(i, j)`` for every pair of kernels (m x m), doubled
@@ -90,20 +88,17 @@ def kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: lis
     magnitude ``>= threshold`` with row <= column (global indices):
     ``(rows, columns, kernels, values)``; else None.
     """
-    from threadpoolctl import threadpool_limits
-
     (start_a, views_a), (start_b, views_b) = block_a, block_b
     Xa = {v: read_rows(*b) for v, b in views_a.items()}
     Xb = Xa if same else {v: read_rows(*b) for v, b in views_b.items()}
     n_a, n_b = next(iter(Xa.values())).shape[0], next(iter(Xb.values())).shape[0]
     stacked = np.empty((len(specs), n_a * n_b))
     entries = None
-    with threadpool_limits(limits=blas_threads):
-        for view in Xa:
-            idx = [p for p, s in enumerate(specs) if s.view == view]
-            stacked[idx] = kernel_blocks([specs[p] for p in idx], Xa[view], Xb[view],
-                                         normalize=normalize).reshape(len(idx), -1)
-        products = kernel_products(stacked)
-        if local is not None:
-            entries = residual_entries(*local, stacked, (n_a, n_b), same, start_a, start_b)
+    for view in Xa:
+        idx = [p for p, s in enumerate(specs) if s.view == view]
+        stacked[idx] = kernel_blocks([specs[p] for p in idx], Xa[view], Xb[view],
+                                     normalize=normalize).reshape(len(idx), -1)
+    products = kernel_products(stacked)
+    if local is not None:
+        entries = residual_entries(*local, stacked, (n_a, n_b), same, start_a, start_b)
     return (products if same else 2.0 * products), entries

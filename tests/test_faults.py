@@ -1,0 +1,244 @@
+"""Faults on a real cluster (a scheduler and nanny worker processes on 127.0.0.1): a worker
+killed during every distributed pass, a build or fit interrupted and resumed (also by a real
+SIGKILL of the client process), and a lost scheduler."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import psutil
+import pytest
+import zarr
+from distributed import Client, LocalCluster
+
+from mkrk_dask import MKKMRK, progress
+from mkrk_dask.checkpoints import LoopCheckpoint, PassCheckpoint
+from mkrk_dask.exceptions import SchedulerLostError
+
+rng = np.random.default_rng(11)
+X = np.vstack([rng.normal(c, 0.6, size=(110, 5)) for c in (0.0, 2.0, 4.0)])
+KERNELS = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.2)", "gaussian(c=1)"]
+
+
+@pytest.fixture(scope="module")
+def nanny_cluster():
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+        yield c
+
+
+def _fit(client, solver, data=X, **extra):
+    params = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
+                  chunk_size=60, lam=2.0**-8, tol=1e-7, tol_mode="relative")
+    if solver == "nystrom":
+        params["n_landmarks"] = 40
+    params.update(extra)
+    return MKKMRK(3, **params).fit(data)
+
+
+def _kill_during(monkeypatch, client, label):
+    """SIGKILL one worker process as soon as the first task of the pass ``label`` is in."""
+    killed = []
+    original = progress.Reporter.task_pass
+
+    def task_pass(self, name, total, level=1):
+        bar = original(self, name, total, level)
+        if name == label and not killed:
+            advance = bar.advance
+
+            def advance_and_kill(count=1):
+                if not killed:
+                    pid = sorted(client.run(os.getpid).values())[0]
+                    psutil.Process(pid).kill()
+                    killed.append(pid)
+                advance(count)
+
+            bar.advance = advance_and_kill
+        return bar
+
+    monkeypatch.setattr(progress.Reporter, "task_pass", task_pass)
+    return killed
+
+
+PASSES = [("blockwise", "largest distance", {}),
+          ("blockwise", "kernel build", {}),
+          ("blockwise", "eigensolver product", {}),
+          ("nystrom", "largest distance", {}),
+          ("nystrom", "Nystrom factors + Gram", {}),
+          # more than one 1024-row block, so that the pass has several tasks
+          ("nystrom", "exact C and local part",
+           {"data": np.vstack([X] * 4) + rng.normal(0, 0.01, size=(4 * len(X), 5))}),
+          ("nystrom", "embedding H = F B", {"backend_options": {"local_threshold": 0}})]
+
+
+@pytest.mark.parametrize("solver, label, extra", PASSES, ids=[f"{s}-{p}" for s, p, _ in PASSES])
+def test_a_worker_killed_during_a_pass_changes_nothing(nanny_cluster, monkeypatch, solver,
+                                                       label, extra):
+    reference = _fit(nanny_cluster, solver, **extra)
+    nanny_cluster.wait_for_workers(2, timeout=300)
+    killed = _kill_during(monkeypatch, nanny_cluster, label)
+    disturbed = _fit(nanny_cluster, solver, **extra)
+    assert killed, f"the pass {label!r} never ran"
+    assert not psutil.pid_exists(killed[0]) or psutil.Process(killed[0]).status() == "zombie"
+    np.testing.assert_array_equal(disturbed.weights_, reference.weights_)
+    np.testing.assert_array_equal(disturbed.labels_, reference.labels_)
+    nanny_cluster.wait_for_workers(2, timeout=300)  # the nanny restarted it
+
+
+class _Stop(BaseException):
+    """Stands for the client dying right after a checkpoint was written."""
+
+
+@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
+def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkeypatch, solver):
+    reference = _fit(client, solver, store=tmp_path / "ref.zarr")
+    saves = []
+    original = LoopCheckpoint.save
+
+    def save_then_stop(self, state):
+        original(self, state)
+        saves.append(state["iteration"])
+        if len(saves) == 2:
+            raise _Stop
+
+    monkeypatch.setattr(LoopCheckpoint, "save", save_then_stop)
+    with pytest.raises(_Stop):
+        _fit(client, solver, store=tmp_path / "s.zarr")
+    monkeypatch.undo()
+    log = io.StringIO()
+    with progress.reporting(1, log):
+        resumed = _fit(client, solver, store=tmp_path / "s.zarr", verbose=1)
+    text = log.getvalue()
+    assert "resuming the fit saved in the store after iteration 2" in text
+    assert "iter   1 " not in text and "iter   2 " not in text and "iter   3 " in text
+    np.testing.assert_array_equal(resumed.weights_, reference.weights_)
+    np.testing.assert_array_equal(resumed.labels_, reference.labels_)
+    np.testing.assert_array_equal(resumed.objective_history_, reference.objective_history_)
+    assert not zarr.open_group(str(tmp_path / "s.zarr")).attrs.get("fits")  # cleared at the end
+
+
+@pytest.mark.parametrize("solver, name", [("blockwise", "build"), ("nystrom", "factors")])
+def test_an_interrupted_build_resumes_from_its_progress(client, tmp_path, monkeypatch, solver,
+                                                        name):
+    reference = _fit(client, solver, store=tmp_path / "ref.zarr")
+    original = PassCheckpoint.save
+    done = []
+
+    def save_then_stop(self, count, sums, force=False):
+        wrote = original(self, count, sums, force=force)
+        if wrote and self.name == name:
+            done.append(count)
+            if len(done) == 2:
+                raise _Stop
+        return wrote
+
+    monkeypatch.setattr(PassCheckpoint, "save", save_then_stop)
+    with pytest.raises(_Stop):
+        _fit(client, solver, store=tmp_path / "s.zarr")
+    monkeypatch.undo()
+    assert zarr.open_group(str(tmp_path / "s.zarr")).attrs["complete"] is False
+    log = io.StringIO()
+    with progress.reporting(1, log):
+        resumed = _fit(client, solver, store=tmp_path / "s.zarr")
+    assert "resuming the interrupted build" in log.getvalue()
+    assert f"{done[-1]} of " in log.getvalue()
+    np.testing.assert_array_equal(resumed.weights_, reference.weights_)
+    np.testing.assert_array_equal(resumed.labels_, reference.labels_)
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    import numpy as np
+    from mkrk_dask import MKKMRK
+    rng = np.random.default_rng(11)
+    X = np.vstack([rng.normal(c, 0.6, size=(300, 8)) for c in (0.0, 2.0, 4.0)])
+    model = MKKMRK(3, kernels={kernels!r}, solver="blockwise", store=sys.argv[1],
+                   chunk_size=50, lam=2.0**-8, tol=1e-9, tol_mode="relative",
+                   random_state=0, verbose=1).fit(X)
+    np.save(sys.argv[2], np.concatenate([model.weights_, model.labels_]))
+""").format(kernels=KERNELS + ["gaussian(c=0.05)", "polynomial(a=0,b=4)"])
+
+
+def _run_driver(tmp_path, store, out, kill_when=None):
+    script = tmp_path / "driver.py"
+    script.write_text(DRIVER)
+    proc = subprocess.Popen([sys.executable, str(script), str(store), str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if kill_when is None:
+        stdout, stderr = proc.communicate(timeout=600)
+        assert proc.returncode == 0, stderr
+        return stderr
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            attrs = zarr.open_group(str(store), mode="r").attrs.asdict()
+        except Exception:  # noqa: BLE001 - not written yet
+            attrs = {}
+        if kill_when(attrs):
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
+            return None
+        time.sleep(0.05)
+    proc.kill()
+    pytest.fail("the fit ended before the moment to kill it came")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("moment", ["build", "iterations"])
+def test_client_sigkilled_then_rerun_gives_the_same_bits(tmp_path, moment):
+    _run_driver(tmp_path, tmp_path / "ref.zarr", tmp_path / "ref.npy")
+    if moment == "build":
+        def when(attrs):
+            return attrs.get("progress", {}).get("build", {}).get("done", 0) >= 5
+    else:
+        def when(attrs):
+            return any(f.get("iteration", 0) >= 1 for f in attrs.get("fits", {}).values())
+    _run_driver(tmp_path, tmp_path / "s.zarr", tmp_path / "out.npy", kill_when=when)
+    log = _run_driver(tmp_path, tmp_path / "s.zarr", tmp_path / "out.npy")
+    expected = "resuming the interrupted build" if moment == "build" else "resuming the fit"
+    assert expected in log
+    if moment == "iterations":
+        assert "iter   1 " not in log
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), np.load(tmp_path / "ref.npy"))
+
+
+def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, monkeypatch):
+    port_probe = __import__("socket").socket()
+    port_probe.bind(("127.0.0.1", 0))
+    port = port_probe.getsockname()[1]
+    port_probe.close()
+    cli = [sys.executable, "-m", "distributed.cli"]
+    scheduler = subprocess.Popen(cli[:2] + ["distributed.cli.dask_scheduler", "--host",
+                                            "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(cli[:2] + ["distributed.cli.dask_worker", f"tcp://127.0.0.1:{port}",
+                                         "--nthreads", "1", "--no-dashboard", "--host",
+                                         "127.0.0.1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        original = progress.Reporter.task_pass
+
+        def task_pass(self, name, total, level=1):
+            bar = original(self, name, total, level)
+            if name == "kernel build":
+                scheduler.kill()
+            return bar
+
+        monkeypatch.setattr(progress.Reporter, "task_pass", task_pass)
+        start = time.monotonic()
+        with pytest.raises(SchedulerLostError, match="lost the connection") as caught:
+            MKKMRK(3, kernels=KERNELS, solver="blockwise", chunk_size=30,
+                   scheduler=f"tcp://127.0.0.1:{port}").fit(X)
+        assert time.monotonic() - start < 60
+        assert "\n" not in str(caught.value)
+    finally:
+        for proc in (scheduler, worker):
+            proc.kill()
+            proc.wait(timeout=30)
