@@ -4,7 +4,7 @@ Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
 from .baselines import average_kernel_clustering, single_kernel_clustering
-from .estimator import MKKMRK
+from .estimators import MKKMRK
 from .exceptions import NystromApproximationWarning, StoreError, UncertifiedSolutionWarning
 from .kernels import KernelSpec, paper_kernels, parse_kernel
 from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity

@@ -31,7 +31,7 @@ from . import progress
 from .backends import make_backend, make_options
 from .baselines import average_kernel_clustering, single_kernel_clustering
 from .datasets import PAPER_DATASETS, default_data_dir, load_dataset
-from .estimator import MKKMRK
+from .estimators import MKKMRK
 from .exceptions import UncertifiedSolutionWarning
 from .kernels import paper_kernels
 from .metrics import clustering_scores

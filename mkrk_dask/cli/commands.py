@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import progress
 from ..cluster import DaskSession
-from ..estimator import MKKMRK
+from ..estimators import MKKMRK
 from ..io import Dataset, load_input
 from ..kernels import as_kernel_specs
 from ..metrics import clustering_scores

@@ -1,12 +1,23 @@
-"""The scikit-learn face of MKKM-RK: :class:`MKKMRK`."""
+"""The scikit-learn face shared by the multiple kernel k-means estimators.
+
+:class:`MultipleKernelKMeans` holds everything but the method: input validation (numpy,
+scipy.sparse, dask and Zarr arrays, several views, precomputed kernels), the backend
+(:func:`mkrk_dask.backends.make_backend`), the final step, ``predict`` / ``transform`` and the
+fitted attributes common to all. A method subclasses it with its own parameters and
+:meth:`MultipleKernelKMeans._run`, the alternating loop with its weight step.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import inspect
+import json
 import numbers
+import os
 import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
@@ -17,23 +28,22 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import progress
-from .assignment import assign_clusters, lloyd_centres, nearest_centre, unit_rows
-from .backends import KernelBackend, make_backend, make_options, option_names
-from .backends.base import APPROXIMATION_WARNING
-from .cluster import is_client
-from .dissimilarity import check_measure
-from .exceptions import NystromApproximationWarning
-from .kernels import KernelSpec, as_kernel_specs
-from .solver import SELECTION_THRESHOLD, IterationInfo, selected_kernels, solve
-from .validation import (
-    LAM_SCALINGS,
+from .. import progress
+from ..assignment import assign_clusters, lloyd_centres, nearest_centre, unit_rows
+from ..backends import KernelBackend, make_backend, make_options, option_names
+from ..backends.base import APPROXIMATION_WARNING
+from ..cluster import is_client
+from ..exceptions import NystromApproximationWarning
+from ..kernels import KernelSpec, as_kernel_specs
+from ..landmarks import LANDMARK_METHODS
+from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
+from ..validation import (
     TOL_MODES,
     check_choice,
-    check_lambda,
     check_lazy_views,
     check_magnitude,
     check_n_clusters,
@@ -44,221 +54,53 @@ from .validation import (
     materialize,
 )
 
-__all__ = ["MKKMRK", "SOLVERS"]
+__all__ = ["MultipleKernelKMeans", "SOLVERS"]
 
 SOLVERS = ("exact", "blockwise", "nystrom", "auto")
 
 
-class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
-    """Multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI 2019).
+class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
+                           BaseEstimator):
+    """Base class of the multiple kernel k-means estimators; not for direct use.
 
-    Learns sparse, diverse weights ``w`` for a set of base kernels and clusters with the
-    combined kernel ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among
-    the others (the matrix Y); the weight of a kernel is the mean of its row of Y.
-
-    Parameters
-    ----------
-    n_clusters : int, default=8
-        Number of clusters k.
-    lam : float, default=2**-15
-        Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
-        ``<C, Y>``. The paper searches 2^-15 to 2^5 and its best lambda is nearly always at the
-        small end (with ``fip``, C grows like n^2, so a larger lambda soon puts all weight on
-        the near-identity Gaussian); see :func:`mkrk_dask.lambda_search` and ``lam_scaling``.
-    kernels : "paper", "precomputed" or list, default="paper"
-        ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
-        ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
-        (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
-    dissimilarity : {"fip", "sfn", "vn", "ld"}, default="fip"
-        The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
-        :mod:`mkrk_dask.dissimilarity`.
-    lam_scaling : {"none", "normalized"}, default="none"
-        ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
-        scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
-    solver : {"exact", "blockwise", "nystrom", "auto"}, default="exact"
-        Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
-        them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
-        kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
-        chooses from n and the memory available and records its choice in ``solver_``.
-    store : str or path-like, optional
-        Zarr store for the blockwise kernels or the Nystrom factors: a path, or any URL that
-        Zarr and fsspec accept (``s3://bucket/run.zarr``: the way to run on a cluster whose
-        workers share no disk with the client); reopened and reused when
-        it holds the same data and kernels (a lambda grid search pays for the kernels once).
-        Default: a temporary store, deleted after the fit. Before any work, every worker must
-        read back a marker written into it (else a one-line error says which cannot).
-    storage_options : dict, optional
-        fsspec options of a URL store (endpoint, credentials); default: the environment
-        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...). Never written into the store.
-    scheduler : str or distributed.Client, optional
-        Dask scheduler address (``tcp://...``, ``tls://...``) or Client for the blockwise and
-        Nystrom backends; default: the current Client if one is active (``with Client(...):``),
-        else a local cluster started in-process (on 127.0.0.1) and shut down after the fit. An
-        estimator given a Client can be cloned (the clone shares it) and pickled (its
-        scheduler's address is kept).
-    chunk_size : int, optional
-        Rows per block of the stores (default chosen from n).
-    n_landmarks : int, default=500
-        Nystrom landmarks per kernel.
-    landmarks : {"kmeans++", "uniform"}, default="kmeans++"
-        Nystrom landmark selection.
-    dtype : {"float64", "float32"}, default="float64"
-        Storage precision of the blockwise kernels / Nystrom factors.
-    backend_options : dict, optional
-        Further options of the backend (the fields of
-        :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`
-        or :class:`~mkrk_dask.backends.NystromOptions`; checked before any work starts), e.g.
-        ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
-        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
-        ``{"eigen_method": "lapack"}`` for the exact one, or ``{"local_threshold": 0}`` to
-        turn off the Nystrom backend's sparse local part, which by default follows the exact
-        solution up to n = 20,000 (see
-        :class:`~mkrk_dask.backends.NystromOptions`).
-    normalize : bool, default=True
-        Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
-    tol : float, default=1e-5
-        Stopping tolerance on the change of the objective.
-    tol_mode : {"absolute", "relative"}, default="absolute"
-        ``"absolute"``: ``|f_t - f_{t-1}| < tol`` (the paper's). ``"relative"``: divided by
-        ``|f_{t-1}|``; objectives are 1e3..1e6, where an absolute 1e-5 is very strict.
-    max_iter : int, default=100
-        Maximum number of alternating iterations.
-    n_init : int, default=10
-        Restarts of the final k-means (the paper's code uses 10).
-    qp_gap_tol : float, default=1e-8
-        Every Y-step solution must have a duality gap below ``qp_gap_tol * |objective|``;
-        otherwise an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
-    random_state : int, RandomState or None, default=None
-        Seeds the final k-means, so that a fit is repeatable.
-    verbose : int, default=0
-        Progress on standard error: 1 one line per pass and per iteration, and the Dask
-        dashboard's address; 2 also every eigensolver pass.
-
-    Attributes
-    ----------
-    labels_ : ndarray of shape (n_samples,)
-        Cluster of every sample.
-    weights_ : ndarray of shape (n_kernels,)
-        Learned kernel weights (sum to 1).
-    representation_ : ndarray of shape (n_kernels, n_kernels)
-        The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
-    embedding_ : ndarray of shape (n_samples, n_clusters)
-        H, the top-k eigenvectors of the combined kernel (orthonormal columns).
-    dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
-        C.
-    objective_history_ : ndarray of shape (n_iter,)
-        Objective after every iteration (non-increasing).
-    n_iter_ : int
-        Iterations run.
-    converged_ : bool
-        Whether the tolerance was met within ``max_iter``.
-    selected_kernels_ : ndarray of int
-        Indices of the kernels whose weight is at least 1e-3 (the representative kernels;
-        see :data:`mkrk_dask.solver.SELECTION_THRESHOLD`).
-    kernels_ : list of KernelSpec or None
-        The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
-    kernel_names_ : list of str
-    qp_relative_gaps_ : ndarray of shape (n_iter,)
-        Certified duality gap of every Y-step, relative to its objective.
-    lam_effective_ : float
-        The lambda the Y-step used (differs from ``lam`` under ``lam_scaling="normalized"``).
-    solver_ : str
-        The backend that ran.
-    n_features_in_ : int
-        Features seen in ``fit`` (single-view feature input only).
-    timings_ : dict
-        Seconds spent per phase.
-    row_map_ : object
-        The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
-        apply (feature input only): the spectral out-of-sample extension through the
-        training rows (exact, blockwise), or the Nystrom landmarks and transforms.
-    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
-        Centres of the unit-length rows of ``embedding_`` (``predict`` assigns the nearest).
-    n_labels_polished_ : int
-        Labels moved by the Lloyd steps that make the centres a fixed point (0 after k-means
-        run to convergence).
-    nystrom_model_ : NystromModel
-        ``solver="nystrom"`` only: ``row_map_``, carrying the centres too.
-    nystrom_residual_ : ndarray of shape (n_kernels,)
-        ``solver="nystrom"`` only: the share of every kernel's trace its factors miss,
-        ``1 - ||F_p||_F^2 / tr(K_p)``.
-    nystrom_missed_fraction_ : float
-        ``solver="nystrom"`` only: the share of the trace of the learned ``K_w`` the factors
-        miss. Above :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING` a
-        :class:`~mkrk_dask.NystromApproximationWarning` names the kernels responsible: the
-        H-step did not see that part of ``K_w``, so the result can differ from the exact one.
-
-    Examples
-    --------
-    >>> from sklearn.datasets import load_digits
-    >>> from mkrk_dask import MKKMRK
-    >>> X, y = load_digits(return_X_y=True)
-    >>> model = MKKMRK(n_clusters=10, random_state=0).fit(X[:300])
-    >>> model.weights_.shape
-    (12,)
+    Subclasses define ``__init__`` (scikit-learn reads the parameters from its signature),
+    :attr:`method` and :meth:`_run`, and may extend :attr:`_parameter_constraints`,
+    :meth:`_check_method_params` and :meth:`_set_method_fitted`.
     """
 
-    def __init__(
-        self,
-        n_clusters: int = 8,
-        *,
-        lam: float = 2.0**-15,
-        kernels: Any = "paper",
-        dissimilarity: str = "fip",
-        lam_scaling: str = "none",
-        solver: str = "exact",
-        normalize: bool = True,
-        tol: float = 1e-5,
-        tol_mode: str = "absolute",
-        max_iter: int = 100,
-        n_init: int = 10,
-        qp_gap_tol: float = 1e-8,
-        store: Any = None,
-        storage_options: dict | None = None,
-        scheduler: Any = None,
-        chunk_size: int | None = None,
-        n_landmarks: int = 500,
-        landmarks: str = "kmeans++",
-        dtype: str = "float64",
-        backend_options: dict | None = None,
-        random_state: Any = None,
-        verbose: int = 0,
-    ):
-        self.n_clusters = n_clusters
-        self.lam = lam
-        self.kernels = kernels
-        self.dissimilarity = dissimilarity
-        self.lam_scaling = lam_scaling
-        self.solver = solver
-        self.normalize = normalize
-        self.tol = tol
-        self.tol_mode = tol_mode
-        self.max_iter = max_iter
-        self.n_init = n_init
-        self.qp_gap_tol = qp_gap_tol
-        self.store = store
-        self.storage_options = storage_options
-        self.scheduler = scheduler
-        self.chunk_size = chunk_size
-        self.n_landmarks = n_landmarks
-        self.landmarks = landmarks
-        self.dtype = dtype
-        self.backend_options = backend_options
-        self.random_state = random_state
-        self.verbose = verbose
+    #: the method's name, as in the paper's Table 2
+    method: str = ""
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "kernels": [str, list, tuple],
+        "solver": [StrOptions(set(SOLVERS))],
+        "normalize": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "tol_mode": [StrOptions(set(TOL_MODES))],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "store": [None, str, os.PathLike],
+        "storage_options": [None, dict],
+        "scheduler": [None, str, HasMethods(["submit", "scatter"])],
+        "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
+        "n_landmarks": [Interval(Integral, 1, None, closed="left"), "array-like"],
+        "landmarks": [StrOptions(set(LANDMARK_METHODS))],
+        "dtype": [StrOptions({"float64", "float32"}), type],
+        "backend_options": [None, dict],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
 
     # -- validation -----------------------------------------------------------------------
 
     def _check_params(self) -> None:
-        check_lambda(self.lam)
-        check_measure(self.dissimilarity)
+        """Every parameter, before any work: the common ones (with messages that name the
+        problem), the method's, then scikit-learn's declarative constraints."""
         check_choice("solver", self.solver, SOLVERS)
-        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
         check_choice("tol_mode", self.tol_mode, TOL_MODES)
-        for name in ("tol", "qp_gap_tol"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or not value > 0:
-                raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be a positive number, got {self.tol!r}")
         for name in ("max_iter", "n_init"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
@@ -266,10 +108,16 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         if self.backend_options is not None and not isinstance(self.backend_options, dict):
             raise ValueError(f"backend_options must be a dict or None, got "
                              f"{type(self.backend_options).__name__}")
+        self._check_method_params()
         # The settings of every backend the fit could use, validated now (not after a build).
         for solver in (("exact", "blockwise", "nystrom") if self.solver == "auto"
                        else (self.solver,)):
             self._backend_options(solver, strict=self.solver != "auto")
+        # What the checks above do not cover (types of the other parameters).
+        self._validate_params()
+
+    def _check_method_params(self) -> None:  # noqa: B027 - optional hook
+        """Checks of the method's own parameters (one-line errors)."""
 
     def _backend_options(self, solver: str, strict: bool = True) -> Any:
         """The typed options of ``solver`` from the estimator's parameters and
@@ -323,11 +171,11 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
     def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
         if self.solver != "auto":
             return self.solver
-        from .auto import choose_solver
+        from ..auto import choose_solver
 
         choice, reason = choose_solver(n_samples, n_kernels)
-        if self.verbose:
-            print(f"[MKKMRK] solver='auto' chose {choice!r}: {reason}", flush=True)
+        progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
+                                f"{reason}")
         self.solver_reason_ = reason
         return choice
 
@@ -346,37 +194,41 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
                             storage_options=self.storage_options, scheduler=self.scheduler,
                             random_state=self.random_state)
 
+    def _check_backend(self, backend: KernelBackend) -> None:  # noqa: B027 - optional hook
+        """Refuse a backend the method cannot use (before any iteration)."""
+
     def _build(self, X: Any) -> tuple[KernelBackend, int]:
         """Validate everything and build the backend; shared with :func:`lambda_search`."""
         self._check_params()
         data, specs, n_samples = self._prepare_input(X)
         check_n_clusters(self.n_clusters, n_samples)
         backend = self._make_backend(data, specs)
-        if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:
+        try:
+            self._check_backend(backend)
+        except BaseException:
             backend.close()
-            raise ValueError(f"dissimilarity {self.dissimilarity!r} is not available with "
-                             f"solver={self.solver!r}; choose one of {backend.measures}")
+            raise
         return backend, n_samples
 
     # -- fitting ----------------------------------------------------------------------------
 
     def _progress(self, info: IterationInfo) -> None:
         progress.reporter().log(
-            f"[MKKMRK] iter {info.iteration:3d}  objective {info.objective:.10g}  "
-            f"change {info.change:.3g}  qp gap {info.qp_relative_gap:.1e}  "
+            f"[{type(self).__name__}] iter {info.iteration:3d}  objective "
+            f"{info.objective:.10g}  change {info.change:.3g}  gap {info.qp_relative_gap:.1e}  "
             f"{info.seconds:.2f}s")
 
-    def _fit_key(self) -> str:
+    def _fit_key(self, *names: str) -> str:
         """What identifies this fit's loop in a store: a checkpoint saved by a fit with other
         settings is never resumed."""
-        import hashlib
-        import json
-
         settings = {k: getattr(self, k) for k in (
-            "n_clusters", "lam", "dissimilarity", "lam_scaling", "tol", "tol_mode", "max_iter",
-            "qp_gap_tol")}
-        text = json.dumps({"method": "MKKM-RK", **settings}, sort_keys=True, default=str)
+            "n_clusters", "tol", "tol_mode", "max_iter", *names)}
+        text = json.dumps({"method": self.method, **settings}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def _run(self, backend: KernelBackend) -> SolverResult:
+        """The method's alternating loop on ``backend`` (subclasses)."""
+        raise NotImplementedError
 
     def _reporting(self) -> Any:
         """Progress at ``verbose`` (on stderr), unless a caller (the CLI) already reports."""
@@ -384,12 +236,12 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
             return contextlib.nullcontext()
         return progress.reporting(int(self.verbose or 0))
 
-    def fit(self, X: Any, y: Any = None) -> MKKMRK:
+    def fit(self, X: Any, y: Any = None) -> MultipleKernelKMeans:
         """Learn the kernel weights and cluster ``X``.
 
         Parameters
         ----------
-        X : array-like, sparse matrix, list of views, or precomputed kernels
+        X : array-like, sparse matrix, dask or Zarr array, list of views, or precomputed kernels
             ``(n_samples, n_features)`` features; a list of such matrices (one per view); or,
             with ``kernels="precomputed"``, an ``(m, n, n)`` array / list of ``(n, n)`` kernels.
         y : ignored
@@ -401,12 +253,7 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         with self._reporting():
             backend, _ = self._build(X)
             try:
-                result = solve(
-                    backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
-                    lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
-                    max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
-                    callback=self._progress if self.verbose else None,
-                    checkpoint=backend.loop_checkpoint(self._fit_key()))
+                result = self._run(backend)
                 embedding = backend.embedding(result.top)
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(result.top)
@@ -529,17 +376,13 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         """
         return nearest_centre(unit_rows(self.transform(X)), self.cluster_centers_)
 
-    def _set_fitted(self, result: Any, embedding: np.ndarray,
+    def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:
         self.weights_ = result.weights
-        self.representation_ = result.representation
         self.embedding_ = embedding
-        self.dissimilarity_ = result.dissimilarity
         self.objective_history_ = result.objective_history
         self.n_iter_ = result.n_iter
         self.converged_ = result.converged
-        self.qp_relative_gaps_ = result.qp_relative_gaps
-        self.lam_effective_ = result.lam_effective
         self.traces_ = result.traces
         self.timings_ = dict(result.timings)
         self.selected_kernels_ = selected_kernels(result.weights)
@@ -547,8 +390,12 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         self.kernel_names_ = ([s.name for s in specs] if specs is not None
                               else [f"K{p}" for p in range(len(result.weights))])
         self.solver_ = getattr(self, "_solver_used", self.solver)
+        self._set_method_fitted(result)
         self.labels_ = assign_clusters(embedding, self.n_clusters, n_init=self.n_init,
                                        random_state=check_random_state(self.random_state))
+
+    def _set_method_fitted(self, result: SolverResult) -> None:  # noqa: B027 - optional hook
+        """The method's own fitted attributes."""
 
     def fit_predict(self, X: Any, y: Any = None, **kwargs: Any) -> np.ndarray:
         """Fit and return ``labels_``."""
@@ -563,7 +410,7 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         """Columns of :meth:`transform`: one per cluster (the embedding's)."""
         return int(self.n_clusters)
 
-    def __sklearn_clone__(self) -> MKKMRK:
+    def __sklearn_clone__(self) -> MultipleKernelKMeans:
         """``sklearn.base.clone``: a Client given as ``scheduler`` is shared with the clone (a
         connection, like ``n_jobs``), not deep-copied (which fails); every other parameter is
         cloned as usual. So ``GridSearchCV`` and ``cross_validate`` work on a cluster."""
@@ -597,14 +444,15 @@ class MKKMRK(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, Ba
         tags.input_tags.pairwise = isinstance(self.kernels, str) and self.kernels == "precomputed"
         return tags
 
+    def _summary_head(self) -> list[str]:
+        return [f"{self.method}: {len(self.weights_)} kernels, {self.n_iter_} iterations "
+                f"({'converged' if self.converged_ else 'max_iter'}), objective "
+                f"{self.objective_history_[-1]:.10g}"]
+
     def summary(self) -> str:
         """A short human-readable account of the fit."""
         check_is_fitted(self)
-        lines = [f"MKKM-RK: {len(self.weights_)} kernels, lambda={self.lam:g}, "
-                 f"{self.n_iter_} iterations ({'converged' if self.converged_ else 'max_iter'})",
-                 f"objective {self.objective_history_[-1]:.10g}, "
-                 f"max QP relative gap {self.qp_relative_gaps_.max():.1e}",
-                 "weights:"]
+        lines = self._summary_head() + ["weights:"]
         for p in np.argsort(-self.weights_):
             if self.weights_[p] >= SELECTION_THRESHOLD:
                 lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")

@@ -1,0 +1,259 @@
+"""MKKM-RK: multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI
+2019), as a scikit-learn estimator: :class:`MKKMRK`."""
+
+from __future__ import annotations
+
+from numbers import Real
+from typing import Any
+
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..backends import KernelBackend
+from ..dissimilarity import MEASURES, check_measure
+from ..solver import SolverResult, solve
+from ..validation import LAM_SCALINGS, check_choice, check_lambda
+from ._base import MultipleKernelKMeans
+
+__all__ = ["MKKMRK"]
+
+
+class MKKMRK(MultipleKernelKMeans):
+    """Multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI 2019).
+
+    Learns sparse, diverse weights ``w`` for a set of base kernels and clusters with the
+    combined kernel ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among
+    the others (the matrix Y); the weight of a kernel is the mean of its row of Y.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+        Number of clusters k.
+    lam : float, default=2**-15
+        Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
+        ``<C, Y>``. The paper searches 2^-15 to 2^5 and its best lambda is nearly always at the
+        small end (with ``fip``, C grows like n^2, so a larger lambda soon puts all weight on
+        the near-identity Gaussian); see :func:`mkrk_dask.lambda_search` and ``lam_scaling``.
+    kernels : "paper", "precomputed" or list, default="paper"
+        ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
+        ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
+        (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
+    dissimilarity : {"fip", "sfn", "vn", "ld"}, default="fip"
+        The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
+        :mod:`mkrk_dask.dissimilarity`.
+    lam_scaling : {"none", "normalized"}, default="none"
+        ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
+        scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
+    solver : {"exact", "blockwise", "nystrom", "auto"}, default="exact"
+        Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
+        them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
+        kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
+        chooses from n and the memory available and records its choice in ``solver_``.
+    store : str or path-like, optional
+        Zarr store for the blockwise kernels or the Nystrom factors: a path, or any URL that
+        Zarr and fsspec accept (``s3://bucket/run.zarr``: the way to run on a cluster whose
+        workers share no disk with the client); reopened and reused when
+        it holds the same data and kernels (a lambda grid search pays for the kernels once).
+        Default: a temporary store, deleted after the fit. Before any work, every worker must
+        read back a marker written into it (else a one-line error says which cannot).
+    storage_options : dict, optional
+        fsspec options of a URL store (endpoint, credentials); default: the environment
+        (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``, ...). Never written into the store.
+    scheduler : str or distributed.Client, optional
+        Dask scheduler address (``tcp://...``, ``tls://...``) or Client for the blockwise and
+        Nystrom backends; default: the current Client if one is active (``with Client(...):``),
+        else a local cluster started in-process (on 127.0.0.1) and shut down after the fit. An
+        estimator given a Client can be cloned (the clone shares it) and pickled (its
+        scheduler's address is kept).
+    chunk_size : int, optional
+        Rows per block of the stores (default chosen from n).
+    n_landmarks : int, default=500
+        Nystrom landmarks per kernel.
+    landmarks : {"kmeans++", "uniform"}, default="kmeans++"
+        Nystrom landmark selection.
+    dtype : {"float64", "float32"}, default="float64"
+        Storage precision of the blockwise kernels / Nystrom factors.
+    backend_options : dict, optional
+        Further options of the backend (the fields of
+        :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`
+        or :class:`~mkrk_dask.backends.NystromOptions`; checked before any work starts), e.g.
+        ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
+        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
+        ``{"eigen_method": "lapack"}`` for the exact one, or ``{"local_threshold": 0}`` to
+        turn off the Nystrom backend's sparse local part, which by default follows the exact
+        solution up to n = 20,000 (see
+        :class:`~mkrk_dask.backends.NystromOptions`).
+    normalize : bool, default=True
+        Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
+    tol : float, default=1e-5
+        Stopping tolerance on the change of the objective.
+    tol_mode : {"absolute", "relative"}, default="absolute"
+        ``"absolute"``: ``|f_t - f_{t-1}| < tol`` (the paper's). ``"relative"``: divided by
+        ``|f_{t-1}|``; objectives are 1e3..1e6, where an absolute 1e-5 is very strict.
+    max_iter : int, default=100
+        Maximum number of alternating iterations.
+    n_init : int, default=10
+        Restarts of the final k-means (the paper's code uses 10).
+    qp_gap_tol : float, default=1e-8
+        Every Y-step solution must have a duality gap below ``qp_gap_tol * |objective|``;
+        otherwise an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
+    random_state : int, RandomState or None, default=None
+        Seeds the final k-means, so that a fit is repeatable.
+    verbose : int, default=0
+        Progress on standard error: 1 one line per pass and per iteration, and the Dask
+        dashboard's address; 2 also every eigensolver pass.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of every sample.
+    weights_ : ndarray of shape (n_kernels,)
+        Learned kernel weights (sum to 1).
+    representation_ : ndarray of shape (n_kernels, n_kernels)
+        The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
+    embedding_ : ndarray of shape (n_samples, n_clusters)
+        H, the top-k eigenvectors of the combined kernel (orthonormal columns).
+    dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
+        C.
+    objective_history_ : ndarray of shape (n_iter,)
+        Objective after every iteration (non-increasing).
+    n_iter_ : int
+        Iterations run.
+    converged_ : bool
+        Whether the tolerance was met within ``max_iter``.
+    selected_kernels_ : ndarray of int
+        Indices of the kernels whose weight is at least 1e-3 (the representative kernels;
+        see :data:`mkrk_dask.solver.SELECTION_THRESHOLD`).
+    kernels_ : list of KernelSpec or None
+        The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
+    kernel_names_ : list of str
+    qp_relative_gaps_ : ndarray of shape (n_iter,)
+        Certified duality gap of every Y-step, relative to its objective.
+    lam_effective_ : float
+        The lambda the Y-step used (differs from ``lam`` under ``lam_scaling="normalized"``).
+    solver_ : str
+        The backend that ran.
+    n_features_in_ : int
+        Features seen in ``fit`` (single-view feature input only).
+    timings_ : dict
+        Seconds spent per phase.
+    row_map_ : object
+        The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
+        apply (feature input only): the spectral out-of-sample extension through the
+        training rows (exact, blockwise), or the Nystrom landmarks and transforms.
+    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
+        Centres of the unit-length rows of ``embedding_`` (``predict`` assigns the nearest).
+    n_labels_polished_ : int
+        Labels moved by the Lloyd steps that make the centres a fixed point (0 after k-means
+        run to convergence).
+    nystrom_model_ : NystromModel
+        ``solver="nystrom"`` only: ``row_map_``, carrying the centres too.
+    nystrom_residual_ : ndarray of shape (n_kernels,)
+        ``solver="nystrom"`` only: the share of every kernel's trace its factors miss,
+        ``1 - ||F_p||_F^2 / tr(K_p)``.
+    nystrom_missed_fraction_ : float
+        ``solver="nystrom"`` only: the share of the trace of the learned ``K_w`` the factors
+        miss. Above :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING` a
+        :class:`~mkrk_dask.NystromApproximationWarning` names the kernels responsible: the
+        H-step did not see that part of ``K_w``, so the result can differ from the exact one.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_digits
+    >>> from mkrk_dask import MKKMRK
+    >>> X, y = load_digits(return_X_y=True)
+    >>> model = MKKMRK(n_clusters=10, random_state=0).fit(X[:300])
+    >>> model.weights_.shape
+    (12,)
+    """
+
+    def __init__(
+        self,
+        n_clusters: int = 8,
+        *,
+        lam: float = 2.0**-15,
+        kernels: Any = "paper",
+        dissimilarity: str = "fip",
+        lam_scaling: str = "none",
+        solver: str = "exact",
+        normalize: bool = True,
+        tol: float = 1e-5,
+        tol_mode: str = "absolute",
+        max_iter: int = 100,
+        n_init: int = 10,
+        qp_gap_tol: float = 1e-8,
+        store: Any = None,
+        storage_options: dict | None = None,
+        scheduler: Any = None,
+        chunk_size: int | None = None,
+        n_landmarks: int = 500,
+        landmarks: str = "kmeans++",
+        dtype: str = "float64",
+        backend_options: dict | None = None,
+        random_state: Any = None,
+        verbose: int = 0,
+    ):
+        self.n_clusters = n_clusters
+        self.lam = lam
+        self.kernels = kernels
+        self.dissimilarity = dissimilarity
+        self.lam_scaling = lam_scaling
+        self.solver = solver
+        self.normalize = normalize
+        self.tol = tol
+        self.tol_mode = tol_mode
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.qp_gap_tol = qp_gap_tol
+        self.store = store
+        self.storage_options = storage_options
+        self.scheduler = scheduler
+        self.chunk_size = chunk_size
+        self.n_landmarks = n_landmarks
+        self.landmarks = landmarks
+        self.dtype = dtype
+        self.backend_options = backend_options
+        self.random_state = random_state
+        self.verbose = verbose
+
+    method = "MKKM-RK"
+
+    _parameter_constraints: dict = {
+        **MultipleKernelKMeans._parameter_constraints,
+        "lam": [Interval(Real, 0, None, closed="left")],
+        "dissimilarity": [StrOptions(set(MEASURES))],
+        "lam_scaling": [StrOptions(set(LAM_SCALINGS))],
+        "qp_gap_tol": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def _check_method_params(self) -> None:
+        check_lambda(self.lam)
+        check_measure(self.dissimilarity)
+        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
+        if not isinstance(self.qp_gap_tol, Real) or not self.qp_gap_tol > 0:
+            raise ValueError(f"qp_gap_tol must be a positive number, got {self.qp_gap_tol!r}")
+
+    def _check_backend(self, backend: KernelBackend) -> None:
+        if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:
+            raise ValueError(f"dissimilarity {self.dissimilarity!r} is not available with "
+                             f"solver={self.solver!r}; choose one of {backend.measures}")
+
+    def _run(self, backend: KernelBackend) -> SolverResult:
+        return solve(
+            backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
+            lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
+            max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
+            callback=self._progress if self.verbose else None,
+            checkpoint=backend.loop_checkpoint(self._fit_key(
+                "lam", "dissimilarity", "lam_scaling", "qp_gap_tol")))
+
+    def _set_method_fitted(self, result: SolverResult) -> None:
+        self.representation_ = result.representation
+        self.dissimilarity_ = result.dissimilarity
+        self.qp_relative_gaps_ = result.qp_relative_gaps
+        self.lam_effective_ = result.lam_effective
+
+    def _summary_head(self) -> list[str]:
+        return [f"MKKM-RK: {len(self.weights_)} kernels, lambda={self.lam:g}, "
+                f"{self.n_iter_} iterations ({'converged' if self.converged_ else 'max_iter'})",
+                f"objective {self.objective_history_[-1]:.10g}, "
+                f"max QP relative gap {self.qp_relative_gaps_.max():.1e}"]
