@@ -25,7 +25,7 @@ import numpy as np
 from .. import progress
 from ..estimator import MKKMRK
 from ..io import Dataset, load_input
-from ..kernels import as_kernel_specs
+from ..kernels import as_kernel_specs, parse_kernel
 from ..metrics import clustering_scores
 from ..plotting import make_figures  # matplotlib itself is imported when drawing
 from ..protocol import find_datasets, render_markdown, run_protocol
@@ -79,8 +79,14 @@ def _n_clusters(args: argparse.Namespace, data: Dataset) -> int:
 
 
 def _kernels_arg(values: list[str] | None) -> Any:
+    """--kernels for the estimator, each specification checked before any work."""
     if not values or values == ["paper"]:
         return "paper"
+    for text in values:
+        try:
+            parse_kernel(text)
+        except ValueError as err:
+            raise UserError(f"--kernels {text!r}: {err}") from None
     return list(values)
 
 
