@@ -66,7 +66,8 @@ def test_search_then_figures(digits_npz: Path, tmp_path: Path) -> None:
     pngs = sorted(figures.glob("*.png"))
     assert [p.name for p in pngs] == ["digits_fig1_sensitivity.png",
                                       "digits_fig2_representation.png",
-                                      "digits_fig3_selected.png", "digits_fig4_objective.png"]
+                                      "digits_fig3_selected.png", "digits_fig4_objective.png",
+                                      "digits_fig5_weights.png"]
     assert all(p.read_bytes()[:8] == PNG for p in pngs)
 
 
@@ -81,7 +82,8 @@ def test_figures_of_one_fit_and_missing_file(digits_npz: Path, tmp_path: Path,
     assert main(["fit", str(digits_npz), "-q", "--n-init", "2", "--out", str(out)]) == 0
     assert main(["figures", str(out / "result.json"), "-q"]) == 0
     assert sorted(p.name for p in (out / "figures").glob("*.png")) == [
-        "digits_fig2_representation.png", "digits_fig4_objective.png"]
+        "digits_fig2_representation.png", "digits_fig4_objective.png",
+        "digits_fig5_weights.png"]
     assert main(["figures", str(tmp_path / "absent.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
 

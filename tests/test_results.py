@@ -173,7 +173,7 @@ def test_search_records_and_report_draw(digits: Dataset, tmp_path: Path) -> None
     assert report["version"] == mkrk_dask.__version__ and report["kind"] == "mkrk-search"
     path = write_json(tmp_path / "s.json", report)
     written = make_figures(path, tmp_path / "figs")
-    assert len(written) == 4
+    assert len(written) == 5
 
 
 def test_unscored_search_has_no_best() -> None:
