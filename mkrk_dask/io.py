@@ -301,7 +301,8 @@ _READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError)
 
 def _read_npz(path: Path) -> _RawData:
     try:
-        with np.load(path, allow_pickle=False) as archive:
+        # The file is opened here so that it is closed even when numpy fails on it.
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
             if _is_sparse_npz(archive.files):
                 return _RawData(sp.load_npz(path), None, None, {})
             return _read_archive(path, archive)

@@ -312,6 +312,11 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
 
 def _cmd_figures(args: argparse.Namespace) -> int:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UserError("mkrk figures needs matplotlib: pip install 'mkrk-dask[plot]'") \
+            from None
     path = Path(args.results).expanduser()
     report = read_results(path)
     out = Path(args.out).expanduser() if args.out else path.parent / "figures"
