@@ -263,3 +263,16 @@ def test_reproduce_with_no_data_folder_at_all(tmp_path: Path, monkeypatch: pytes
     assert main(["reproduce", "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err
     assert str(tmp_path / "a" / "shared" / "datasets") in err and "None" not in err
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture) -> None:
+    """mkrk ... | head: the reader closes the pipe early; no 'internal error' follows."""
+    import mkrk_dask.cli
+
+    def command(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(mkrk_dask.cli.COMMANDS, "demo", command)
+    assert main(["demo"]) == 0
+    assert capsys.readouterr().err == ""

@@ -52,6 +52,17 @@ def _quiet_logs(verbosity: int) -> None:
         logging.getLogger(name).setLevel(level)
 
 
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mkrk`` console script. Returns the exit code."""
     parser = build_parser()
@@ -85,6 +96,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mkrk {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (mkrk ... | head): nothing more to say to anyone.
+        _silence_stdout()
+        return EXIT_OK
     except Exception as err:
         if debug:
             import traceback
