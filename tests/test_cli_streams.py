@@ -276,3 +276,51 @@ def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setitem(mkrk_dask.cli.COMMANDS, "demo", command)
     assert main(["demo"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_models_go_through_the_library_model_io_when_it_exists(
+        digits_npz: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """The CLI saves and loads models through mkrk_dask.model_io (arrays + JSON, no pickle)
+    where the library has it: no --trust needed, no model.joblib written. A stand-in module
+    with the library's interface plays its part here."""
+    import types
+
+    import mkrk_dask.cli.models as models
+
+    saved = {}
+
+    def save_model(estimator, directory):
+        Path(directory).mkdir()
+        (Path(directory) / "model.json").write_text("{}")
+        saved["model"] = estimator
+
+    def load_model(directory):
+        assert (Path(directory) / "model.json").is_file()
+        return saved["model"]
+
+    fake = types.SimpleNamespace(save_model=save_model, load_model=load_model)
+    monkeypatch.setattr(models, "_model_io", lambda: fake)
+    out = tmp_path / "run"
+    assert main(["fit", str(digits_npz), *NYSTROM, "--out", str(out), "-q"]) == 0
+    assert (out / "model" / "model.json").is_file() and not (out / "model.joblib").exists()
+    assert json.loads((out / "result.json").read_text())["model"] == "model"
+    capsys.readouterr()
+    assert main(["predict", str(out), str(digits_npz), "-q"]) == 0  # no --trust
+    labels = np.array(capsys.readouterr().out.split(), dtype=int)
+    np.testing.assert_array_equal(labels, np.load(out / "labels.npy"))
+
+
+def test_store_takes_a_url_and_storage_options(capsys: pytest.CaptureFixture) -> None:
+    from mkrk_dask.cli.commands import _store
+    from mkrk_dask.cli.session import storage_options
+
+    args = build_parser().parse_args(
+        ["fit", "d.npz", "--store", "s3://bucket/run.zarr", "--storage-option",
+         "endpoint_url=http://127.0.0.1:9000", "--storage-option", "anon=false"])
+    assert _store(args) == "s3://bucket/run.zarr"  # a URL stays a URL
+    assert storage_options(args) == {"endpoint_url": "http://127.0.0.1:9000", "anon": False}
+    assert main(["fit", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--store PATH_OR_URL" in text and "s3://bucket/run.zarr" in text
+    assert "--storage-option KEY=VALUE" in text
