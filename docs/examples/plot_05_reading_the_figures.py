@@ -31,9 +31,12 @@ pngs = {p.name.split("_", 1)[1]: p for p in make_figures(report, folder)}
 
 
 def show(name):
+    """Show a PNG that make_figures wrote, whole, at about its own size."""
     image = mpimg.imread(pngs[name])
-    fig = plt.figure(figsize=(image.shape[1] / 110, image.shape[0] / 110))
-    fig.figimage(image)
+    fig = plt.figure(figsize=(image.shape[1] / 120, image.shape[0] / 120))
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.imshow(image)
+    ax.axis("off")
 
 
 # %%
