@@ -234,7 +234,7 @@ def plot_selected(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 
               bbox_to_anchor=(1.1, 1.0), frameon=False)
     first = stats[0]
     ax.set_title(f"{entry.get('dataset', '')}: at {_lam_text(items[0]['lam'])} "
-                 f"{first['n_selected']} of {m} kernels are selected, but the effective "
+                 f"{first['n_selected']} of {m} kernels are selected and the effective "
                  f"number is {first['effective']:.1f}", fontsize=10)
     return _save(fig, Path(path), dpi)
 
