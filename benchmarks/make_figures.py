@@ -1,4 +1,5 @@
-"""Draw the paper's figures 1-4 for ORL and tr11 from the saved paper-table results.
+"""Draw the paper's figures 1-4 and the learned weights for ORL and tr11 from the saved
+paper-table results.
 
 Nothing is re-run: the figures come from ``benchmarks/results/paper/paper_table.json``
 (written by ``bench_paper_table.py``: every lambda's weights, Y, objective history and scores).

@@ -25,7 +25,20 @@ extensions = [
     "sphinx.ext.viewcode",
     "numpydoc",
     "mkrk_cli",  # docs/_ext/mkrk_cli.py: the CLI reference from the argparse parser
+    "sphinx_gallery.gen_gallery",  # docs/examples -> auto_examples, executed at build time
 ]
+
+# The example gallery: every docs/examples/plot_*.py runs when the docs are built (a failing
+# example fails the build); figures and printed output are captured.
+sphinx_gallery_conf = {
+    "examples_dirs": "examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "abort_on_example_error": True,
+    "download_all_examples": False,
+    "show_memory": False,
+    "min_reported_time": 1,
+}
 
 autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": False}
@@ -34,7 +47,7 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 
-exclude_patterns = ["_build"]
+exclude_patterns = ["_build", "examples"]
 templates_path = ["_templates"]
 html_theme = "alabaster"
 html_static_path = []

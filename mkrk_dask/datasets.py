@@ -21,6 +21,7 @@ __all__ = [
     "PAPER_DATASETS",
     "Dataset",
     "default_data_dir",
+    "data_dir_candidates",
     "load_dataset",
 ]
 
@@ -59,12 +60,17 @@ def default_data_dir() -> Path | None:
     env = os.environ.get(DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
-    repo_root = Path(__file__).resolve().parent.parent
-    for candidate in (Path.cwd().parent / "shared" / "datasets",
-                      repo_root.parent / "shared" / "datasets"):
+    for candidate in data_dir_candidates():
         if candidate.is_dir():
             return candidate.resolve()
     return None
+
+
+def data_dir_candidates() -> list[Path]:
+    """The folders :func:`default_data_dir` looks in when ``MKRK_DATASETS`` is not set:
+    ``<cwd>/../shared/datasets``, then ``<repo root>/../shared/datasets``."""
+    repo_root = Path(__file__).resolve().parent.parent
+    return [Path.cwd().parent / "shared" / "datasets", repo_root.parent / "shared" / "datasets"]
 
 
 def _how_to_point() -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,11 +106,13 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
 
     - ``.npz`` (read with ``allow_pickle=False``): array ``X`` and optional labels ``y``; or
       views ``view0``, ``view1``, ... (optional ``y`` and ``view_names``); or a single array of
-      any name. Other scalar entries go to ``Dataset.extra``.
+      any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
+      scalar entries go to ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
     - ``.csv``: comma-separated numbers, no labels; a first row that is not numeric is taken
       as a header and skipped.
-    - ``.mat`` (MATLAB up to v7): variable ``X`` (dense or sparse) and optional ``y``.
+    - ``.mat``: variable ``X`` (dense or sparse) and optional ``y``; MATLAB up to v7 through
+      scipy, v7.3 (HDF5) through h5py (the ``io`` extra).
 
     Parameters
     ----------
@@ -139,8 +142,8 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
     FileNotFoundError
         If the file does not exist.
     ValueError
-        For an unknown extension, a missing key, non-numeric data, inconsistent shapes, or
-        ``subset`` out of range.
+        For an unknown extension, a damaged or foreign file, a missing key, non-numeric
+        data, inconsistent shapes, or ``subset`` out of range.
     TypeError
         If ``subset`` is not an int.
     """
@@ -219,8 +222,8 @@ def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
             y = np.load(p, allow_pickle=False)
         else:
             y = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=str, ndmin=1)
-    except ValueError as err:
-        raise ValueError(f"cannot read labels from {p}: {err}") from None
+    except (*_READ_ERRORS, UnicodeDecodeError) as err:
+        raise ValueError(f"cannot read labels from {p}: {' '.join(str(err).split())}") from None
     y = np.asarray(y).ravel()
     if y.dtype.kind in "US":
         try:
@@ -257,6 +260,11 @@ def _labels_from_key(path: Path, key: str) -> np.ndarray:
                 raise ValueError(f"{path} has no array {key!r} (found {archive.files})")
             return np.asarray(archive[key]).ravel()
     if path.suffix == ".mat":
+        if _is_hdf5(path):
+            with _h5py().File(path, "r") as handle:
+                if key not in handle:
+                    raise ValueError(f"{path} has no variable {key!r}")
+                return np.asarray(handle[key]).ravel()
         contents = scipy.io.loadmat(path)
         if key not in contents:
             raise ValueError(f"{path} has no variable {key!r}")
@@ -282,33 +290,64 @@ def _view_keys(keys: list[str]) -> list[str]:
     return [k for _, k in sorted(matches)]
 
 
+def _unreadable(path: Path, kind: str, err: BaseException) -> ValueError:
+    detail = " ".join(str(err).split()) or type(err).__name__
+    return ValueError(f"{path}: not a readable {kind} file ({detail})")
+
+
+# What numpy, zipfile and h5py raise for a damaged or foreign file.
+_READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError)
+
+
 def _read_npz(path: Path) -> _RawData:
-    with np.load(path, allow_pickle=False) as archive:
-        keys = list(archive.files)
-        view_keys = _view_keys(keys)
-        if "X" in keys:
-            X, used = archive["X"], {"X"}
-        elif view_keys:
-            X, used = [archive[k] for k in view_keys], {*view_keys, "view_names"}
-        elif len(keys) == 1:
-            X, used = archive[keys[0]], set(keys)
-        else:
-            raise ValueError(
-                f"{path}: expected an array 'X' (and optional 'y'), views 'view0', 'view1', ..., "
-                f"or a single array; found {keys}"
-            )
-        view_names = None
-        if isinstance(X, list) and "view_names" in keys:
-            view_names = tuple(str(name) for name in archive["view_names"])
-        y = archive["y"] if "y" in keys else None
-        # Scalars such as Fashion-MNIST's n_train describe the data; keep them.
-        extra = {k: archive[k].item() for k in keys
-                 if k not in used and k != "y" and archive[k].ndim == 0}
+    try:
+        # The file is opened here so that it is closed even when numpy fails on it.
+        with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
+            if _is_sparse_npz(archive.files):
+                return _RawData(sp.load_npz(path), None, None, {})
+            return _read_archive(path, archive)
+    except _READ_ERRORS as err:
+        if isinstance(err, ValueError) and str(err).startswith(f"{path}:"):
+            raise  # already names the problem
+        raise _unreadable(path, ".npz", err) from None
+
+
+def _is_sparse_npz(keys: list[str]) -> bool:
+    """True for an archive written by :func:`scipy.sparse.save_npz`."""
+    return {"format", "shape", "data"} <= set(keys) and ("indices" in keys or "row" in keys
+                                                          or "offsets" in keys)
+
+
+def _read_archive(path: Path, archive: Any) -> _RawData:
+    keys = list(archive.files)
+    view_keys = _view_keys(keys)
+    if "X" in keys:
+        X, used = archive["X"], {"X"}
+    elif view_keys:
+        X, used = [archive[k] for k in view_keys], {*view_keys, "view_names"}
+    elif len(keys) == 1:
+        X, used = archive[keys[0]], set(keys)
+    else:
+        raise ValueError(
+            f"{path}: expected an array 'X' (and optional 'y'), views 'view0', 'view1', ..., "
+            f"a sparse matrix saved by scipy.sparse.save_npz, or a single array; found {keys}"
+        )
+    view_names = None
+    if isinstance(X, list) and "view_names" in keys:
+        view_names = tuple(str(name) for name in archive["view_names"])
+    y = archive["y"] if "y" in keys else None
+    # Scalars such as Fashion-MNIST's n_train describe the data; keep them.
+    extra = {k: archive[k].item() for k in keys
+             if k not in used and k != "y" and archive[k].ndim == 0}
     return _RawData(X, y, view_names, extra)
 
 
 def _read_npy(path: Path) -> _RawData:
-    return _RawData(np.load(path, allow_pickle=False), None, None, {})
+    try:
+        X = np.load(path, allow_pickle=False)
+    except _READ_ERRORS as err:
+        raise _unreadable(path, ".npy", err) from None
+    return _RawData(X, None, None, {})
 
 
 def _is_numeric_row(line: str) -> bool:
@@ -320,8 +359,11 @@ def _is_numeric_row(line: str) -> bool:
 
 
 def _read_csv(path: Path) -> _RawData:
-    with open(path, encoding="utf-8") as handle:
-        first = handle.readline()
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = handle.readline()
+    except UnicodeDecodeError as err:
+        raise _unreadable(path, ".csv (UTF-8 text)", err) from None
     skip = 0 if _is_numeric_row(first) else 1
     try:
         X = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
@@ -331,16 +373,70 @@ def _read_csv(path: Path) -> _RawData:
 
 
 def _read_mat(path: Path) -> _RawData:
+    if _is_hdf5(path):
+        return _read_mat73(path)
     try:
         contents = scipy.io.loadmat(path)
-    except NotImplementedError as err:
-        # scipy raises this for v7.3 files, which are HDF5 underneath.
-        raise ValueError(f"{path}: MATLAB v7.3 files are not supported; "
-                         "re-save it with save(..., '-v7')") from err
+    except NotImplementedError:
+        # scipy's word for a v7.3 file (HDF5 underneath) it did not see as HDF5.
+        return _read_mat73(path)
+    except (*_READ_ERRORS, scipy.io.matlab.MatReadError) as err:
+        raise _unreadable(path, ".mat", err) from None
     if "X" not in contents:
         found = sorted(k for k in contents if not k.startswith("__"))
         raise ValueError(f"{path}: no variable 'X' (found {found})")
     return _RawData(contents["X"], contents.get("y"), None, {})
+
+
+def _is_hdf5(path: Path) -> bool:
+    """True for an HDF5 file (MATLAB v7.3), found by its signature at offset 0 or at the
+    512-byte user block MATLAB writes before it."""
+    with open(path, "rb") as handle:
+        head = handle.read(1024)
+    signature = b"\x89HDF\r\n\x1a\n"
+    return head[:8] == signature or head[512:520] == signature
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:
+        raise ValueError("MATLAB v7.3 files are HDF5 files and need h5py: pip install "
+                         "'mkrk-dask[io]' (or pip install h5py), or re-save the file with "
+                         "save(..., '-v7')") from None
+    return h5py
+
+
+def _mat73_variable(path: Path, item: Any) -> Any:
+    """One MATLAB v7.3 variable: a dense array (MATLAB stores it column-major, so h5py sees
+    the transpose) or a sparse matrix (a group with data, ir and jc)."""
+    h5py = _h5py()
+    if isinstance(item, h5py.Group):
+        if not {"data", "ir", "jc"} <= set(item.keys()):
+            raise ValueError(f"{path}: variable {item.name!r} is a MATLAB struct or cell, "
+                             "not a matrix")
+        jc = np.asarray(item["jc"], dtype=np.int64)
+        ir = np.asarray(item["ir"], dtype=np.int64)
+        n_rows = int(item.attrs.get("MATLAB_sparse", ir.max(initial=-1) + 1))
+        return sp.csc_matrix((np.asarray(item["data"]), ir, jc),
+                             shape=(n_rows, jc.size - 1)).tocsr()
+    return np.asarray(item).T
+
+
+def _read_mat73(path: Path) -> _RawData:
+    h5py = _h5py()
+    try:
+        with h5py.File(path, "r") as handle:
+            if "X" not in handle:
+                found = sorted(k for k in handle.keys() if not k.startswith("#"))
+                raise ValueError(f"{path}: no variable 'X' (found {found})")
+            X = _mat73_variable(path, handle["X"])
+            y = np.asarray(handle["y"]).ravel() if "y" in handle else None
+    except ValueError:
+        raise
+    except _READ_ERRORS as err:
+        raise _unreadable(path, "MATLAB v7.3 (HDF5)", err) from None
+    return _RawData(X, y, None, {})
 
 
 # --------------------------------------------------------------------------- conversion

@@ -73,7 +73,7 @@ class KernelSpec:
         if self.family not in _FAMILIES:
             raise ValueError(f"unknown kernel family {self.family!r}; expected one of {_FAMILIES}")
         if self.family == "polynomial":
-            if int(self.b) != self.b or self.b < 1:
+            if not float(self.b).is_integer() or self.b < 1:  # inf and nan included
                 raise ValueError(f"polynomial degree b must be a positive integer, got {self.b}")
             if not math.isfinite(self.a) or self.a < 0:
                 raise ValueError(f"polynomial offset a must be finite and >= 0, got {self.a}")
@@ -81,8 +81,8 @@ class KernelSpec:
             if self.c is None and self.sigma is None:
                 raise ValueError("a gaussian kernel needs c (relative width) or sigma")
             for label, value in (("c", self.c), ("sigma", self.sigma)):
-                if value is not None and not (math.isfinite(value) and value > 0):
-                    raise ValueError(f"gaussian {label} must be finite and > 0, got {value}")
+                if value is not None and not (math.isfinite(value) and 1e-150 <= value <= 1e150):
+                    raise ValueError(f"gaussian {label} must be in [1e-150, 1e150], got {value}")
         if int(self.view) != self.view or self.view < 0:
             raise ValueError(f"view must be a non-negative integer, got {self.view}")
 
@@ -148,7 +148,7 @@ def parse_kernel(text: str) -> KernelSpec:
             if not sep or key.strip() not in ("a", "b", "c", "sigma"):
                 raise ValueError(f"bad kernel parameter {item.strip()!r} in {text!r}")
             params[key.strip()] = float(value)
-    if "b" in params:
+    if "b" in params and params["b"].is_integer():  # 2.5 stays 2.5, and KernelSpec refuses it
         params["b"] = int(params["b"])
     view = int(match.group(3)) if match.group(3) else 0
     return KernelSpec(family, view=view, **params)  # type: ignore[arg-type]

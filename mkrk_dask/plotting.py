@@ -1,19 +1,24 @@
-"""The paper's figures, drawn from saved results (nothing is re-run).
+"""The paper's figures and the learned weights, drawn from saved results (nothing is re-run).
 
 Input: the JSON written by ``mkrk search`` or the paper's protocol (``mkrk reproduce``,
 :mod:`mkrk_dask.protocol`): a list ``datasets``, each with ``kernel_names`` and
 ``["MKKM-RK"]["per_lambda"]``; or the ``result.json`` of ``mkrk fit`` (one lambda). The
 layout is documented in :mod:`mkrk_dask.results`.
 
-Figures, one PNG each, per dataset:
+Figures, one PNG each, per dataset; each title says what to read off it:
 
 1. ``<name>_fig1_sensitivity.png``: ACC, NMI and purity against log2 lambda (best of the
-   repeats, and the mean +- std band);
-2. ``<name>_fig2_representation.png``: the representation matrix Y as heat maps, several
-   lambdas;
-3. ``<name>_fig3_selected.png``: the number of selected kernels (non-zero weight) against
-   log2 lambda;
-4. ``<name>_fig4_objective.png``: the objective per iteration, one line per lambda.
+   repeats, and the mean +- std band), the best lambda marked, the key beside the plot;
+2. ``<name>_fig2_representation.png``: the representation matrix Y as heat maps at several
+   lambdas, the kernels named on the axes;
+3. ``<name>_fig3_selected.png``: against log2 lambda, the kernels selected (weight at least
+   the library's :data:`~mkrk_dask.solver.SELECTION_THRESHOLD`, as ``selected_kernels_``
+   counts them), the effective number of kernels ``1 / sum w^2``, and the share of the weight
+   the two heaviest kernels carry;
+4. ``<name>_fig4_objective.png``: the objective minus its final value, relative to the final
+   value, per iteration (log axis): how fast each lambda's loop converges;
+5. ``<name>_fig5_weights.png``: the learned weight of every kernel: a heat map kernels x
+   log2 lambda for a search, bars for a single fit.
 
 Matplotlib is imported here only, with the non-interactive Agg backend.
 """
@@ -27,14 +32,15 @@ from typing import Any
 
 import numpy as np
 
-from .results import dataset_entries, read_results
-from .solver import selected_kernels
+from .results import dataset_entries, read_results, weight_stats
+from .solver import SELECTION_THRESHOLD
 
 __all__ = ["make_figures", "plot_sensitivity", "plot_representation", "plot_selected",
-           "plot_objective"]
+           "plot_objective", "plot_weights", "short_kernel_name"]
 
 
 _METRICS = (("acc", "ACC"), ("nmi", "NMI"), ("purity", "Purity"))
+_FONT = 9  # the smallest text of a figure (tick labels, keys)
 
 
 def _pyplot() -> Any:
@@ -58,10 +64,34 @@ def _per_lambda(entry: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(items, key=lambda item: item["lam"])
 
 
-def _n_selected(item: dict[str, Any]) -> int:
-    if "n_selected" in item:
-        return int(item["n_selected"])
-    return int(selected_kernels(np.asarray(item["weights"])).size)
+def _names(entry: dict[str, Any], m: int) -> list[str]:
+    names = entry.get("kernel_names") or [f"K{p + 1}" for p in range(m)]
+    return [short_kernel_name(n) for n in names]
+
+
+def short_kernel_name(name: str) -> str:
+    """A kernel's name for an axis: ``polynomial(a=0,b=2)`` -> ``poly a=0 b=2``,
+    ``gaussian(c=0.01)`` -> ``gauss c=0.01``; a view suffix ``@v`` is kept."""
+    text = str(name).replace("polynomial(", "poly ").replace("gaussian(", "gauss ")
+    return text.replace(",", " ").replace(")", "")
+
+
+def _lam_text(lam: float) -> str:
+    if lam > 0 and float(np.log2(lam)).is_integer():
+        return rf"$\lambda = 2^{{{int(np.log2(lam))}}}$"
+    return rf"$\lambda = {lam:g}$"
+
+
+def _integer_log2_axis(ax: Any, x: np.ndarray) -> None:
+    """Ticks of a log2 lambda axis on integers: every integer for a short grid, else every
+    5th (every integer keeps a minor tick)."""
+    from matplotlib.ticker import MultipleLocator
+
+    finite = x[np.isfinite(x)]
+    span = float(finite.max() - finite.min()) if finite.size else 0.0
+    ax.xaxis.set_major_locator(MultipleLocator(1 if span <= 8 else 5))
+    ax.xaxis.set_minor_locator(MultipleLocator(1))
+    ax.set_xlabel(r"$\log_2 \lambda$")
 
 
 def _save(fig: Any, path: Path, dpi: int) -> Path:
@@ -71,10 +101,19 @@ def _save(fig: Any, path: Path, dpi: int) -> Path:
     return path
 
 
+def _no_results(entry: dict[str, Any]) -> ValueError:
+    return ValueError(f"{entry.get('dataset', '?')}: no lambda results")
+
+
+# --------------------------------------------------------------------------- figure 1
+
+
 def plot_sensitivity(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
     """Figure 1: ACC / NMI / purity (percent) against log2 lambda.
 
-    Solid lines: the best over the repeats (the paper's figure); shaded: mean +- std.
+    Solid lines: the best over the repeats (the paper's figure); dashed with a band: mean
+    +- std. The lambda with the best best-of-R ACC is marked; the key sits beside the axes,
+    where it hides no point.
     """
     plt = _pyplot()
     items = [it for it in _per_lambda(entry) if it.get("summary")]
@@ -82,22 +121,33 @@ def plot_sensitivity(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int
         raise ValueError(f"{entry.get('dataset', '?')}: no scores to plot (a search without "
                          "labels has none)")
     x = _log2([it["lam"] for it in items])
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = plt.subplots(figsize=(7.6, 4.0))
+    spread = {}
     for (key, label), colour in zip(_METRICS, ("C0", "C1", "C2"), strict=True):
         best = np.array([100 * it["summary"][key]["best"] for it in items])
         mean = np.array([100 * it["summary"][key]["mean"] for it in items])
         std = np.array([100 * it["summary"][key]["std"] for it in items])
-        ax.plot(x, best, "o-", color=colour, label=f"{label} (best)", markersize=4)
-        ax.plot(x, mean, "--", color=colour, linewidth=1, label=f"{label} (mean ± std)")
+        ax.plot(x, best, "o-", color=colour, label=f"{label}, best", markersize=4)
+        ax.plot(x, mean, "--", color=colour, linewidth=1, label=f"{label}, mean ± std")
         ax.fill_between(x, mean - std, mean + std, color=colour, alpha=0.15, linewidth=0)
-    repeats = len(items[0].get("scores") or []) or None
-    ax.set_xlabel(r"$\log_2 \lambda$")
+        spread[label] = float(best.max() - best.min())
+    top = int(np.argmax([it["summary"]["acc"]["best"] for it in items]))
+    ax.axvline(x[top], color="0.4", linewidth=1, linestyle=":")
+    ax.annotate(f"best ACC {100 * items[top]['summary']['acc']['best']:.1f}",
+                (x[top], ax.get_ylim()[0]), xytext=(3, 4), textcoords="offset points",
+                fontsize=_FONT, color="0.3")
+    _integer_log2_axis(ax, x)
     ax.set_ylabel("percent")
-    ax.set_title(f"{entry.get('dataset', '')}: sensitivity to lambda"
-                 + (f" ({repeats} repeats)" if repeats else ""))
+    repeats = len(items[0].get("scores") or []) or None
+    ax.set_title(f"{entry.get('dataset', '')}: best-of-{repeats or 'R'} scores move by at most "
+                 f"{max(spread.values()):.1f} points over the λ grid; best ACC at "
+                 f"{_lam_text(items[top]['lam'])}", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=3, loc="lower left")
+    ax.legend(fontsize=_FONT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _save(fig, Path(path), dpi)
+
+
+# --------------------------------------------------------------------------- figure 2
 
 
 def _pick_lambdas(items: list[dict[str, Any]], wanted: Sequence[float] | None,
@@ -116,88 +166,171 @@ def _pick_lambdas(items: list[dict[str, Any]], wanted: Sequence[float] | None,
     return [items[i] for i in index]
 
 
-def _lam_label(lam: float) -> str:
-    if lam > 0 and float(np.log2(lam)).is_integer():
-        return rf"$\lambda = 2^{{{int(np.log2(lam))}}}$"
-    return rf"$\lambda = {lam:g}$"
-
-
 def plot_representation(entry: dict[str, Any], path: str | os.PathLike, *,
                         lams: Sequence[float] | None = None, dpi: int = 120) -> Path:
     """Figure 2: heat maps of Y (rows: the representing kernel, columns: represented) for
-    several lambdas (``lams``; default four spread over the grid)."""
+    several lambdas (``lams``; default four spread over the grid), the kernels named on the
+    axes; each panel's title counts the selected kernels and the effective number."""
     plt = _pyplot()
     items = _pick_lambdas(_per_lambda(entry), lams)
     if not items:
-        raise ValueError(f"{entry.get('dataset', '?')}: no lambda results")
-    names = entry.get("kernel_names") or [f"K{p}" for p in range(len(items[0]["Y"]))]
-    fig, axes = plt.subplots(1, len(items), figsize=(3.4 * len(items) + 0.8, 3.8),
-                             squeeze=False)
+        raise _no_results(entry)
+    m = len(items[0]["Y"])
+    names = _names(entry, m)
+    fig, axes = plt.subplots(1, len(items), figsize=(2.9 * len(items) + 2.4, 4.4),
+                             squeeze=False, constrained_layout=True)
     image = None
-    for ax, item in zip(axes[0], items, strict=True):
+    for index, (ax, item) in enumerate(zip(axes[0], items, strict=True)):
         Y = np.asarray(item["Y"], dtype=np.float64)
+        stats = weight_stats(item["weights"])
         image = ax.imshow(Y, cmap="viridis", vmin=0.0, vmax=1.0, interpolation="nearest")
-        ax.set_title(f"{_lam_label(item['lam'])}\n{_n_selected(item)} kernels selected",
-                     fontsize=9)
-        ticks = np.arange(len(names))
-        ax.set_xticks(ticks, labels=[str(p + 1) for p in ticks], fontsize=6)
-        ax.set_yticks(ticks, labels=[str(p + 1) for p in ticks], fontsize=6)
-        ax.set_xlabel("kernel j (represented)", fontsize=8)
-    axes[0][0].set_ylabel("kernel i (representative)", fontsize=8)
-    fig.colorbar(image, ax=list(axes[0]), shrink=0.8, label="Y[i, j]")
-    legend = "  ".join(f"{p + 1}: {name}" for p, name in enumerate(names))
-    fig.suptitle(f"{entry.get('dataset', '')}: representation matrix Y", y=1.02)
-    fig.text(0.02, -0.06, legend, fontsize=6, wrap=True)
+        ax.set_title(f"{_lam_text(item['lam'])}\n{stats['n_selected']} selected, "
+                     f"effective {stats['effective']:.1f}", fontsize=10)
+        ticks = np.arange(m)
+        ax.set_xticks(ticks, labels=names, fontsize=_FONT - 1, rotation=90)
+        ax.set_yticks(ticks, labels=names if index == 0 else [], fontsize=_FONT - 1)
+        ax.set_xlabel("represented kernel j", fontsize=_FONT)
+    axes[0][0].set_ylabel("representative kernel i", fontsize=_FONT)
+    fig.colorbar(image, ax=list(axes[0]), shrink=0.7, label="Y[i, j]")
+    fig.suptitle(f"{entry.get('dataset', '')}: representation matrix Y: each column's "
+                 "weight goes to the rows that represent it; a kernel's weight is its row mean",
+                 fontsize=10)
     return _save(fig, Path(path), dpi)
+
+
+# --------------------------------------------------------------------------- figure 3
 
 
 def plot_selected(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
-    """Figure 3: the number of kernels with a non-zero weight against log2 lambda."""
+    """Figure 3: against log2 lambda, the kernels selected (weight at least
+    :data:`~mkrk_dask.solver.SELECTION_THRESHOLD`, recounted from the saved weights), the
+    effective number of kernels ``1 / sum w^2``, and the share of the weight of the two
+    heaviest kernels (right axis)."""
     plt = _pyplot()
     items = _per_lambda(entry)
     if not items:
-        raise ValueError(f"{entry.get('dataset', '?')}: no lambda results")
+        raise _no_results(entry)
     x = _log2([it["lam"] for it in items])
-    counts = [_n_selected(it) for it in items]
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
-    ax.plot(x, counts, "o-", markersize=4)
-    ax.set_xlabel(r"$\log_2 \lambda$")
-    ax.set_ylabel("kernels selected")
-    m = len(items[0]["weights"])
+    stats = [weight_stats(it["weights"], top=2) for it in items]
+    m = stats[0]["n_kernels"]
+    fig, ax = plt.subplots(figsize=(7.6, 4.0))
+    ax.plot(x, [s["n_selected"] for s in stats], "o-", markersize=4, color="C0",
+            label=f"selected: weight ≥ {SELECTION_THRESHOLD:g}")
+    ax.plot(x, [s["effective"] for s in stats], "s-", markersize=4, color="C3",
+            label="effective number 1/Σ w²")
     ax.set_ylim(0, m + 0.5)
     ax.set_yticks(range(0, m + 1, max(1, m // 6)))
-    ax.set_title(f"{entry.get('dataset', '')}: number of selected kernels (of {m})")
+    ax.set_ylabel(f"kernels (of {m})")
+    share = ax.twinx()
+    share.plot(x, [100 * s["top_share"] for s in stats], "^--", markersize=4, color="C2",
+               linewidth=1, label="weight of the top 2 kernels (right)")
+    share.set_ylim(0, 105)
+    share.set_ylabel("percent of the weight", color="C2")
+    _integer_log2_axis(ax, x)
     ax.grid(alpha=0.3)
+    lines = ax.get_legend_handles_labels()
+    more = share.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=_FONT, loc="upper left",
+              bbox_to_anchor=(1.1, 1.0), frameon=False)
+    first = stats[0]
+    ax.set_title(f"{entry.get('dataset', '')}: at {_lam_text(items[0]['lam'])} "
+                 f"{first['n_selected']} of {m} kernels are selected and the effective "
+                 f"number is {first['effective']:.1f}", fontsize=10)
     return _save(fig, Path(path), dpi)
+
+
+# --------------------------------------------------------------------------- figure 4
 
 
 def plot_objective(entry: dict[str, Any], path: str | os.PathLike, *,
                    lams: Sequence[float] | None = None, dpi: int = 120) -> Path:
-    """Figure 4: the objective per iteration, one line per lambda (default four lambdas)."""
+    """Figure 4: per iteration, the objective minus its final value relative to the final
+    value, ``(f_t - f_final) / |f_final|``, on a log axis (the last iteration, zero, is left
+    out): one line per lambda (default four lambdas); the key gives each final value."""
     plt = _pyplot()
     items = _pick_lambdas(_per_lambda(entry), lams)
     if not items:
-        raise ValueError(f"{entry.get('dataset', '?')}: no lambda results")
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+        raise _no_results(entry)
+    fig, ax = plt.subplots(figsize=(7.6, 4.0))
+    floor = 1e-16
+    longest = 1
     for item in items:
         f = np.asarray(item["objective_history"], dtype=np.float64)
-        ax.plot(np.arange(1, f.size + 1), f, "o-", markersize=4, label=_lam_label(item["lam"]))
-    positive = all(np.all(np.asarray(it["objective_history"]) > 0) for it in items)
-    if positive and len(items) > 1:
-        ax.set_yscale("log")
-    ax.set_xlabel("iteration")
-    ax.set_ylabel("objective")
+        longest = max(longest, f.size)
+        gap = np.abs(f[:-1] - f[-1]) / max(abs(f[-1]), 1e-300)
+        label = f"{_lam_text(item['lam'])}: final {f[-1]:.6g}, {f.size} iterations"
+        ax.plot(np.arange(1, gap.size + 1), np.maximum(gap, floor), "o-", markersize=4,
+                label=label)
+    ax.set_yscale("log")
+    ax.set_xlim(0.5, max(longest - 0.5, 1.5))
+    ax.set_xlabel("iteration (the last one, where the difference is 0, is not drawn)")
+    ax.set_ylabel(r"$(f_t - f_{final}) / |f_{final}|$")
     ax.xaxis.get_major_locator().set_params(integer=True)
-    ax.set_title(f"{entry.get('dataset', '')}: objective per iteration")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.set_title(f"{entry.get('dataset', '')}: the objective settles within {longest} "
+                 "iterations at every λ shown", fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=_FONT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _save(fig, Path(path), dpi)
+
+
+# --------------------------------------------------------------------------- figure 5
+
+
+def plot_weights(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
+    """The learned weight of every kernel: a heat map (kernels x log2 lambda) for a search,
+    with the best lambda marked; horizontal bars for a single fit, with the threshold."""
+    plt = _pyplot()
+    items = _per_lambda(entry)
+    if not items:
+        raise _no_results(entry)
+    W = np.array([it["weights"] for it in items], dtype=np.float64)  # lambdas x kernels
+    names = _names(entry, W.shape[1])
+    if len(items) == 1:
+        w = W[0]
+        order = np.argsort(w)
+        stats = weight_stats(w, top=2)
+        fig, ax = plt.subplots(figsize=(6.4, 0.32 * len(w) + 1.4))
+        colours = ["C0" if w[p] >= SELECTION_THRESHOLD else "0.6" for p in order]
+        ax.barh(np.arange(len(w)), w[order], color=colours)
+        ax.set_yticks(np.arange(len(w)), labels=[names[p] for p in order], fontsize=_FONT)
+        ax.set_xlabel("weight (grey: below the selection threshold "
+                      f"{SELECTION_THRESHOLD:g})")
+        ax.set_title(f"{entry.get('dataset', '')}, {_lam_text(items[0]['lam'])}: "
+                     f"{stats['n_selected']} of {stats['n_kernels']} selected, effective "
+                     f"{stats['effective']:.1f}; the top 2 carry "
+                     f"{100 * stats['top_share']:.0f}%", fontsize=10)
+        ax.grid(alpha=0.3, axis="x")
+        return _save(fig, Path(path), dpi)
+    x = _log2([it["lam"] for it in items])
+    fig, ax = plt.subplots(figsize=(8.0, 0.3 * len(names) + 2.0))
+    step = float(np.median(np.diff(x))) if x.size > 1 else 1.0
+    image = ax.imshow(W.T, aspect="auto", cmap="magma_r", vmin=0.0, vmax=max(W.max(), 1e-12),
+                      interpolation="nearest",
+                      extent=(x[0] - step / 2, x[-1] + step / 2, len(names) - 0.5, -0.5))
+    ax.set_yticks(np.arange(len(names)), labels=names, fontsize=_FONT)
+    _integer_log2_axis(ax, x)
+    best = entry.get("MKKM-RK", {}).get("best_index")
+    if best is not None:
+        lam = entry["MKKM-RK"]["per_lambda"][best]["lam"]
+        ax.axvline(np.log2(lam), color="C0", linewidth=1.2, linestyle="--")
+        ax.annotate("best ACC", (np.log2(lam), len(names) - 0.5), xytext=(3, 4),
+                    textcoords="offset points", fontsize=_FONT, color="C0",
+                    bbox={"facecolor": "white", "alpha": 0.8, "edgecolor": "none", "pad": 1})
+    fig.colorbar(image, ax=ax, label="weight", shrink=0.9)
+    heavy = [int(np.argmax(row)) for row in W]
+    ax.set_title(f"{entry.get('dataset', '')}: learned weight of every kernel; the heaviest "
+                 f"moves from {names[heavy[0]]} (small λ) to {names[heavy[-1]]} (large λ)",
+                 fontsize=10)
+    return _save(fig, Path(path), dpi)
+
+
+# --------------------------------------------------------------------------- all of them
 
 
 def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.PathLike, *,
                  datasets: Sequence[str] | None = None,
                  heatmap_lams: Sequence[float] | None = None, dpi: int = 120) -> list[Path]:
-    """Draw figures 1-4 for every dataset of a results file.
+    """Draw figures 1-5 for every dataset of a results file.
 
     Parameters
     ----------
@@ -214,7 +347,7 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
     Returns
     -------
     list of pathlib.Path
-        The PNG files written. A single fit gives figures 2 and 4 only (no lambda axis).
+        The PNG files written. A single fit gives figures 2, 4 and 5 only (no lambda axis).
 
     Raises
     ------
@@ -235,17 +368,17 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
     written: list[Path] = []
     for entry in entries:
         name = str(entry.get("dataset", "results")).lower()
-        items = _per_lambda(entry)
-        if not items:
+        if not _per_lambda(entry):
             continue
-        if not entry.get("single_fit"):
-            if any(it.get("summary") for it in items):
-                written.append(plot_sensitivity(entry, out / f"{name}_fig1_sensitivity.png",
-                                                dpi=dpi))
+        grid = not entry.get("single_fit")
+        if grid and any(it.get("summary") for it in _per_lambda(entry)):
+            written.append(plot_sensitivity(entry, out / f"{name}_fig1_sensitivity.png",
+                                            dpi=dpi))
         written.append(plot_representation(entry, out / f"{name}_fig2_representation.png",
                                            lams=heatmap_lams, dpi=dpi))
-        if not entry.get("single_fit"):
+        if grid:
             written.append(plot_selected(entry, out / f"{name}_fig3_selected.png", dpi=dpi))
         written.append(plot_objective(entry, out / f"{name}_fig4_objective.png",
                                       lams=heatmap_lams, dpi=dpi))
+        written.append(plot_weights(entry, out / f"{name}_fig5_weights.png", dpi=dpi))
     return written

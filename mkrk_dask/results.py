@@ -21,22 +21,20 @@ machine, library), the one header of every report, the benchmarks' included.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 __all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
-           "search_record", "mkkmrk_summary", "search_report", "write_labels", "MODEL_FILE",
+           "search_record", "mkkmrk_summary", "search_report", "write_labels", "atomic_path",
+           "weight_stats",
            "library_version", "machine_line", "report_header"]
-
-#: the saved estimator in the output folder of a fit
-MODEL_FILE = "model.joblib"
-
 
 def library_version() -> str:
     """``mkrk_dask.__version__`` (read at call time: this module may be imported while the
@@ -126,22 +124,43 @@ def dataset_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def write_labels(path: str | os.PathLike[str], labels: Any) -> Path:
-    """Labels to ``.npy``, or to text with a ``label`` header line (any other extension)."""
+    """Labels to ``.npy``, or to text with a ``label`` header line (any other extension),
+    atomically (:func:`atomic_path`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     labels = np.asarray(labels)
-    if path.suffix == ".npy":
-        np.save(path, labels)
-    else:
-        _write_csv(path, "label", [[int(v)] for v in labels])
+    with atomic_path(path) as temporary:
+        if path.suffix == ".npy":
+            with open(temporary, "wb") as handle:
+                np.save(handle, labels)
+        else:
+            _write_csv(temporary, ["label"], [[int(v)] for v in labels])
     return path
 
 
-def _write_csv(path: Path, header: str, rows: Sequence[Sequence[Any]]) -> None:
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(header + "\n")
-        for row in rows:
-            handle.write(",".join(str(v) for v in row) + "\n")
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary file name beside ``path`` to write to; it replaces ``path`` when the block
+    ends without error and is removed otherwise. The folder is created if needed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        yield Path(name)
+        os.replace(name, path)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
+
+
+def _write_csv(path: Path, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """CSV with a header row; fields holding commas (kernel names) are quoted."""
+    import csv
+
+    with open(path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
 
 
 # --------------------------------------------------------------------------- a fit
@@ -178,7 +197,7 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
         "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
         "qp_relative_gaps": np.asarray(model.qp_relative_gaps_).tolist(),
         "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
-        "model": MODEL_FILE}
+        "model": None}
     missed = getattr(model, "nystrom_missed_fraction_", None)
     if missed is not None:
         result["nystrom_residual"] = model.nystrom_residual_.tolist()
@@ -188,41 +207,64 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
     return result
 
 
-def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *, save_model: bool = True,
+def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
+              save_model: Callable[[Any, Path], str] | None = None,
               **record: Any) -> dict[str, Any]:
     """Write everything about a fit to the folder ``out`` and return its record.
 
-    Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv``;
-    ``metrics.json`` (with labels); ``result.json`` (:func:`fit_record`, written last, so its
-    presence means the folder is complete); and, with ``save_model``, :data:`MODEL_FILE`
-    (the estimator pickled with joblib, without its scheduler: only ``predict`` needs it).
+    Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv`` (the
+    CSV files name the kernels: ``Y.csv`` has a header row and a first column of kernel
+    names); ``metrics.json`` (with labels); the model, when ``save_model(model, out)`` is
+    given (it returns the name it wrote, recorded as ``"model"``); and ``result.json``
+    (:func:`fit_record`, written last, so its presence means the folder is complete).
 
     ``record`` is passed on to :func:`fit_record` (``source`` is required).
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     result = fit_record(model, data, **record)
+    names = list(model.kernel_names_)
     labels = np.asarray(model.labels_)
     np.save(out / "labels.npy", labels)
     write_labels(out / "labels.csv", labels)
     np.save(out / "weights.npy", model.weights_)
-    _write_csv(out / "weights.csv", "kernel,weight",
-               [[name, repr(float(w))] for name, w in zip(model.kernel_names_, model.weights_,
-                                                         strict=True)])
-    np.save(out / "Y.npy", model.representation_)
-    np.savetxt(out / "Y.csv", model.representation_, delimiter=",")
+    _write_csv(out / "weights.csv", ["kernel", "weight"],
+               [[name, repr(float(w))] for name, w in zip(names, model.weights_, strict=True)])
+    Y = np.asarray(model.representation_)
+    np.save(out / "Y.npy", Y)
+    _write_csv(out / "Y.csv", ["kernel", *names],
+               [[name, *(repr(float(v)) for v in row)] for name, row in zip(names, Y,
+                                                                          strict=True)])
     np.save(out / "objective.npy", model.objective_history_)
-    _write_csv(out / "objective.csv", "iteration,objective",
+    _write_csv(out / "objective.csv", ["iteration", "objective"],
                [[i + 1, repr(float(f))] for i, f in enumerate(model.objective_history_)])
     if "metrics" in result:
         write_json(out / "metrics.json", result["metrics"])
-    if save_model:
-        import joblib
-
-        model.set_params(scheduler=None, verbose=0)
-        joblib.dump(model, out / MODEL_FILE)
+    if save_model is not None:
+        result["model"] = save_model(model, out)
     write_json(out / "result.json", result)
     return result
+
+
+def weight_stats(weights: Any, top: int = 2) -> dict[str, Any]:
+    """How the weight of a fit is spread over its kernels.
+
+    Returns ``n_kernels``; ``n_selected``, the kernels whose weight reaches the library's
+    :data:`~mkrk_dask.solver.SELECTION_THRESHOLD` (what ``selected_kernels_`` counts);
+    ``effective``, the effective number of kernels ``(sum w)^2 / sum w^2`` (``1/sum w^2`` for
+    weights summing to 1: m for equal weights, 1 for a single kernel); ``top`` and
+    ``top_share``, the share of the total weight the ``top`` heaviest kernels carry; and
+    ``threshold``.
+    """
+    from .solver import SELECTION_THRESHOLD, selected_kernels
+
+    w = np.asarray(weights, dtype=np.float64).ravel()
+    total = float(w.sum())
+    top = max(1, min(int(top), w.size))
+    return {"n_kernels": int(w.size), "n_selected": int(selected_kernels(w).size),
+            "effective": total**2 / float(np.sum(w**2)) if total > 0 else 0.0,
+            "top": top, "top_share": float(np.sort(w)[::-1][:top].sum() / total) if total > 0
+            else 0.0, "threshold": SELECTION_THRESHOLD}
 
 
 # --------------------------------------------------------------------------- a search

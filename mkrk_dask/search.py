@@ -89,6 +89,11 @@ def lambda_search(
     list of LambdaResult, in the order of ``lams``
     """
     lams = paper_lambda_grid() if lams is None else [float(v) for v in lams]
+    if not len(lams):
+        raise ValueError("lams is empty: give at least one lambda")
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) \
+            or n_repeats < 1:
+        raise ValueError(f"n_repeats must be an integer >= 1, got {n_repeats!r}")
     backend, n_samples = estimator._build(X)
     if y is not None:
         y = np.asarray(y).ravel()

@@ -75,3 +75,39 @@ def _run_mkrk(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
 def run_mkrk() -> Callable[..., subprocess.CompletedProcess]:
     """``run_mkrk(*argv)``: ``mkrk ARGV`` in a subprocess (``python -m mkrk_dask.cli``)."""
     return _run_mkrk
+
+
+def _write_mat73(path: Path, **variables) -> Path:
+    """Write ``variables`` as MATLAB v7.3 does: an HDF5 file behind a 512-byte user block
+    holding MATLAB's text header (which is how scipy and MATLAB recognise the version),
+    dense arrays stored column-major (h5py sees the transpose), sparse matrices as groups of
+    ``data``, ``ir`` and ``jc`` with the number of rows in ``MATLAB_sparse``."""
+    import h5py
+    import scipy.sparse as sp
+
+    with h5py.File(path, "w", userblock_size=512) as handle:
+        for name, value in variables.items():
+            if sp.issparse(value):
+                csc = sp.csc_matrix(value)
+                group = handle.create_group(name)
+                group.create_dataset("data", data=csc.data)
+                group.create_dataset("ir", data=csc.indices.astype(np.uint64))
+                group.create_dataset("jc", data=csc.indptr.astype(np.uint64))
+                group.attrs["MATLAB_class"] = np.bytes_("double")
+                group.attrs["MATLAB_sparse"] = np.uint64(csc.shape[0])
+            else:
+                data = np.atleast_2d(np.asarray(value, dtype=np.float64))
+                handle.create_dataset(name, data=data.T)
+                handle[name].attrs["MATLAB_class"] = np.bytes_("double")
+    text = b"MATLAB 7.3 MAT-file, Platform: GLNXA64, Created on: Mon Jan  1 00:00:00 2024 " \
+           b"HDF5 schema 1.00 ."
+    header = text.ljust(116, b" ") + b"\0" * 8 + b"\x00\x02" + b"IM"
+    with open(path, "r+b") as handle:
+        handle.write(header.ljust(512, b"\0"))
+    return path
+
+
+@pytest.fixture
+def write_mat73() -> Callable[..., Path]:
+    """``write_mat73(path, X=..., y=...)``: a MATLAB v7.3 (HDF5) file, as MATLAB writes it."""
+    return _write_mat73

@@ -233,3 +233,49 @@ def test_paths_may_be_strings_or_paths(tmp_path):
     path = tmp_path / "s.npy"
     np.save(path, np.eye(2))
     assert load_array_file(str(path)).n_samples == load_array_file(Path(path)).n_samples == 2
+
+
+# --------------------------------------------------------------------------- more formats (#15)
+
+
+def test_sparse_npz_written_by_scipy(tmp_path: Path) -> None:
+    matrix = sp.random(30, 12, density=0.3, random_state=0, format="csr")
+    sp.save_npz(tmp_path / "sparse.npz", matrix)
+    data = load_array_file(tmp_path / "sparse.npz")
+    assert sp.issparse(data.X) and data.X.format == "csr" and data.y is None
+    np.testing.assert_array_equal(data.X.toarray(), matrix.toarray())
+    sp.save_npz(tmp_path / "coo.npz", matrix.tocoo())  # any format scipy saves
+    np.testing.assert_array_equal(load_array_file(tmp_path / "coo.npz").X.toarray(),
+                                  matrix.toarray())
+
+
+def test_matlab_v73_dense_sparse_and_labels(tmp_path: Path, write_mat73) -> None:
+    X = np.arange(24, dtype=float).reshape(8, 3)
+    y = np.array([1, 2, 1, 2, 3, 3, 1, 2])
+    data = load_array_file(write_mat73(tmp_path / "dense.mat", X=X, y=y))
+    np.testing.assert_array_equal(data.X, X)
+    np.testing.assert_array_equal(data.y, y)
+    matrix = sp.random(8, 5, density=0.4, random_state=1, format="csr")
+    data = load_array_file(write_mat73(tmp_path / "sparse.mat", X=matrix))
+    assert sp.issparse(data.X)
+    np.testing.assert_array_equal(data.X.toarray(), matrix.toarray())
+    # labels under another name, through --y-key
+    path = write_mat73(tmp_path / "classes.mat", X=X, classes=y)
+    np.testing.assert_array_equal(load_input(str(path), y_key="classes").y, y)
+
+
+def test_cli_fits_sparse_npz_and_v73(tmp_path: Path, write_mat73) -> None:
+    from mkrk_dask.cli import main
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.random((20, 6)), 5 + rng.random((20, 6))])
+    X[X < 0.3] = 0.0  # sparse, no zero row
+    sp.save_npz(tmp_path / "x.npz", sp.csr_matrix(X))
+    write_mat73(tmp_path / "x.mat", X=X, y=np.repeat([0, 1], 20))
+    assert main(["fit", str(tmp_path / "x.npz"), "-k", "2", "-q", "--n-init", "2",
+                 "--out", str(tmp_path / "a")]) == 0
+    assert main(["fit", str(tmp_path / "x.mat"), "-q", "--n-init", "2",
+                 "--out", str(tmp_path / "b")]) == 0
+    # the same data, sparse and dense: the same weights up to round-off
+    np.testing.assert_allclose(np.load(tmp_path / "a" / "weights.npy"),
+                               np.load(tmp_path / "b" / "weights.npy"), atol=1e-6)

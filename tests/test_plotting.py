@@ -29,13 +29,13 @@ def _results(m: int = 4) -> dict:
                           "MKKM-RK": {"per_lambda": per_lambda}}]}
 
 
-def test_all_four_figures(tmp_path: Path) -> None:
+def test_all_five_figures(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     path.write_text(json.dumps(_results()))
     written = make_figures(path, tmp_path / "figs", heatmap_lams=[2.0**-6, 1.0])
     names = sorted(p.name for p in written)
     assert names == ["toy_fig1_sensitivity.png", "toy_fig2_representation.png",
-                     "toy_fig3_selected.png", "toy_fig4_objective.png"]
+                     "toy_fig3_selected.png", "toy_fig4_objective.png", "toy_fig5_weights.png"]
     for p in written:
         assert p.read_bytes()[:8] == PNG
 
@@ -45,3 +45,107 @@ def test_unknown_dataset_and_bad_file(tmp_path: Path) -> None:
         make_figures(_results(), tmp_path, datasets=["orl"])
     with pytest.raises(ValueError, match="not a results file"):
         make_figures({"something": 1}, tmp_path)
+
+
+# --------------------------------------------------------------------------- what they show (#15)
+
+
+@pytest.fixture
+def drawn(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The matplotlib figures make_figures draws, by file name (kept open for inspection)."""
+    import mkrk_dask.plotting as plotting
+
+    figures = {}
+
+    def keep(fig, path, dpi):
+        figures[Path(path).name] = fig
+        return Path(path)
+
+    monkeypatch.setattr(plotting, "_save", keep)
+    yield figures
+    plotting._pyplot().close("all")
+
+
+def _dominated(m: int = 12) -> dict:
+    """Every kernel above the selection threshold, but two carry almost all the weight; the
+    saved n_selected (an older count) says 12."""
+    per_lambda = []
+    for e in range(-15, 6):
+        w = np.full(m, 0.002)
+        w[:2] = (1 - 0.002 * (m - 2)) / 2
+        Y = np.zeros((m, m))
+        Y[0, : m // 2] = Y[1, m // 2:] = 1.0
+        f = 10.0 * (1 + 2.0 ** -np.arange(5))
+        score = {"best": 0.6 + 0.01 * e, "mean": 0.5, "std": 0.05}
+        per_lambda.append({"lam": 2.0**e, "weights": w.tolist(), "Y": Y.tolist(),
+                           "objective_history": f.tolist(), "n_iter": 5, "n_selected": m,
+                           "summary": {k: score for k in ("acc", "nmi", "purity")},
+                           "scores": [{"acc": 0.6}] * 20})
+    names = ["cosine"] + [f"gaussian(c={c})" for c in range(1, m)]
+    return {"datasets": [{"dataset": "toy", "kernel_names": names,
+                          "MKKM-RK": {"per_lambda": per_lambda, "best_index": 3}}]}
+
+
+def test_fig1_key_hides_no_point_and_ticks_are_integers(drawn: dict, tmp_path: Path) -> None:
+    make_figures(_dominated(), tmp_path)
+    fig = drawn["toy_fig1_sensitivity.png"]
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert not legend.overlaps(ax.get_window_extent(renderer))
+    ticks = [t for t in ax.get_xticks() if -15 <= t <= 5]
+    assert ticks and all(float(t).is_integer() for t in ticks)
+    assert all(float(t).is_integer() for t in ax.xaxis.get_minorticklocs())
+
+
+def test_fig2_kernel_key_is_readable(drawn: dict, tmp_path: Path) -> None:
+    make_figures(_dominated(), tmp_path)
+    ax = drawn["toy_fig2_representation.png"].axes[0]
+    labels = [t for t in ax.get_yticklabels() if t.get_text()]
+    assert [t.get_text() for t in labels][:2] == ["cosine", "gauss c=1"]
+    assert min(t.get_fontsize() for t in labels + ax.get_xticklabels()) >= 8
+
+
+def test_fig3_counts_with_the_library_threshold_and_shows_the_effective_number(
+        drawn: dict, tmp_path: Path) -> None:
+    make_figures(_dominated(), tmp_path)
+    fig = drawn["toy_fig3_selected.png"]
+    lines = {line.get_label(): line.get_ydata() for ax in fig.axes for line in ax.get_lines()}
+    selected = next(v for k, v in lines.items() if k.startswith("selected: weight ≥ 0.001"))
+    effective = next(v for k, v in lines.items() if k.startswith("effective number"))
+    top = next(v for k, v in lines.items() if k.startswith("weight of the top 2"))
+    w = np.asarray(_dominated()["datasets"][0]["MKKM-RK"]["per_lambda"][0]["weights"])
+    assert list(selected) == [12] * 21  # every weight is >= 1e-3 ...
+    np.testing.assert_allclose(effective, 1 / np.sum(w**2))  # ... but about two count
+    assert effective[0] < 2.2 and top[0] > 95
+    assert "effective number is 2.1" in fig.axes[0].get_title()
+
+
+def test_fig4_draws_no_flat_line_on_a_log_axis(drawn: dict, tmp_path: Path) -> None:
+    make_figures(_dominated(), tmp_path)
+    ax = drawn["toy_fig4_objective.png"].axes[0]
+    assert ax.get_yscale() == "log"
+    f = 10.0 * (1 + 2.0 ** -np.arange(5))
+    for line in ax.get_lines():
+        y = np.asarray(line.get_ydata())
+        np.testing.assert_allclose(y, (f[:-1] - f[-1]) / f[-1])
+        assert y.max() / y.min() > 10  # spans a decade, not a flat line
+
+
+def test_fig5_weights_per_kernel(drawn: dict, tmp_path: Path) -> None:
+    written = make_figures(_dominated(), tmp_path)
+    assert "toy_fig5_weights.png" in [p.name for p in written]
+    ax = drawn["toy_fig5_weights.png"].axes[0]
+    image = ax.get_images()[0].get_array()
+    assert image.shape == (12, 21)
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "cosine"
+    # a single fit: bars, heaviest on top
+    single = {"kind": "mkrk-fit", "data": "one.npz", "lam": 1.0,
+              "kernel_names": ["cosine", "gaussian(c=1)"], "weights": [0.3, 0.7],
+              "Y": [[1.0, 0.0], [0.0, 1.0]], "objective_history": [2.0, 1.0], "n_iter": 2}
+    assert [p.name for p in make_figures(single, tmp_path)] == [
+        "one_fig2_representation.png", "one_fig4_objective.png", "one_fig5_weights.png"]
+    bars = drawn["one_fig5_weights.png"].axes[0]
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["cosine", "gauss c=1"]
+    assert [p.get_width() for p in bars.patches] == [0.3, 0.7]

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
-import joblib
 import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
 import mkrk_dask
 from mkrk_dask import MKKMRK, lambda_search
+from mkrk_dask.cli import models
 from mkrk_dask.io import Dataset
 from mkrk_dask.plotting import make_figures
 from mkrk_dask.results import (
-    MODEL_FILE,
     dataset_entries,
     machine_line,
     mkkmrk_summary,
@@ -112,7 +112,7 @@ def test_write_labels_npy_and_csv(tmp_path: Path) -> None:
 def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = write_fit(out, fitted, digits, source="digits.npz", command="mkrk fit x",
-                       seconds=1.5)
+                       seconds=1.5, save_model=models.save)
     on_disk = json.loads((out / "result.json").read_text())
     assert on_disk == json.loads(json.dumps(result))
     assert on_disk["kind"] == "mkrk-fit" and on_disk["version"] == mkrk_dask.__version__
@@ -120,7 +120,11 @@ def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: P
     assert on_disk["n_features"] == [64] and on_disk["seconds"] == 1.5
     np.testing.assert_allclose(on_disk["weights"], fitted.weights_)
     np.testing.assert_allclose(np.load(out / "Y.npy"), fitted.representation_)
-    np.testing.assert_allclose(np.loadtxt(out / "Y.csv", delimiter=","),
+    with open(out / "Y.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["kernel", *fitted.kernel_names_]
+    assert [row[0] for row in rows[1:]] == list(fitted.kernel_names_)
+    np.testing.assert_allclose(np.array([row[1:] for row in rows[1:]], dtype=float),
                                fitted.representation_)
     np.testing.assert_array_equal(np.load(out / "labels.npy"), fitted.labels_)
     weights_csv = (out / "weights.csv").read_text().splitlines()
@@ -129,7 +133,8 @@ def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: P
     np.testing.assert_allclose(np.atleast_2d(objective)[:, 1], fitted.objective_history_)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics == on_disk["metrics"] and 0 < metrics["acc"] <= 1
-    model = joblib.load(out / MODEL_FILE)
+    assert on_disk["model"] in (models.MODEL_DIR, models.PICKLE_FILE)
+    model = models.load(str(out), trust=True)
     np.testing.assert_array_equal(model.labels_, fitted.labels_)
     # A fit's result.json is one entry for the figures.
     entries = dataset_entries(read_results(out / "result.json"))
@@ -139,9 +144,11 @@ def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: P
 def test_fit_record_without_labels_has_no_metrics(fitted: MKKMRK, digits: Dataset,
                                                   tmp_path: Path) -> None:
     unlabeled = Dataset("u", digits.X, None)
-    result = write_fit(tmp_path, fitted, unlabeled, source="u.npy", save_model=False)
+    result = write_fit(tmp_path, fitted, unlabeled, source="u.npy")
     assert "metrics" not in result and not (tmp_path / "metrics.json").exists()
-    assert not (tmp_path / MODEL_FILE).exists() and (tmp_path / "result.json").is_file()
+    assert result["model"] is None and (tmp_path / "result.json").is_file()
+    assert not (tmp_path / models.PICKLE_FILE).exists()
+    assert not (tmp_path / models.MODEL_DIR).exists()
 
 
 # --------------------------------------------------------------------------- a search
@@ -166,7 +173,7 @@ def test_search_records_and_report_draw(digits: Dataset, tmp_path: Path) -> None
     assert report["version"] == mkrk_dask.__version__ and report["kind"] == "mkrk-search"
     path = write_json(tmp_path / "s.json", report)
     written = make_figures(path, tmp_path / "figs")
-    assert len(written) == 4
+    assert len(written) == 5
 
 
 def test_unscored_search_has_no_best() -> None:

@@ -1,9 +1,20 @@
 #!/usr/bin/env bash
 # Stop what start-cluster.sh started (the pids recorded in its run directory).
-#   ./stop-cluster.sh [--run-dir DIR]
+#   ./stop-cluster.sh                 # the cluster on port 8786 (MKRK_SCHEDULER_PORT)
+#   ./stop-cluster.sh --port 8800     # the one started with --port 8800
+#   ./stop-cluster.sh --run-dir DIR   # the one started with --run-dir DIR
 set -uo pipefail
-RUN_DIR=${MKRK_RUN_DIR:-$PWD/dask-run}
-if [[ "${1:-}" == "--run-dir" ]]; then RUN_DIR=$2; fi
+PORT=${MKRK_SCHEDULER_PORT:-8786}
+RUN_DIR=${MKRK_RUN_DIR:-}
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --run-dir) RUN_DIR=$2; shift 2;;
+    --port) PORT=$2; shift 2;;
+    -h|--help) sed -n "2,5p" "$0"; exit 0;;
+    *) echo "stop-cluster.sh: unknown option $1 (see --help)" >&2; exit 2;;
+  esac
+done
+RUN_DIR=${RUN_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/mkrk-dask/cluster-$PORT}
 [[ -d "$RUN_DIR" ]] || { echo "stop-cluster.sh: no run directory $RUN_DIR" >&2; exit 2; }
 
 stop_pid() {  # TERM, then KILL after 10 s

@@ -15,6 +15,8 @@ from sphinx.util.docutils import SphinxDirective
 
 
 def _option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    from mkrk_dask.cli.parser import help_text
+
     rows = []
     for action in parser._actions:
         if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
@@ -27,13 +29,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
                 name += " " + (action.metavar or action.dest.upper())
         else:
             name = action.metavar or action.dest
-        text = action.help or ""
-        if (action.default not in (None, False, argparse.SUPPRESS) and action.option_strings
-                and action.nargs != 0):
-            default = action.default
-            if isinstance(default, list):
-                default = " ".join(map(str, default))
-            text += f" (default: {default})"
+        text = help_text(action)  # the same text as --help: the default shown once
         if action.choices and not isinstance(action.choices, dict):
             text += " Choices: " + ", ".join(map(str, action.choices)) + "."
         rows.append((name, text))
@@ -53,7 +49,9 @@ class MkrkCliDirective(SphinxDirective):
         lines = [".. code-block:: text", ""]
         lines += ["   " + line for line in parser.format_usage().strip().splitlines()]
         lines += [""]
-        lines += [parser.epilog.split("\n\n")[0], ""]
+        lines += [".. code-block:: text", ""]
+        lines += ["   " + line for line in parser.epilog.split("\n\n")[0].splitlines()]
+        lines += [""]
         for name, child in sub.choices.items():
             title = f"mkrk {name}"
             lines += [title, "-" * len(title), "", child.description or "", ""]

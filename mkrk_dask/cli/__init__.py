@@ -4,12 +4,18 @@ Commands: ``build`` (a kernel store), ``fit``, ``search`` (a lambda grid), ``pre
 with a saved Nystrom model), ``reproduce`` (the paper's protocol), ``figures`` (PNGs from saved
 results) and ``demo``. Run ``mkrk COMMAND --help`` for the options and examples of each.
 
-Exit codes: 0 success; 2 a user error (bad arguments, an unreadable or invalid input file, an
-invalid parameter, an unreachable scheduler), reported in one line on standard error (``--debug``
-shows the traceback); 1 an unexpected internal error; 130 interrupted (Ctrl-C).
+Results a user would pipe go to standard output and only those; progress and messages go
+to standard error (``-q`` silences them, ``-v`` adds detail).
 
-The package: :mod:`.parser` (the argument parser), :mod:`.config` (config files),
-:mod:`.commands` (what each command does, over the library), :mod:`.errors` (exit codes).
+Exit codes: 0 success; 2 a user error (bad arguments, an unreadable or invalid input file, an
+invalid parameter, an output that cannot be written, an unreachable scheduler), reported in
+one line on standard error (``--debug`` shows the traceback); 3 the Dask scheduler was lost
+during the run; 1 an unexpected internal error; 130 interrupted (Ctrl-C).
+
+The package: :mod:`.parser` (the argument parser) and :mod:`.examples` (its help texts),
+:mod:`.config` (config files), :mod:`.commands` and :mod:`.demo` (what each command does, over
+the library), :mod:`.session` (the Dask client), :mod:`.output` (checked, atomic output),
+:mod:`.models` (saved models), :mod:`.errors` (exit codes).
 """
 
 from __future__ import annotations
@@ -25,14 +31,15 @@ from .errors import (
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_SCHEDULER_LOST,
     EXIT_USER,
     UserError,
-    is_user_error,
+    exit_code,
 )
 from .parser import build_parser, parse_lams
 
 __all__ = ["main", "build_parser", "parse_lams", "UserError", "EXIT_OK", "EXIT_INTERNAL",
-           "EXIT_USER", "EXIT_INTERRUPTED"]
+           "EXIT_USER", "EXIT_SCHEDULER_LOST", "EXIT_INTERRUPTED"]
 
 
 def _command_line(argv: Sequence[str]) -> str:
@@ -43,6 +50,17 @@ def _quiet_logs(verbosity: int) -> None:
     level = logging.INFO if verbosity >= 3 else logging.ERROR
     for name in ("distributed", "tornado", "asyncio"):
         logging.getLogger(name).setLevel(level)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises nothing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -78,15 +96,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mkrk {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout went away (mkrk ... | head): nothing more to say to anyone.
+        _silence_stdout()
+        return EXIT_OK
     except Exception as err:
         if debug:
             import traceback
 
             traceback.print_exc()
         message = " ".join(str(err).split()) or type(err).__name__
-        if is_user_error(err):
+        code = exit_code(err)
+        if code != EXIT_INTERNAL:
             print(f"mkrk {args.command}: error: {message}", file=sys.stderr)
-            return EXIT_USER
+            return code
         print(f"mkrk {args.command}: internal error ({type(err).__name__}): {message}"
               + ("" if debug else "; run with --debug for the traceback"), file=sys.stderr)
         return EXIT_INTERNAL

@@ -1,18 +1,20 @@
 """Exit codes of ``mkrk`` and which errors are the user's.
 
 A user error (bad arguments, an unreadable or invalid input file, an invalid parameter, an
-unreachable scheduler) is reported in one line and exits with :data:`EXIT_USER`; anything
-else is an internal error (:data:`EXIT_INTERNAL`).
+output that cannot be written, an unreachable scheduler) is reported in one line and exits
+with :data:`EXIT_USER`; a scheduler lost during the run exits with
+:data:`EXIT_SCHEDULER_LOST`; anything else is an internal error (:data:`EXIT_INTERNAL`).
 """
 
 from __future__ import annotations
 
-__all__ = ["UserError", "is_user_error", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USER",
-           "EXIT_INTERRUPTED"]
+__all__ = ["UserError", "is_user_error", "exit_code", "EXIT_OK", "EXIT_INTERNAL", "EXIT_USER",
+           "EXIT_SCHEDULER_LOST", "EXIT_INTERRUPTED"]
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
 EXIT_USER = 2
+EXIT_SCHEDULER_LOST = 3
 EXIT_INTERRUPTED = 130
 
 
@@ -21,9 +23,20 @@ class UserError(Exception):
 
 
 def is_user_error(err: BaseException) -> bool:
-    """True for the errors a user's input causes: the library raises ValueError (and the
-    file errors) for those, by its own convention."""
-    from ..cluster import SchedulerUnreachableError
+    """True for the errors a user's input causes: the library raises ValueError (its
+    StoreError and StoreIntegrityError among them) and the file errors for those, by its own
+    convention, and SchedulerUnreachableError for an address where no scheduler answers."""
+    from ..exceptions import SchedulerUnreachableError
 
     return isinstance(err, (UserError, ValueError, FileNotFoundError, IsADirectoryError,
-                            PermissionError, SchedulerUnreachableError, NotImplementedError))
+                            NotADirectoryError, PermissionError, SchedulerUnreachableError,
+                            NotImplementedError))
+
+
+def exit_code(err: BaseException) -> int:
+    """The exit code of a command that raised ``err``."""
+    from ..exceptions import SchedulerLostError
+
+    if isinstance(err, SchedulerLostError):
+        return EXIT_SCHEDULER_LOST
+    return EXIT_USER if is_user_error(err) else EXIT_INTERNAL

@@ -1,0 +1,163 @@
+"""``--out`` of the commands: checked before the work starts, written whole or not at all.
+
+- :meth:`Output.check` runs before a fit: ``--out`` must not be a file where a folder is
+  expected (or the reverse), must not hold an earlier run unless ``--force`` is given, and its
+  file system must take a small probe file (writable, with room for a small result). The
+  probe is removed: a failed check writes nothing.
+- :meth:`Output.folder` writes a result folder under a temporary name beside ``--out`` and
+  renames it into place at the end (replacing an earlier run only with ``--force``): an
+  interrupted or failed write (a full disk, say) never leaves a half result, and whatever the
+  write created (the temporary folder, missing parent folders) is removed.
+
+A file system error becomes a one-line :class:`~mkrk_dask.cli.errors.UserError` (exit 2).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import UserError
+
+__all__ = ["Output", "SMALL_RESULT"]
+
+#: bytes a small result needs at least (the probe writes this much)
+SMALL_RESULT = 256 * 1024
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def _nearest_existing(path: Path) -> Path:
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")  # pragma: no cover
+
+
+def _strerror(err: OSError) -> str:
+    return err.strerror or " ".join(str(err).split())
+
+
+class Output:
+    """The ``--out`` of a command.
+
+    Parameters
+    ----------
+    path : str
+        As given on the command line.
+    force : bool
+        Replace an earlier run.
+    kind : {"folder", "file"}
+        What ``--out`` names.
+    marker : str
+        For a folder: the file whose presence means it holds an earlier run.
+    """
+
+    def __init__(self, path: str, *, force: bool, kind: str = "folder",
+                 marker: str = "result.json"):
+        self.path = Path(path).expanduser()
+        self.force, self.kind, self.marker = force, kind, marker
+
+    def check(self, need: int = SMALL_RESULT) -> None:
+        """Refuse an ``--out`` that cannot take the result; nothing is left on disk.
+
+        Raises
+        ------
+        UserError
+            A file where a folder is expected (or the reverse), an earlier run without
+            ``--force``, a parent that is a file, a read-only or full file system.
+        """
+        p = self.path
+        if self.kind == "folder":
+            if p.exists() and not p.is_dir():
+                raise UserError(f"--out {p} is a file; give a folder for the results")
+            if (p / self.marker).exists() and not self.force:
+                raise UserError(f"--out {p} holds an earlier run ({self.marker}); give --force "
+                                "to replace it, or another folder")
+        else:
+            if p.is_dir():
+                raise UserError(f"--out {p} is a folder; give a file name")
+            if p.exists() and not self.force:
+                raise UserError(f"--out {p} exists (an earlier run?); give --force to replace "
+                                "it, or another file name")
+        base = _nearest_existing(p.parent if self.kind == "file" else p)
+        if not base.is_dir():
+            raise UserError(f"cannot create --out {p}: {base} is a file")
+        self._probe(base, need)
+
+    def _probe(self, base: Path, need: int) -> None:
+        """Write and remove ``need`` bytes in ``base``."""
+        free = shutil.disk_usage(base).free
+        if free < need:
+            raise UserError(f"cannot write to --out {self.path}: No space left on device "
+                            f"({_size(free)} free in {base}, about {_size(need)} needed)")
+        try:
+            handle = tempfile.NamedTemporaryFile(dir=base, prefix=".mkrk-probe-", delete=False)
+        except OSError as err:
+            raise UserError(f"cannot write to --out {self.path}: {_strerror(err)}") from None
+        try:
+            with handle:
+                handle.write(b"\0" * need)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:
+            raise UserError(f"cannot write to --out {self.path}: {_strerror(err)}") from None
+        finally:
+            Path(handle.name).unlink(missing_ok=True)
+
+    @contextlib.contextmanager
+    def folder(self) -> Iterator[Path]:
+        """A temporary folder beside ``--out`` to write the results into; renamed to ``--out``
+        when the block ends without error, removed (with any parent folder it needed)
+        otherwise."""
+        target = self.path
+        created = []
+        for parent in reversed(target.parents):
+            if not parent.exists():
+                created.append(parent)
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+        except OSError as err:
+            self._remove(created)
+            raise UserError(f"cannot write to --out {target}: {_strerror(err)}") from None
+        try:
+            yield staging
+            self._commit(staging, target)
+        except BaseException as err:
+            shutil.rmtree(staging, ignore_errors=True)
+            self._remove(created)
+            if isinstance(err, OSError):
+                raise UserError(f"cannot write the results to {target}: "
+                                f"{_strerror(err)}") from None
+            raise
+
+    def _commit(self, staging: Path, target: Path) -> None:
+        if not target.exists():
+            os.rename(staging, target)
+            return
+        old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
+        os.rename(target, old / target.name)
+        try:
+            os.rename(staging, target)
+        except OSError:
+            os.rename(old / target.name, target)
+            raise
+        finally:
+            shutil.rmtree(old, ignore_errors=True)
+
+    @staticmethod
+    def _remove(created: list[Path]) -> None:
+        for folder in reversed(created):
+            with contextlib.suppress(OSError):
+                folder.rmdir()

@@ -1,0 +1,171 @@
+"""The Dask client a command runs on: the embedded local cluster, or a running scheduler
+reached within ``--connect-timeout`` (over ``tls://`` with ``--tls-ca/--tls-cert/--tls-key``).
+
+Connecting is bounded here as well as in the library: an address where something listens but
+never completes Dask's handshake (an HTTP server, a silent TCP listener, a TLS scheduler
+reached without a certificate) gives :class:`~mkrk_dask.exceptions.SchedulerUnreachableError`
+(exit code 2) when the timeout has passed, whatever the connection attempt does. A scheduler
+lost while a command runs gives :class:`~mkrk_dask.exceptions.SchedulerLostError` (exit 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import progress
+from ..cluster import DaskSession, connect
+from ..exceptions import SchedulerLostError, SchedulerUnreachableError
+from .errors import UserError
+
+__all__ = ["dask_client", "bounded_connect", "security_from_args", "storage_options"]
+
+#: seconds granted beyond --connect-timeout before a connection attempt is abandoned
+_GRACE = 1.0
+
+
+def security_from_args(args: argparse.Namespace) -> Any:
+    """A :class:`distributed.security.Security` from ``--tls-ca/--tls-cert/--tls-key``, or
+    None when none is given.
+
+    Raises
+    ------
+    UserError
+        If only some are given, or a file does not exist.
+    """
+    files = {"--tls-ca": getattr(args, "tls_ca", None),
+             "--tls-cert": getattr(args, "tls_cert", None),
+             "--tls-key": getattr(args, "tls_key", None)}
+    given = {k: v for k, v in files.items() if v}
+    if not given:
+        return None
+    if len(given) != len(files):
+        missing = ", ".join(k for k in files if k not in given)
+        raise UserError(f"TLS needs --tls-ca, --tls-cert and --tls-key together; missing "
+                        f"{missing}")
+    for option, name in files.items():
+        if not Path(name).expanduser().is_file():
+            raise UserError(f"{option} {name} does not exist")
+    address = getattr(args, "scheduler", None) or ""
+    if address and not address.startswith("tls://"):
+        raise UserError(f"--tls-* options need a tls:// scheduler address, got {address!r}")
+    from distributed.security import Security
+
+    return Security(tls_ca_file=str(Path(files["--tls-ca"]).expanduser()),
+                    tls_client_cert=str(Path(files["--tls-cert"]).expanduser()),
+                    tls_client_key=str(Path(files["--tls-key"]).expanduser()),
+                    require_encryption=True)
+
+
+def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``--storage-option KEY=VALUE`` (repeated) as a dict; values that read as JSON
+    (numbers, true/false) are converted."""
+    import json
+
+    items = getattr(args, "storage_options", None)
+    if not items:
+        return None
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"--storage-option expects KEY=VALUE, got {item!r}")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
+def bounded_connect(address: str, timeout: float, security: Any = None) -> Any:
+    """A client connected to ``address`` (:func:`mkrk_dask.cluster.connect`), abandoned
+    after ``timeout`` seconds even if the attempt itself would wait longer.
+
+    Raises
+    ------
+    SchedulerUnreachableError
+        Nothing answered as a Dask scheduler in time.
+    """
+    if not timeout > 0:
+        raise UserError(f"--connect-timeout must be > 0, got {timeout:g}")
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = connect(address, timeout=timeout, security=security)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = err
+
+    thread = threading.Thread(target=attempt, name="mkrk-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + _GRACE)
+    if "client" in outcome:
+        return outcome["client"]
+    error = outcome.get("error")
+    if isinstance(error, SchedulerUnreachableError):
+        raise error
+    hint = ("; a tls:// scheduler needs --tls-ca, --tls-cert and --tls-key"
+            if address.startswith("tls://") and security is None else "")
+    if error is not None:
+        detail = " ".join(str(error).split()) or type(error).__name__
+        raise SchedulerUnreachableError(
+            f"cannot connect to a Dask scheduler at {address!r}: {detail}{hint}") from None
+    # The attempt is still waiting (its daemon thread is left behind): something listens
+    # there, but it did not complete Dask's handshake.
+    raise SchedulerUnreachableError(
+        f"no Dask scheduler answered at {address!r} within {timeout:g}s (something may listen "
+        f"there without speaking Dask's protocol){hint}")
+
+
+def _lost(client: Any) -> bool:
+    """True when ``client`` no longer has a working connection to its scheduler."""
+    if client is None:
+        return False
+    if getattr(client, "status", "running") != "running":
+        return True
+    comm = getattr(client, "scheduler_comm", None)
+    return comm is None or bool(getattr(comm, "closed", lambda: False)())
+
+
+@contextlib.contextmanager
+def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
+    """The Dask client the command runs on, or None for the exact solver without a scheduler,
+    with progress reported on stderr at the command's verbosity.
+
+    ``--scheduler ADDRESS`` connects to an existing scheduler (left running afterwards);
+    without it the embedded local cluster starts in this process and stops at the end
+    (:class:`mkrk_dask.cluster.DaskSession`).
+    """
+    address = getattr(args, "scheduler", None)
+    with progress.reporting(max(args.verbosity, 0)):
+        security = security_from_args(args)
+        if solver == "exact" and not address:
+            yield None
+            return
+        client = None
+        if address:
+            progress.reporter().log(f"connecting to the Dask scheduler at {address}", 2)
+            client = bounded_connect(address, getattr(args, "connect_timeout", 30.0), security)
+        with progress.reporting(0):  # the estimator's session names the dashboard, once
+            session = DaskSession(client, n_workers=getattr(args, "workers", None))
+        try:
+            if args.verbosity >= 2:
+                info = session.client.scheduler_info()
+                progress.reporter().log(f"[dask] scheduler {info.get('address')}: "
+                                        f"{len(info.get('workers', {}))} worker(s)", 2)
+            yield session.client
+        except Exception as err:
+            if address and not isinstance(err, SchedulerLostError) and _lost(client):
+                raise SchedulerLostError(
+                    f"lost the Dask scheduler at {address} during the run "
+                    f"({type(err).__name__}); restart it and run the command again") from err
+            raise
+        finally:
+            session.close()
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    client.close(timeout=5)

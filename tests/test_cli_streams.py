@@ -1,0 +1,326 @@
+"""The command line's streams, help and outputs (issue 15): results on stdout and only those,
+logs on stderr at three verbosities, every option explained with its default once, ``--out``
+checked before the fit and never overwriting an earlier run without ``--force``, and the
+files of a fit (version, kernel names). Real runs on small data, real subprocesses."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mkrk_dask
+from mkrk_dask.cli import build_parser, main
+from mkrk_dask.cli.parser import COMMANDS, help_text
+
+NYSTROM = ["--solver", "nystrom", "--n-landmarks", "60", "--chunk-size", "75",
+           "--landmarks", "uniform", "--n-init", "3"]
+
+
+def _mkrk(*argv: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mkrk_dask.cli", *argv], text=True,
+                          timeout=300, **kwargs)
+
+
+def _trust(out: Path) -> list[str]:
+    """--trust where the fit saved a pickle (until the library's model_io exists)."""
+    return ["--trust"] if (out / "model.joblib").is_file() else []
+
+
+# --------------------------------------------------------------------------- streams
+
+
+def test_predict_to_stdout_is_a_file_loadtxt_reads(digits_npz: Path, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["fit", str(digits_npz), *NYSTROM, "--out", str(out), "-q"]) == 0
+    with np.load(digits_npz) as archive:
+        np.save(tmp_path / "X.npy", archive["X"])
+    labels_txt = tmp_path / "labels.txt"
+    with open(labels_txt, "w") as handle:  # mkrk predict run X.npy > labels.txt
+        proc = _mkrk("predict", str(out), str(tmp_path / "X.npy"), *_trust(out),
+                     stdout=handle, stderr=subprocess.PIPE)
+    assert proc.returncode == 0, proc.stderr
+    labels = np.loadtxt(labels_txt, dtype=int)
+    np.testing.assert_array_equal(labels, np.load(out / "labels.npy"))
+    assert "predicted 150 samples" in proc.stderr  # the log went to stderr
+
+
+def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    argv = ["fit", str(digits_npz), "--lam", "2^-15", "--n-init", "2"]
+    assert main([*argv, "-q"]) == 0
+    quiet = capsys.readouterr()
+    assert quiet.out.startswith("ACC") and len(quiet.out.splitlines()) == 1
+    assert quiet.err == ""
+    assert main(argv) == 0
+    default = capsys.readouterr()
+    assert default.out.startswith("ACC")  # then the weights
+    assert "fitting MKKM-RK" not in default.out and "fitted in" not in default.out
+    assert "fitting MKKM-RK" in default.err and "iter   1" in default.err
+    assert main([*argv, "-v"]) == 0
+    verbose = capsys.readouterr()
+    assert verbose.out == default.out
+    assert len(verbose.err.splitlines()) > len(default.err.splitlines())
+
+
+def test_search_and_figures_write_only_results_on_stdout(digits_npz: Path, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    results = tmp_path / "s.json"
+    assert main(["search", str(digits_npz), "--lams", "2^-15,2^0", "--repeats", "2",
+                 "--n-init", "2", "--out", str(results)]) == 0
+    printed = capsys.readouterr()
+    assert printed.out.startswith("best lambda 2^") and len(printed.out.splitlines()) == 1
+    assert "lambda 2^-15" in printed.err and "results in" in printed.err
+    assert main(["figures", str(results), "--out", str(tmp_path / "f")]) == 0
+    printed = capsys.readouterr()
+    assert all(Path(line).is_file() for line in printed.out.splitlines())  # a list of files
+    assert "figure(s) in" in printed.err
+
+
+# --------------------------------------------------------------------------- help
+
+
+def _subparsers() -> dict[str, argparse.ArgumentParser]:
+    return build_parser()._subparsers._group_actions[0].choices
+
+
+def test_every_option_is_explained_with_its_default_once() -> None:
+    for name, sub in _subparsers().items():
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS:
+                continue
+            text = help_text(action)
+            assert text and len(text) > 10, (name, action.dest)
+            assert text.lower().count("default") <= 1, (name, action.dest, text)
+    lam = next(a for a in _subparsers()["fit"]._actions if a.dest == "lam")
+    assert help_text(lam).endswith("(default: 2^-15)")
+
+
+def test_rendered_help_shows_no_default_twice(capsys: pytest.CaptureFixture) -> None:
+    for command in COMMANDS:
+        assert main([command, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert "(default: 3.0517578125e-05)" not in out
+        for option in ("--tol-mode", "--max-iter", "--dpi"):
+            if option in out:
+                block = out.split(option, 1)[1].split("\n  -", 1)[0]
+                assert len(block.split()) > 3, (command, option, block)
+
+
+def test_epilog_documents_exit_code_3(capsys: pytest.CaptureFixture) -> None:
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "3 the Dask scheduler was lost" in " ".join(out.split())
+
+
+# --------------------------------------------------------------------------- --out
+
+
+def test_out_refuses_an_earlier_run_without_force(digits_npz: Path, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "run"
+    argv = ["fit", str(digits_npz), "--n-init", "2", "--out", str(out), "-q"]
+    assert main(argv) == 0
+    before = (out / "result.json").read_bytes()
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "earlier run" in err and "--force" in err and len(err.splitlines()) == 1
+    assert (out / "result.json").read_bytes() == before
+    assert main([*argv, "--max-iter", "1", "--force"]) == 0
+    assert json.loads((out / "result.json").read_text())["n_iter"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary left
+
+
+def test_out_is_checked_before_the_fit(digits_npz: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture) -> None:
+    a_file = tmp_path / "taken"
+    a_file.write_text("x")
+    assert main(["fit", str(digits_npz), "--out", str(a_file)]) == 2
+    err = capsys.readouterr().err
+    assert "is a file" in err and "iter" not in err and len(err.splitlines()) == 1
+    assert main(["search", str(digits_npz), "--out", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["predict", str(tmp_path), str(digits_npz), "--out", str(a_file)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert a_file.read_text() == "x"
+
+
+def test_a_failed_write_leaves_no_half_result(digits_npz: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture) -> None:
+    import mkrk_dask.results as results
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(results, "write_json", full_disk)
+    out = tmp_path / "deep" / "run"
+    assert main(["fit", str(digits_npz), "--n-init", "2", "--out", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # neither the folder nor its parent stays
+
+
+def _in_mount_namespace(mount: str, argv: list[str], target: Path) -> subprocess.CompletedProcess:
+    """Run mkrk in a private mount namespace where ``target`` is a fresh tmpfs mounted with
+    ``mount`` options (root only: root writes through permission bits)."""
+    script = (f"mount -t tmpfs -o {mount} tmpfs {target} && exec {sys.executable} -m "
+              "mkrk_dask.cli " + " ".join(argv))
+    return subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True,
+                          text=True, timeout=300)
+
+
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0 or subprocess.run(["unshare", "-m", "true"],
+                                        capture_output=True).returncode != 0,
+    reason="needs root and unshare for a read-only / full file system")
+
+
+@needs_root
+@pytest.mark.parametrize("mount, message", [
+    ("ro", "cannot write to"),
+    ("size=8k", "No space left on device"),
+])
+def test_out_on_a_read_only_or_full_disk(mount: str, message: str, digits_npz: Path,
+                                         tmp_path: Path) -> None:
+    target = tmp_path / "mnt"
+    target.mkdir()
+    proc = _in_mount_namespace(mount, ["fit", str(digits_npz), "--out", str(target / "run")],
+                               target)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "iter" not in proc.stderr, lines
+    assert list(target.iterdir()) == []  # outside the namespace: the plain empty folder
+
+
+# --------------------------------------------------------------------------- files of a fit
+
+
+def test_result_records_version_and_y_csv_names_kernels(digits_npz: Path,
+                                                        tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert main(["fit", str(digits_npz), "--n-init", "2", "--out", str(out), "-q",
+                 "--kernels", "cosine", "polynomial(a=1,b=2)", "gaussian(c=0.5)"]) == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["version"] == mkrk_dask.__version__
+    with open(out / "Y.csv", newline="") as handle:
+        rows = list(csv.reader(handle))
+    names = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.5)"]
+    assert rows[0] == ["kernel", *names] and [r[0] for r in rows[1:]] == names
+    np.testing.assert_allclose(np.array([r[1:] for r in rows[1:]], dtype=float),
+                               np.load(out / "Y.npy"))
+
+
+# --------------------------------------------------------------------------- models
+
+
+def test_predict_refuses_a_pickle_without_trust(digits_npz: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    evil = tmp_path / "model.joblib"
+    evil.write_bytes(pickle.dumps(Evil()))
+    proc = _mkrk("predict", str(evil), str(digits_npz), capture_output=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--trust" in lines[0] and "pickle" in lines[0]
+    assert not marker.exists() and proc.stdout == ""
+
+
+# --------------------------------------------------------------------------- reproduce
+
+
+def test_reproduce_without_data_names_the_folder(tmp_path: Path) -> None:
+    empty = tmp_path / "nothing-here"
+    proc = _mkrk("reproduce", "--out", str(tmp_path / "rep"), capture_output=True,
+                 env=dict(os.environ, MKRK_DATASETS=str(empty)))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(empty) in lines[0] and "None" not in lines[0]
+    assert "--data-dir" in lines[0] and "MKRK_DATASETS" in lines[0]
+    assert not (tmp_path / "rep").exists()
+
+
+def test_reproduce_with_no_data_folder_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture) -> None:
+    import mkrk_dask.datasets as datasets
+
+    monkeypatch.delenv("MKRK_DATASETS", raising=False)
+    monkeypatch.setattr(datasets, "data_dir_candidates",
+                        lambda: [tmp_path / "a" / "shared" / "datasets"])
+    assert main(["reproduce", "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "a" / "shared" / "datasets") in err and "None" not in err
+
+
+def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture) -> None:
+    """mkrk ... | head: the reader closes the pipe early; no 'internal error' follows."""
+    import mkrk_dask.cli
+
+    def command(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setitem(mkrk_dask.cli.COMMANDS, "demo", command)
+    assert main(["demo"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_models_go_through_the_library_model_io_when_it_exists(
+        digits_npz: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture) -> None:
+    """The CLI saves and loads models through mkrk_dask.model_io (arrays + JSON, no pickle)
+    where the library has it: no --trust needed, no model.joblib written. A stand-in module
+    with the library's interface plays its part here."""
+    import types
+
+    import mkrk_dask.cli.models as models
+
+    saved = {}
+
+    def save_model(estimator, directory):
+        Path(directory).mkdir()
+        (Path(directory) / "model.json").write_text("{}")
+        saved["model"] = estimator
+
+    def load_model(directory):
+        assert (Path(directory) / "model.json").is_file()
+        return saved["model"]
+
+    fake = types.SimpleNamespace(save_model=save_model, load_model=load_model)
+    monkeypatch.setattr(models, "_model_io", lambda: fake)
+    out = tmp_path / "run"
+    assert main(["fit", str(digits_npz), *NYSTROM, "--out", str(out), "-q"]) == 0
+    assert (out / "model" / "model.json").is_file() and not (out / "model.joblib").exists()
+    assert json.loads((out / "result.json").read_text())["model"] == "model"
+    capsys.readouterr()
+    assert main(["predict", str(out), str(digits_npz), "-q"]) == 0  # no --trust
+    labels = np.array(capsys.readouterr().out.split(), dtype=int)
+    np.testing.assert_array_equal(labels, np.load(out / "labels.npy"))
+
+
+def test_store_takes_a_url_and_storage_options(capsys: pytest.CaptureFixture) -> None:
+    from mkrk_dask.cli.commands import _store
+    from mkrk_dask.cli.session import storage_options
+
+    args = build_parser().parse_args(
+        ["fit", "d.npz", "--store", "s3://bucket/run.zarr", "--storage-option",
+         "endpoint_url=http://127.0.0.1:9000", "--storage-option", "anon=false"])
+    assert _store(args) == "s3://bucket/run.zarr"  # a URL stays a URL
+    assert storage_options(args) == {"endpoint_url": "http://127.0.0.1:9000", "anon": False}
+    assert main(["fit", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--store PATH_OR_URL" in text and "s3://bucket/run.zarr" in text
+    assert "--storage-option KEY=VALUE" in text
