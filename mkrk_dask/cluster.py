@@ -151,21 +151,54 @@ class DaskSession:
         self.close()
 
 
+#: seconds granted beyond the timeout before a connection attempt is abandoned
+_GRACE = 1.0
+
+
 def connect(address: str, *, timeout: float = 30.0, security: Any = None,
             client_class: Any = None) -> Any:
-    """A client connected to ``address`` within ``timeout`` seconds.
+    """A client connected to ``address`` within ``timeout`` seconds, whatever answers there.
+
+    distributed's own timeout does not bound every case: a listener that accepts the
+    connection but never speaks Dask's protocol can keep the attempt waiting for good. The
+    attempt therefore runs in a thread that is abandoned ``timeout`` (+1) seconds later.
 
     Raises
     ------
     SchedulerUnreachableError
         Nothing answers there in time, or what answers is not a Dask scheduler.
     """
+    import threading
+
     from distributed import Client
 
+    if not timeout > 0:
+        raise ValueError(f"the connect timeout must be > 0, got {timeout:g}")
     client_class = client_class or Client
-    try:
-        return client_class(address, timeout=timeout, security=security)
-    except (OSError, TimeoutError) as err:
+    outcome: dict[str, Any] = {}
+
+    def attempt() -> None:
+        try:
+            outcome["client"] = client_class(address, timeout=timeout, security=security)
+        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = err
+        if outcome.get("abandoned") and "client" in outcome:
+            outcome["client"].close()  # too late: nobody waits for it any more
+
+    thread = threading.Thread(target=attempt, name="mkrk-connect", daemon=True)
+    thread.start()
+    thread.join(timeout + _GRACE)
+    if "client" in outcome:
+        return outcome["client"]
+    outcome["abandoned"] = True
+    hint = ("; a tls:// scheduler needs TLS certificates (security=, or the CLI's --tls-*)"
+            if address.startswith("tls://") and security is None else "")
+    error = outcome.get("error")
+    if error is not None:
+        detail = " ".join(str(error).split()) or type(error).__name__
         raise SchedulerUnreachableError(
             f"cannot reach the Dask scheduler at {address!r} within {timeout:g}s: "
-            f"{' '.join(str(err).split())}") from None
+            f"{detail}{hint}") from None
+    raise SchedulerUnreachableError(
+        f"cannot reach the Dask scheduler at {address!r}: nothing answered within {timeout:g}s "
+        f"(something may listen there without speaking Dask's protocol){hint}")

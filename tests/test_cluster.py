@@ -89,3 +89,24 @@ def test_verbose_fit_prints_the_dashboard_link():
     with progress.reporting(1, stream):
         MKKMRK(3, kernels=KERNELS, solver="blockwise", random_state=0).fit(X)
     assert "[dask] dashboard: http://127.0.0.1:" in stream.getvalue()
+
+
+def test_connect_is_bounded_when_the_listener_is_not_a_scheduler():
+    import socket
+    import threading
+    import time
+
+    from mkrk_dask.cluster import connect
+    from mkrk_dask.exceptions import SchedulerUnreachableError
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    accepted = []
+    threading.Thread(target=lambda: accepted.append(silent.accept()), daemon=True).start()
+    start = time.monotonic()
+    with pytest.raises(SchedulerUnreachableError, match="127.0.0.1") as caught:
+        connect(f"tcp://127.0.0.1:{silent.getsockname()[1]}", timeout=2)
+    assert time.monotonic() - start < 8
+    assert "\n" not in str(caught.value)
+    silent.close()

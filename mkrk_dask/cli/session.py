@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .. import progress
 from ..cluster import DaskSession, connect
-from ..exceptions import SchedulerLostError, SchedulerUnreachableError
+from ..exceptions import SchedulerLostError
 from .errors import UserError
 
 __all__ = ["dask_client", "bounded_connect", "security_from_args", "storage_options"]
 
-#: seconds granted beyond --connect-timeout before a connection attempt is abandoned
-_GRACE = 1.0
 
 
 def security_from_args(args: argparse.Namespace) -> Any:
@@ -82,43 +79,11 @@ def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def bounded_connect(address: str, timeout: float, security: Any = None) -> Any:
-    """A client connected to ``address`` (:func:`mkrk_dask.cluster.connect`), abandoned
-    after ``timeout`` seconds even if the attempt itself would wait longer.
-
-    Raises
-    ------
-    SchedulerUnreachableError
-        Nothing answered as a Dask scheduler in time.
-    """
+    """:func:`mkrk_dask.cluster.connect` (bounded by ``timeout`` whatever answers), with the
+    option's name in the error for a bad timeout."""
     if not timeout > 0:
         raise UserError(f"--connect-timeout must be > 0, got {timeout:g}")
-    outcome: dict[str, Any] = {}
-
-    def attempt() -> None:
-        try:
-            outcome["client"] = connect(address, timeout=timeout, security=security)
-        except BaseException as err:  # noqa: BLE001 - handed to the caller's thread
-            outcome["error"] = err
-
-    thread = threading.Thread(target=attempt, name="mkrk-connect", daemon=True)
-    thread.start()
-    thread.join(timeout + _GRACE)
-    if "client" in outcome:
-        return outcome["client"]
-    error = outcome.get("error")
-    if isinstance(error, SchedulerUnreachableError):
-        raise error
-    hint = ("; a tls:// scheduler needs --tls-ca, --tls-cert and --tls-key"
-            if address.startswith("tls://") and security is None else "")
-    if error is not None:
-        detail = " ".join(str(error).split()) or type(error).__name__
-        raise SchedulerUnreachableError(
-            f"cannot connect to a Dask scheduler at {address!r}: {detail}{hint}") from None
-    # The attempt is still waiting (its daemon thread is left behind): something listens
-    # there, but it did not complete Dask's handshake.
-    raise SchedulerUnreachableError(
-        f"no Dask scheduler answered at {address!r} within {timeout:g}s (something may listen "
-        f"there without speaking Dask's protocol){hint}")
+    return connect(address, timeout=timeout, security=security)
 
 
 def _lost(client: Any) -> bool:

@@ -97,6 +97,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _check_params(self) -> None:
         """Every parameter, before any work: the common ones (with messages that name the
         problem), the method's, then scikit-learn's declarative constraints."""
+        check_n_clusters(self.n_clusters, np.iinfo(np.int64).max)
         check_choice("solver", self.solver, SOLVERS)
         check_choice("tol_mode", self.tol_mode, TOL_MODES)
         if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
