@@ -13,8 +13,12 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
-__all__ = ["unit_rows", "assign_clusters", "repeated_assignments", "nearest_centre",
+__all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeated_assignments", "nearest_centre",
            "lloyd_centres"]
+
+
+#: the final steps: the paper's spectral one, or k-means on the features of the top 2k eigenpairs
+FINAL_STEPS = ("features", "spectral")
 
 
 def unit_rows(H: np.ndarray) -> np.ndarray:
@@ -25,13 +29,18 @@ def unit_rows(H: np.ndarray) -> np.ndarray:
     return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
 
 
-def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_iter: int = 1000,
-                    random_state: int | np.random.RandomState | None = None) -> np.ndarray:
-    """The paper's final step: scale every row of H to unit length, then k-means.
+def final_rows(H: np.ndarray, step: str) -> np.ndarray:
+    """What the final k-means clusters: the unit-length rows of H (``"spectral"``, the
+    paper's) or the rows as they are (``"features"``: the eigenpairs' features ``V sqrt(mu)``)."""
+    return unit_rows(H) if step == "spectral" else np.asarray(H, dtype=np.float64)
 
-    Rows of H that are exactly zero stay zero (they carry no direction).
-    """
-    unit = unit_rows(H)
+
+def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_iter: int = 1000,
+                    random_state: int | np.random.RandomState | None = None,
+                    step: str = "spectral") -> np.ndarray:
+    """The final step: k-means on :func:`final_rows` of H (by default the paper's: every row
+    of H scaled to unit length; rows that are exactly zero stay zero)."""
+    unit = final_rows(H, step)
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
                    random_state=random_state)
     return model.fit_predict(unit)

@@ -1,10 +1,14 @@
-"""``solver="auto"``: exact, blockwise or Nystrom from n, m and the machine's resources.
+"""``solver="auto"`` (the default): exact or Nystrom, from n, m and the machine's resources.
 
 - exact: the m dense kernels (``8 m n^2`` bytes) fit in at most half of the available memory,
-  and ``n <= 12,000`` (the dense top-k solver and the O(m n^2) passes stay fast);
-- blockwise: the kernel store (``8 m n^2`` bytes, float64) fits in at most 80% of the free disk
-  space of the temporary directory, and ``n <= 30,000`` (every iteration reads the store);
-- Nystrom otherwise: memory and time linear in n.
+  and ``n <= 12,000`` (the dense eigensolver and the O(m n^2) passes stay fast);
+- Nystrom otherwise: its factors (``8 n R`` bytes, R = landmarks per kernel x m) go to a
+  temporary store on disk and are read a block of rows at a time, so it needs a fraction of
+  the free disk space and memory for one ``R x R`` Gram matrix.
+
+The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
+never chosen automatically: where it fits and exact does not, Nystrom gives nearly the same
+answer much faster. Ask for it with ``solver="blockwise"``.
 """
 
 from __future__ import annotations
@@ -12,13 +16,12 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-__all__ = ["choose_solver", "EXACT_MAX_N", "BLOCKWISE_MAX_N"]
+__all__ = ["choose_solver", "EXACT_MAX_N"]
 
 EXACT_MAX_N = 12_000
-BLOCKWISE_MAX_N = 30_000
 #: fraction of the available memory the exact kernels may take
 MEMORY_FRACTION = 0.5
-#: fraction of the free disk space the blockwise store may take
+#: fraction of the free disk space the Nystrom factors may take
 DISK_FRACTION = 0.8
 
 
@@ -26,13 +29,16 @@ def _gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.1f} GiB"
 
 
-def choose_solver(n_samples: int, n_kernels: int, *, available_memory: int | None = None,
-                  free_disk: int | None = None) -> tuple[str, str]:
+def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
+                  available_memory: int | None = None, free_disk: int | None = None
+                  ) -> tuple[str, str]:
     """Choose the backend for ``n_samples`` samples and ``n_kernels`` kernels.
 
     Parameters
     ----------
     n_samples, n_kernels : int
+    n_landmarks : int
+        Nystrom landmarks per kernel.
     available_memory : int, optional
         Bytes of memory available (default: ``psutil.virtual_memory().available``).
     free_disk : int, optional
@@ -41,9 +47,14 @@ def choose_solver(n_samples: int, n_kernels: int, *, available_memory: int | Non
 
     Returns
     -------
-    choice : {"exact", "blockwise", "nystrom"}
+    choice : {"exact", "nystrom"}
     reason : str
         The figures the choice was made from.
+
+    Raises
+    ------
+    MemoryError
+        Nothing fits; the message says what would.
     """
     if n_samples < 1 or n_kernels < 1:
         raise ValueError(f"n_samples and n_kernels must be >= 1, got {n_samples}, {n_kernels}")
@@ -60,11 +71,18 @@ def choose_solver(n_samples: int, n_kernels: int, *, available_memory: int | Non
     if kernel_bytes <= MEMORY_FRACTION * available_memory and n_samples <= EXACT_MAX_N:
         return "exact", (f"{facts}; they fit in {MEMORY_FRACTION:.0%} of memory and "
                          f"n <= {EXACT_MAX_N}")
-    if kernel_bytes <= DISK_FRACTION * free_disk and n_samples <= BLOCKWISE_MAX_N:
-        why = (f"n > {EXACT_MAX_N}" if n_samples > EXACT_MAX_N
-               else f"more than {MEMORY_FRACTION:.0%} of memory")
-        return "blockwise", (f"{facts}; exact ruled out ({why}); the kernel store fits in "
-                             f"{DISK_FRACTION:.0%} of the free disk and n <= {BLOCKWISE_MAX_N}")
-    why = (f"n > {BLOCKWISE_MAX_N}" if n_samples > BLOCKWISE_MAX_N
-           else f"the kernel store exceeds {DISK_FRACTION:.0%} of the free disk")
-    return "nystrom", f"{facts}; exact and blockwise ruled out ({why})"
+    R = n_landmarks * n_kernels
+    factor_bytes = 8.0 * n_samples * R
+    gram_bytes = 8.0 * 3 * R * R  # the Gram matrix, its eigenvectors and a work copy
+    why = (f"n > {EXACT_MAX_N}" if n_samples > EXACT_MAX_N
+           else f"more than {MEMORY_FRACTION:.0%} of memory")
+    if factor_bytes <= DISK_FRACTION * free_disk and gram_bytes <= available_memory:
+        return "nystrom", (f"{facts}; exact ruled out ({why}); the Nystrom factors need "
+                           f"{_gib(factor_bytes)} on disk (8 n R bytes, R = {R})")
+    fit_landmarks = int(min(DISK_FRACTION * free_disk / (8.0 * n_samples * n_kernels),
+                            (available_memory / (24.0 * n_kernels**2)) ** 0.5))
+    raise MemoryError(
+        f"{facts}: the problem fits no backend: exact needs {_gib(kernel_bytes)} of memory, "
+        f"Nystrom with {n_landmarks} landmarks per kernel {_gib(factor_bytes)} of disk and "
+        f"{_gib(gram_bytes)} of memory; n_landmarks <= {max(fit_landmarks, 0)} would fit, or a "
+        "store on a larger disk or object store (store=...)")

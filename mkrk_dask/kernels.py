@@ -33,11 +33,13 @@ __all__ = [
     "kernel_matrices",
     "normalize_kernels",
     "views_needing_scale",
+    "medians_needed",
     "symmetrize",
     "kernel_products",
 ]
 
-_FAMILIES = ("linear", "polynomial", "gaussian")
+_FAMILIES = ("linear", "polynomial", "gaussian", "angular")
+_WIDTHED = ("gaussian", "angular")
 PAPER_GAUSSIAN_FACTORS = (0.01, 0.05, 0.1, 1.0, 10.0, 50.0, 100.0)
 
 
@@ -47,17 +49,25 @@ class KernelSpec:
 
     Parameters
     ----------
-    family : {"linear", "polynomial", "gaussian"}
+    family : {"linear", "polynomial", "gaussian", "angular"}
         ``linear`` is ``x_i . x_j`` (the cosine kernel once normalised); ``polynomial`` is
-        ``(a + x_i . x_j) ** b``; ``gaussian`` is ``exp(-||x_i - x_j||^2 / (2 sigma^2))``.
+        ``(a + x_i . x_j) ** b``; ``gaussian`` is ``exp(-||x_i - x_j||^2 / (2 sigma^2))``;
+        ``angular`` is the Gaussian of the distance between the unit-length rows,
+        ``exp(-||u_i - u_j||^2 / (2 sigma^2))`` with ``u = x / ||x||`` (it depends on the
+        angle only, as the cosine kernel does).
     a, b : float, int
         Polynomial offset and degree.
     c : float, optional
         Gaussian width relative to the largest pairwise distance ``M`` of the view:
         ``sigma = c * M`` (the paper's convention). Resolved to ``sigma`` by
         :func:`resolve_kernels`.
+    m : float, optional
+        Width relative to the median pairwise distance ``D`` of the view (of the unit-length
+        rows for ``angular``), estimated from a sample of rows: ``sigma = m * D``. Unlike
+        ``c``, it means the same kernel at every n (no exact O(n^2 d) pass).
     sigma : float, optional
-        Absolute Gaussian width. Exactly one of ``c`` and ``sigma`` is given for a Gaussian.
+        Absolute width. Exactly one of ``c``, ``m`` and ``sigma`` is given for a Gaussian
+        (``c`` is not defined for ``angular``).
     view : int
         Index of the view (input matrix) the kernel is computed on.
     """
@@ -68,6 +78,7 @@ class KernelSpec:
     c: float | None = None
     sigma: float | None = None
     view: int = 0
+    m: float | None = None
 
     def __post_init__(self) -> None:
         if self.family not in _FAMILIES:
@@ -77,10 +88,14 @@ class KernelSpec:
                 raise ValueError(f"polynomial degree b must be a positive integer, got {self.b}")
             if not math.isfinite(self.a) or self.a < 0:
                 raise ValueError(f"polynomial offset a must be finite and >= 0, got {self.a}")
-        if self.family == "gaussian":
-            if self.c is None and self.sigma is None:
-                raise ValueError("a gaussian kernel needs c (relative width) or sigma")
-            for label, value in (("c", self.c), ("sigma", self.sigma)):
+        if self.family in _WIDTHED:
+            if self.c is None and self.sigma is None and self.m is None:
+                raise ValueError(f"a {self.family} kernel needs m (width relative to the median "
+                                 "distance), c (relative to the largest) or sigma")
+            if self.family == "angular" and self.c is not None:
+                raise ValueError("an angular kernel takes m (relative to the median distance "
+                                 "of the unit rows) or sigma, not c")
+            for label, value in (("c", self.c), ("m", self.m), ("sigma", self.sigma)):
                 if value is not None and not (math.isfinite(value) and 1e-150 <= value <= 1e150):
                     raise ValueError(f"gaussian {label} must be in [1e-150, 1e150], got {value}")
         if int(self.view) != self.view or self.view < 0:
@@ -94,20 +109,22 @@ class KernelSpec:
         elif self.family == "polynomial":
             base = f"polynomial(a={self.a:g},b={int(self.b)})"
         elif self.c is not None:
-            base = f"gaussian(c={self.c:g})"
+            base = f"{self.family}(c={self.c:g})"
+        elif self.m is not None:
+            base = f"{self.family}(m={self.m:g})"
         else:
-            base = f"gaussian(sigma={self.sigma:g})"
+            base = f"{self.family}(sigma={self.sigma:g})"
         return base if self.view == 0 else f"{base}@{self.view}"
 
     @property
     def is_resolved(self) -> bool:
         """True when no data-dependent parameter remains (a Gaussian has its sigma)."""
-        return self.family != "gaussian" or self.sigma is not None
+        return self.family not in _WIDTHED or self.sigma is not None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-serialisable description (for store metadata and saved models)."""
         return {"family": self.family, "a": self.a, "b": int(self.b), "c": self.c,
-                "sigma": self.sigma, "view": int(self.view)}
+                "sigma": self.sigma, "view": int(self.view), "m": self.m}
 
 
 def paper_kernels(view: int = 0) -> list[KernelSpec]:
@@ -125,14 +142,16 @@ def paper_kernels(view: int = 0) -> list[KernelSpec]:
 
 _CALL = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
 _ALIASES = {"linear": "linear", "cosine": "linear", "poly": "polynomial",
-            "polynomial": "polynomial", "gaussian": "gaussian", "rbf": "gaussian"}
+            "polynomial": "polynomial", "gaussian": "gaussian", "rbf": "gaussian",
+            "angular": "angular"}
 
 
 def parse_kernel(text: str) -> KernelSpec:
     """Parse a kernel written as text.
 
     Examples: ``"cosine"``, ``"linear"``, ``"polynomial(a=1,b=2)"``, ``"poly(a=0, b=4)"``,
-    ``"gaussian(c=0.1)"``, ``"rbf(sigma=2.5)"``; a suffix ``@2`` selects view 2.
+    ``"gaussian(c=0.1)"``, ``"gaussian(m=0.5)"``, ``"rbf(sigma=2.5)"``, ``"angular(m=1)"``; a
+    suffix ``@2`` selects view 2.
     """
     match = _CALL.match(text.lower())
     if not match or match.group(1) not in _ALIASES:
@@ -145,7 +164,7 @@ def parse_kernel(text: str) -> KernelSpec:
             if not item.strip():
                 continue
             key, sep, value = item.partition("=")
-            if not sep or key.strip() not in ("a", "b", "c", "sigma"):
+            if not sep or key.strip() not in ("a", "b", "c", "m", "sigma"):
                 raise ValueError(f"bad kernel parameter {item.strip()!r} in {text!r}")
             params[key.strip()] = float(value)
     if "b" in params and params["b"].is_integer():  # 2.5 stays 2.5, and KernelSpec refuses it
@@ -224,7 +243,7 @@ def kernel_diagonal(spec: KernelSpec, sq_norms: np.ndarray) -> np.ndarray:
         return sq_norms
     if spec.family == "polynomial":
         return _integer_power(spec.a + sq_norms, int(spec.b))
-    return np.ones_like(sq_norms)
+    return np.ones_like(sq_norms)  # gaussian, angular
 
 
 def _check_positive_diagonal(spec: KernelSpec, diag: np.ndarray) -> None:
@@ -273,7 +292,7 @@ def kernel_blocks(
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),
     # so every avoided temporary is a pass over memory saved.
     work = None if out.dtype == np.float64 else np.empty(inner.shape)
-    sq_dist = None
+    sq_dist = chord = None
     for p, spec in enumerate(specs):
         if not spec.is_resolved:
             raise ValueError(f"kernel {spec.name} needs resolve_kernels() before evaluation")
@@ -283,6 +302,18 @@ def kernel_blocks(
         elif spec.family == "polynomial":
             np.add(inner, spec.a, out=block)
             _integer_power(block, int(spec.b), out=block)
+        elif spec.family == "angular":
+            if chord is None:
+                # ||u_i - u_j||^2 = 2 - 2 cos(x_i, x_j) for unit rows u = x / ||x||.
+                _check_positive_diagonal(spec, sq_a)
+                _check_positive_diagonal(spec, sq_b)
+                chord = inner / np.sqrt(sq_a)[:, None]
+                chord /= np.sqrt(sq_b)[None, :]
+                np.multiply(chord, -2.0, out=chord)
+                chord += 2.0
+                np.maximum(chord, 0.0, out=chord)
+            np.multiply(chord, -0.5 / spec.sigma**2, out=block)
+            np.exp(block, out=block)
         else:
             if sq_dist is None:
                 sq_dist = np.multiply(inner, -2.0)
@@ -292,7 +323,7 @@ def kernel_blocks(
                 np.maximum(sq_dist, 0.0, out=sq_dist)
             np.multiply(sq_dist, -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
-        if normalize and spec.family != "gaussian":
+        if normalize and spec.family not in _WIDTHED:
             diag_a = kernel_diagonal(spec, sq_a)
             diag_b = kernel_diagonal(spec, sq_b)
             _check_positive_diagonal(spec, diag_a)
@@ -330,19 +361,30 @@ def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:
 
 
 def resolve_kernels(
-    specs: Sequence[KernelSpec], max_distances: Sequence[float]
+    specs: Sequence[KernelSpec], max_distances: Sequence[float],
+    medians: dict[tuple[int, str], float] | None = None,
 ) -> list[KernelSpec]:
-    """Turn relative Gaussian widths into absolute ones: ``sigma = c * M`` of the kernel's view.
+    """Turn relative widths into absolute ones: ``sigma = c * M`` or ``sigma = m * D`` of the
+    kernel's view.
 
     Parameters
     ----------
     specs : sequence of KernelSpec
     max_distances : sequence of float
         ``M`` for every view (:func:`max_pairwise_distance`).
+    medians : dict, optional
+        ``D`` for every ``(view, family)`` a width ``m`` needs
+        (:func:`mkrk_dask.scales.median_scales`).
     """
     resolved = []
     for spec in specs:
-        if spec.family == "gaussian" and spec.sigma is None:
+        if spec.sigma is None and spec.m is not None:
+            D = float((medians or {}).get((spec.view, spec.family), 0.0))
+            if not D > 0:
+                raise ValueError(f"view {spec.view}: the median pairwise distance of the sampled "
+                                 f"rows is {D}, so the relative width of {spec.name} is zero")
+            spec = replace(spec, sigma=spec.m * D)
+        elif spec.family == "gaussian" and spec.sigma is None:
             M = float(max_distances[spec.view])
             if not M > 0:
                 raise ValueError(f"view {spec.view}: all rows are identical (largest pairwise "
@@ -395,8 +437,14 @@ def kernel_products(stacked: np.ndarray) -> np.ndarray:
 
 
 def views_needing_scale(specs: Sequence[KernelSpec]) -> set[int]:
-    """Views whose largest pairwise distance is needed (they carry a relative Gaussian)."""
-    return {spec.view for spec in specs if spec.family == "gaussian" and spec.sigma is None}
+    """Views whose largest pairwise distance is needed (they carry a width ``c``)."""
+    return {spec.view for spec in specs
+            if spec.family == "gaussian" and spec.sigma is None and spec.c is not None}
+
+
+def medians_needed(specs: Sequence[KernelSpec]) -> set[tuple[int, str]]:
+    """``(view, family)`` pairs whose median distance is needed (a width ``m``)."""
+    return {(spec.view, spec.family) for spec in specs if spec.sigma is None and spec.m is not None}
 
 
 def normalize_kernels(kernels: np.ndarray) -> np.ndarray:

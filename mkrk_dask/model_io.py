@@ -128,6 +128,8 @@ def _save_row_map(row_map: Any, arrays: _Arrays) -> dict[str, Any]:
                 "dtype": np.dtype(row_map.dtype).name,
                 "coefficients": arrays.put("nys.coefficients", row_map.coefficients),
                 "centres": arrays.put("nys.centres", row_map.centres),
+                "feature_scale": (None if row_map.feature_scale is None
+                                  else arrays.put("nys.feature_scale", row_map.feature_scale)),
                 "n_features": row_map.n_features, "chunk_rows": int(row_map.chunk_rows),
                 "n_labels_polished": int(row_map.n_labels_polished), "local": local}
     raise TypeError(f"cannot save a row map of type {type(row_map).__name__}")
@@ -156,7 +158,9 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
             kernel_landmarks=list(record["kernel_landmarks"]),
             transforms=[arrays.get(ref) for ref in record["transforms"]],
             dtype=record["dtype"], coefficients=arrays.get(record["coefficients"]),
-            centres=arrays.get(record["centres"]), n_features=record["n_features"],
+            centres=arrays.get(record["centres"]),
+            feature_scale=(None if record.get("feature_scale") is None
+                           else arrays.get(record["feature_scale"])), n_features=record["n_features"],
             chunk_rows=record["chunk_rows"], n_labels_polished=record["n_labels_polished"],
             local=local)
     raise ValueError(f"unknown row map kind {record['kind']!r}")

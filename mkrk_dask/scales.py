@@ -23,13 +23,15 @@ from .kernels import (
     block_max_sq_distance,
     inner_products,
     max_pairwise_distance,
+    medians_needed,
     row_sq_norms,
     views_needing_scale,
 )
 from .landmarks import take_rows
 from .passes import RowSource, block_pairs, client_threads, read_rows, row_bounds, run_pass
 
-__all__ = ["memory_scales", "distributed_scales", "EXACT_DISTANCE_MAX_N"]
+__all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows",
+           "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS"]
 
 #: default largest n whose largest pairwise distance is computed exactly on Dask
 EXACT_DISTANCE_MAX_N = 100_000
@@ -37,6 +39,8 @@ EXACT_DISTANCE_MAX_N = 100_000
 _PAIR_BLOCK = 4096
 #: rows of the uniform sample of the estimate
 _SAMPLE_ROWS = 4096
+#: rows of the uniform sample the median pairwise distance is estimated from
+MEDIAN_SAMPLE_ROWS = 2000
 #: rows per task of a farthest-point pass
 _FARTHEST_BLOCK = 65536
 
@@ -45,6 +49,45 @@ def memory_scales(views: list, specs: list[KernelSpec]) -> dict[int, dict]:
     """The exact largest pairwise distance of every view that needs one (in memory)."""
     return {v: {"value": max_pairwise_distance(views[v]), "method": "exact"}
             for v in sorted(views_needing_scale(specs))}
+
+
+def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> np.ndarray:
+    """A uniform sample of at most ``size`` rows of X (numpy, sparse, dask or Zarr), dense.
+
+    The seed is fixed: what is derived from the sample (the kernel widths, the default
+    dictionary) depends on the data only, not on ``random_state``.
+    """
+    n = X.shape[0]
+    idx = np.sort(np.random.default_rng(0).choice(n, size=min(size, n), replace=False))
+    rows = take_rows(X, idx)
+    return rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+
+
+def _median_distance(rows: np.ndarray) -> float:
+    sq = row_sq_norms(rows)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * rows @ rows.T, 0.0)
+    upper = d2[np.triu_indices(rows.shape[0], k=1)]
+    return math.sqrt(float(np.median(upper))) if upper.size else 0.0
+
+
+def median_scales(views: list, specs: list[KernelSpec]) -> dict[tuple[int, str], float]:
+    """The median pairwise distance ``D`` of every ``(view, family)`` a width ``m`` needs,
+    from a uniform sample of at most :data:`MEDIAN_SAMPLE_ROWS` rows (of the unit-length rows
+    for ``angular``). Cost ``O(s^2 d)`` whatever n, on the client."""
+    out: dict[tuple[int, str], float] = {}
+    needed = medians_needed(specs)
+    for view in sorted({v for v, _ in needed}):
+        rows = sample_rows(views[view])
+        for family in sorted(f for v, f in needed if v == view):
+            if family == "angular":
+                norms = np.linalg.norm(rows, axis=1, keepdims=True)
+                if not np.all(norms > 0):
+                    raise ValueError(f"view {view} has an all-zero row; the angular kernel "
+                                     "needs a direction for every row")
+                out[(view, family)] = _median_distance(rows / norms)
+            else:
+                out[(view, family)] = _median_distance(rows)
+    return out
 
 
 def distributed_scales(client: Any, sources: list[RowSource], specs: list[KernelSpec], *,

@@ -461,12 +461,16 @@ def test_auto_choice():
     gib = 2**30
     choice, reason = choose_solver(500, 12, available_memory=8 * gib, free_disk=50 * gib)
     assert choice == "exact" and "n=500" in reason and "m=12" in reason
-    assert choose_solver(500, 12, available_memory=10**6, free_disk=50 * gib)[0] == "blockwise"
-    assert choose_solver(20_000, 12, available_memory=8 * gib, free_disk=500 * gib)[0] == \
-        "blockwise"
-    choice, reason = choose_solver(20_000, 12, available_memory=8 * gib, free_disk=10 * gib)
-    assert choice == "nystrom" and "disk" in reason
+    # exact ruled out by memory or by n: Nystrom, whose factors go to disk
+    assert choose_solver(500, 12, n_landmarks=50, available_memory=2 * 10**7,
+                         free_disk=50 * gib)[0] == "nystrom"
+    choice, reason = choose_solver(20_000, 12, available_memory=8 * gib, free_disk=500 * gib)
+    assert choice == "nystrom" and "n > 12000" in reason
     assert choose_solver(100_000, 12, available_memory=10**12, free_disk=10**15)[0] == "nystrom"
+    # fits nowhere: a one-line error that says what would fit
+    with pytest.raises(MemoryError, match=r"n_landmarks <= \d+ would fit") as caught:
+        choose_solver(10**7, 12, available_memory=8 * gib, free_disk=100 * gib)
+    assert "\n" not in str(caught.value)
     X = np.random.default_rng(0).normal(size=(60, 3))
     model = MKKMRK(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
     assert model.solver_ == "exact" and "n=60" in model.solver_reason_

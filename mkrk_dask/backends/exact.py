@@ -19,7 +19,7 @@ from ..kernels import (
     resolve_kernels,
     symmetrize,
 )
-from ..scales import memory_scales
+from ..scales import median_scales, memory_scales
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]
@@ -57,7 +57,7 @@ class ExactBackend(KernelBackend):
         """Build the dense kernels from validated views (see :func:`check_views`)."""
         scales = memory_scales(views, specs)
         distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
-        resolved = resolve_kernels(specs, distances)
+        resolved = resolve_kernels(specs, distances, median_scales(views, specs))
         backend = cls(kernel_matrices(views, resolved, normalize=normalize), eigen_method)
         backend.kernel_specs = resolved
         backend._train = (list(views), bool(normalize))

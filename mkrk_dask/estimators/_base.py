@@ -33,7 +33,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
-from ..assignment import assign_clusters, lloyd_centres, nearest_centre, unit_rows
+from ..assignment import FINAL_STEPS, assign_clusters, final_rows, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..cluster import is_client
@@ -88,6 +88,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         "landmarks": [StrOptions(set(LANDMARK_METHODS))],
         "dtype": [StrOptions({"float64", "float32"}), type],
         "backend_options": [None, dict],
+        "final_step": [StrOptions(set(FINAL_STEPS))],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -100,6 +101,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         check_n_clusters(self.n_clusters, np.iinfo(np.int64).max)
         check_choice("solver", self.solver, SOLVERS)
         check_choice("tol_mode", self.tol_mode, TOL_MODES)
+        check_choice("final_step", self.final_step, FINAL_STEPS)
         if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
             raise ValueError(f"tol must be a positive number, got {self.tol!r}")
         for name in ("max_iter", "n_init"):
@@ -174,7 +176,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             return self.solver
         from ..auto import choose_solver
 
-        choice, reason = choose_solver(n_samples, n_kernels)
+        counts = np.atleast_1d(np.asarray(self.n_landmarks))
+        choice, reason = choose_solver(n_samples, n_kernels, n_landmarks=int(counts.max()))
         progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
                                 f"{reason}")
         self.solver_reason_ = reason
@@ -251,16 +254,31 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         -------
         self
         """
+        if isinstance(self.kernels, str) and self.kernels == "auto":
+            from ._dictionary import fit_auto_dictionary
+
+            return fit_auto_dictionary(self, X)
         with self._reporting():
-            backend, _ = self._build(X)
+            backend, n_samples = self._build(X)
             try:
                 result = self._run(backend)
-                embedding = backend.embedding(result.top)
+                top = result.top
+                if self.final_step == "features":
+                    # k-means on the features of the top 2k eigenpairs of K_w: the rank-2k
+                    # kernel k-means, which keeps what the unit rows of H throw away (the
+                    # eigenvalues and the directions past k).
+                    top = backend.top_k(result.weights, min(2 * self.n_clusters, n_samples - 1))
+                    top.weights = np.array(result.weights)
+                embedding = backend.embedding(top)
                 # The small map of new rows to H that predict/transform use, where one exists.
-                row_map = backend.row_map(result.top)
+                row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
             finally:
                 backend.close()
+        self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
+                               if self.final_step == "features" else None)
+        if self.feature_scale_ is not None:
+            embedding = embedding * self.feature_scale_[None, :]
         self._set_fitted(result, embedding, backend.kernel_specs)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)
@@ -304,8 +322,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 delattr(self, name)
         if row_map is None:
             return
-        centres, labels, changed = lloyd_centres(unit_rows(embedding), self.labels_,
-                                                 self.n_clusters)
+        centres, labels, changed = lloyd_centres(final_rows(embedding, self.final_step),
+                                                 self.labels_, self.n_clusters)
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
@@ -313,6 +331,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         if self.solver_ == "nystrom":
             # The Nystrom map also predicts by itself (a saved model needs nothing else).
             row_map.centres = centres
+            row_map.feature_scale = self.feature_scale_
             row_map.n_labels_polished = changed
             self.nystrom_model_ = row_map
 
@@ -359,7 +378,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         ndarray of shape (n_samples, n_clusters)
         """
         views = self._out_of_sample_views(X)
-        return self.row_map_.transform(views)
+        rows = self.row_map_.transform(views)
+        scale = getattr(self, "feature_scale_", None)
+        return rows if scale is None else rows * scale[None, :]
 
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
@@ -375,7 +396,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         -------
         ndarray of shape (n_samples,)
         """
-        return nearest_centre(unit_rows(self.transform(X)), self.cluster_centers_)
+        return nearest_centre(final_rows(self.transform(X), self.final_step),
+                              self.cluster_centers_)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:
@@ -393,6 +415,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self.solver_ = getattr(self, "_solver_used", self.solver)
         self._set_method_fitted(result)
         self.labels_ = assign_clusters(embedding, self.n_clusters, n_init=self.n_init,
+                                       step=self.final_step,
                                        random_state=check_random_state(self.random_state))
 
     def _set_method_fitted(self, result: SolverResult) -> None:  # noqa: B027 - optional hook
@@ -408,8 +431,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
     @property
     def _n_features_out(self) -> int:
-        """Columns of :meth:`transform`: one per cluster (the embedding's)."""
-        return int(self.n_clusters)
+        """Columns of :meth:`transform` (the embedding's)."""
+        return int(self.embedding_.shape[1])
 
     def __sklearn_clone__(self) -> MultipleKernelKMeans:
         """``sklearn.base.clone``: a Client given as ``scheduler`` is shared with the clone (a

@@ -170,11 +170,12 @@ class MKKMRK(MultipleKernelKMeans):
         self,
         n_clusters: int = 8,
         *,
-        lam: float = 2.0**-15,
-        kernels: Any = "paper",
-        dissimilarity: str = "fip",
-        lam_scaling: str = "none",
-        solver: str = "exact",
+        lam: float = 1.0,
+        kernels: Any = "auto",
+        dissimilarity: str = "sfn",
+        lam_scaling: str = "normalized",
+        solver: str = "auto",
+        final_step: str = "features",
         normalize: bool = True,
         tol: float = 1e-5,
         tol_mode: str = "absolute",
@@ -198,6 +199,7 @@ class MKKMRK(MultipleKernelKMeans):
         self.dissimilarity = dissimilarity
         self.lam_scaling = lam_scaling
         self.solver = solver
+        self.final_step = final_step
         self.normalize = normalize
         self.tol = tol
         self.tol_mode = tol_mode
@@ -216,6 +218,22 @@ class MKKMRK(MultipleKernelKMeans):
         self.verbose = verbose
 
     method = "MKKM-RK"
+
+    #: the paper's configuration (Table 2): its 12 kernels, fip, lambda as given, the
+    #: spectral final step, exact kernels; :meth:`paper` builds it
+    PAPER_SETTINGS = {"kernels": "paper", "dissimilarity": "fip", "lam_scaling": "none",
+                      "lam": 2.0**-15, "final_step": "spectral", "solver": "exact"}
+
+    @classmethod
+    def paper(cls, n_clusters: int = 8, **params: Any) -> MKKMRK:
+        """The paper-faithful configuration (:attr:`PAPER_SETTINGS`), any of it overridable.
+
+        Examples
+        --------
+        >>> MKKMRK.paper(10, lam=2**-10).get_params()["dissimilarity"]
+        'fip'
+        """
+        return cls(n_clusters, **{**cls.PAPER_SETTINGS, **params})
 
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,

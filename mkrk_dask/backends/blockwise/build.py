@@ -32,7 +32,7 @@ from ...kernels import KernelSpec, normalize_kernels, resolve_kernels, symmetriz
 from ...locations import StoreLocation, check_workers_see
 from ...passes import RowSource, block_pairs, client_threads, row_bounds, run_pass
 from ...progress import reporter
-from ...scales import distributed_scales
+from ...scales import distributed_scales, median_scales
 from ...store import (
     create_data_array,
     create_store,
@@ -126,7 +126,7 @@ def build_from_views(views: list, specs: list[KernelSpec], *, normalize: bool, c
         scales = distributed_scales(client, [sources.get(v) for v in range(len(views))],
                                     specs, exact_max_n=max(n, 1))
         distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
-        resolved = resolve_kernels(specs, distances)
+        resolved = resolve_kernels(specs, distances, median_scales(views, specs))
         metadata = dict(metadata, kernel_specs=[s.to_dict() for s in resolved],
                         max_distances=distances)
         group = create_store(location, kind=STORE_KIND, metadata=metadata, overwrite=overwrite)

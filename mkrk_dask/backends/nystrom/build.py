@@ -40,7 +40,7 @@ from ...passes import (
     run_pass,
 )
 from ...progress import reporter
-from ...scales import distributed_scales
+from ...scales import distributed_scales, median_scales
 from ...store import (
     create_data_array,
     create_store,
@@ -216,7 +216,8 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
                                     random_state=random_state)
         info["seconds"]["scales"] = time.perf_counter() - t0
         distances = [scales[v]["value"] if v in scales else 0.0 for v in range(len(views))]
-        resolved = resolve_kernels(specs, distances)
+        resolved = resolve_kernels(specs, distances,
+                                   median_scales([src.X for src in sources], specs))
         t0 = time.perf_counter()
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,

@@ -76,6 +76,8 @@ class NystromModel:
     dtype: Any = np.float64
     coefficients: np.ndarray | None = None
     centres: np.ndarray | None = None
+    #: sqrt of the eigenvalues when the final step clusters features ``H sqrt(mu)``
+    feature_scale: np.ndarray | None = None
     n_features: list[int | None] | None = None
     chunk_rows: int = 4096
     n_labels_polished: int = 0
@@ -216,4 +218,7 @@ class NystromModel:
         """Nearest learned centre of the unit-length rows of :meth:`transform`."""
         if self.centres is None:
             raise ValueError("this Nystrom model has no cluster centres yet (not fitted)")
-        return nearest_centre(unit_rows(self.transform(views)), self.centres)
+        rows = self.transform(views)
+        if self.feature_scale is None:
+            return nearest_centre(unit_rows(rows), self.centres)
+        return nearest_centre(rows * self.feature_scale, self.centres)

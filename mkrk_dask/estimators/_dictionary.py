@@ -1,0 +1,93 @@
+"""``kernels="auto"``: the default dictionary and the label-free choice of its geometry.
+
+Per view, one cosine kernel and three Gaussians whose widths are 0.5, 1 and 2 times the median
+pairwise distance of a sample of rows, so that the dictionary means the same kernels at every n
+and needs no O(n^2 d) pass. The Gaussians measure either the Euclidean distance or the distance
+between the unit-length rows (``angular``: the geometry of the cosine kernel, which suits
+intensities, counts and histograms, where the norm of a row is mostly its overall level).
+
+The angular geometry is a candidate only for non-negative data (there the origin means
+"nothing", so an angle means something; with negative values the origin is arbitrary) whose
+rows do not all have unit length already (then the two geometries coincide). With two
+candidates, both are fitted and the one whose final clusters leave the smaller share of the
+scatter of its own features within clusters is kept: the normalised kernel k-means objective,
+computed without labels.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.base import clone
+
+from ..kernels import KernelSpec
+from ..scales import sample_rows
+from ..validation import is_multiview
+
+__all__ = ["GEOMETRIES", "WIDTHS", "auto_dictionary", "candidate_geometries", "within_share",
+           "fit_auto_dictionary"]
+
+GEOMETRIES = ("euclidean", "angular")
+#: Gaussian widths, in multiples of the median pairwise distance of the view
+WIDTHS = (0.5, 1.0, 2.0)
+
+
+def auto_dictionary(geometry: str, n_views: int) -> list[KernelSpec]:
+    """The default kernels of every view: cosine and three Gaussians of the geometry."""
+    family = {"euclidean": "gaussian", "angular": "angular"}[geometry]
+    return [spec for view in range(n_views) for spec in
+            [KernelSpec("linear", view=view)]
+            + [KernelSpec(family, m=m, view=view) for m in WIDTHS]]
+
+
+def candidate_geometries(views: list) -> tuple[list[str], str]:
+    """The geometries worth fitting for these views, and why (from a sample of rows)."""
+    samples = [sample_rows(view) for view in views]
+    if any(float(s.min()) < 0 for s in samples):
+        return ["euclidean"], ("the data have negative values (an arbitrary origin, so angles "
+                               "carry no meaning): Euclidean Gaussians")
+    if all(np.allclose(np.linalg.norm(s, axis=1), 1.0, atol=1e-6) for s in samples):
+        return ["euclidean"], ("every row has unit length, where the angular and Euclidean "
+                               "Gaussians coincide")
+    return list(GEOMETRIES), ("non-negative data: both geometries fitted, the one with the "
+                              "smaller within-cluster share of the scatter of its features kept")
+
+
+def within_share(features: np.ndarray, labels: np.ndarray) -> float:
+    """Within-cluster scatter over total scatter of ``features`` (0: tight clusters)."""
+    Z = np.asarray(features, dtype=np.float64)
+    total = float(np.sum((Z - Z.mean(axis=0)) ** 2))
+    within = 0.0
+    for label in np.unique(labels):
+        members = Z[labels == label]
+        within += float(np.sum((members - members.mean(axis=0)) ** 2))
+    return within / total if total > 0 else 0.0
+
+
+def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
+    """Fit ``estimator`` (``kernels="auto"``) on ``X``: one fit per candidate geometry, the
+    label-free best kept. The choice and its reasons go on the estimator (``dictionary_``,
+    ``dictionary_scores_``, ``dictionary_reason_``)."""
+    estimator._check_params()
+    views = list(X) if is_multiview(X) else [X]
+    fits: dict[str, Any] = {}
+    scores: dict[str, float] = {}
+    geometries, reason = ["euclidean"], ""
+    for geometry in GEOMETRIES:
+        if geometry not in geometries:
+            continue
+        twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, len(views)))
+        fits[geometry] = twin.fit(X)  # the first fit also validates X
+        scores[geometry] = within_share(twin.embedding_, twin.labels_)
+        if geometry == "euclidean":
+            geometries, reason = candidate_geometries(views)
+    chosen = min(scores, key=scores.get)
+    params = estimator.get_params(deep=False)
+    for name, value in vars(fits[chosen]).items():
+        if name not in params:
+            setattr(estimator, name, value)
+    estimator.dictionary_ = chosen
+    estimator.dictionary_scores_ = scores
+    estimator.dictionary_reason_ = reason
+    return estimator
