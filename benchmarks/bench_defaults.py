@@ -34,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-from _common import now, results_dir, write_report
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 
@@ -43,6 +42,8 @@ from mkrk_dask.datasets import load_dataset
 from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.scales import sample_rows
+
+from _common import now, results_dir, write_report
 
 DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
 LABEL_FREE = ("default", "KMeans", "Nystroem(cosine)+KMeans", "Nystroem(rbf)+KMeans",

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
-__all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeated_assignments", "nearest_centre",
-           "lloyd_centres"]
+__all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeated_assignments",
+           "nearest_centre", "lloyd_centres"]
 
 
 #: the final steps: the paper's spectral one, or k-means on the features of the top 2k eigenpairs

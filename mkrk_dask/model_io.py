@@ -160,7 +160,8 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
             dtype=record["dtype"], coefficients=arrays.get(record["coefficients"]),
             centres=arrays.get(record["centres"]),
             feature_scale=(None if record.get("feature_scale") is None
-                           else arrays.get(record["feature_scale"])), n_features=record["n_features"],
+                           else arrays.get(record["feature_scale"])),
+            n_features=record["n_features"],
             chunk_rows=record["chunk_rows"], n_labels_polished=record["n_labels_polished"],
             local=local)
     raise ValueError(f"unknown row map kind {record['kind']!r}")

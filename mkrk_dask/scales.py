@@ -67,7 +67,13 @@ def _median_distance(rows: np.ndarray) -> float:
     sq = row_sq_norms(rows)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * rows @ rows.T, 0.0)
     upper = d2[np.triu_indices(rows.shape[0], k=1)]
-    return math.sqrt(float(np.median(upper))) if upper.size else 0.0
+    if not upper.size:
+        raise ValueError(f"n_samples={rows.shape[0]}: a kernel width relative to the median "
+                         "pairwise distance needs at least 2 samples")
+    median = float(np.median(upper))
+    if median == 0.0 and np.any(upper > 0):
+        median = float(np.median(upper[upper > 0]))  # mostly duplicate rows: the distinct pairs
+    return math.sqrt(median)
 
 
 def median_scales(views: list, specs: list[KernelSpec]) -> dict[tuple[int, str], float]:

@@ -71,7 +71,8 @@ def lambda_search(
     Parameters
     ----------
     estimator : MKKMRK
-        Supplies every setting but ``lam`` (its backend is built once from ``X``).
+        Supplies every setting but ``lam`` (its backend is built once from ``X``); the final
+        step is the paper's (unit rows of H), as in the paper's protocol.
     X : input accepted by ``estimator.fit``
     lams : sequence of float, optional
         Defaults to the paper's grid :func:`paper_lambda_grid`.
@@ -94,6 +95,9 @@ def lambda_search(
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) \
             or n_repeats < 1:
         raise ValueError(f"n_repeats must be an integer >= 1, got {n_repeats!r}")
+    if isinstance(estimator.kernels, str) and estimator.kernels == "auto":
+        raise ValueError("lambda_search needs the kernels given ('paper' or a list): "
+                         "kernels='auto' chooses a dictionary per fit; e.g. MKKMRK.paper(k)")
     backend, n_samples = estimator._build(X)
     if y is not None:
         y = np.asarray(y).ravel()

@@ -77,7 +77,7 @@ def test_estimator_fit(params: dict, data, error: type, message: str) -> None:
 ])
 def test_lambda_search(lams: list, kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError) as caught:
-        lambda_search(MKKMRK(n_clusters=2), X, lams, **kwargs)
+        lambda_search(MKKMRK.paper(n_clusters=2), X, lams, **kwargs)
     _one_line(caught.value, message)
 
 

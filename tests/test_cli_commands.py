@@ -32,7 +32,8 @@ def test_fit_writes_every_output(digits_npz: Path, tmp_path: Path,
     assert result["command"].startswith("mkrk fit ") and result["data"] == str(digits_npz)
     assert np.load(out / "labels.npy").shape == (150,)
     assert np.isclose(np.load(out / "weights.npy").sum(), 1.0)
-    assert np.load(out / "Y.npy").shape == (12, 12)
+    m = np.load(out / "weights.npy").size  # the default dictionary
+    assert np.load(out / "Y.npy").shape == (m, m) and m in (4, 8)
     assert result["objective_history"] == np.load(out / "objective.npy").tolist()
     assert (out / "labels.csv").read_text().splitlines()[0] == "label"
     assert set(json.loads((out / "metrics.json").read_text())) == {"acc", "nmi", "purity"}
@@ -100,7 +101,7 @@ def test_build_then_fit_reuses_store_and_nystrom_predict(digits_npz: Path, tmp_p
     # fit opens the store only if every setting matches (the landmark scheme included);
     # a mismatch would be a StoreError and exit 1.
     out = tmp_path / "run"
-    assert main(["fit", str(digits_npz), "--store", str(store), *common, "--lam", "2^-15",
+    assert main(["fit", str(digits_npz), "--store", str(store), *common, "--paper",
                  "--n-init", "3", "--out", str(out), "-q"]) == 0
     fitted = np.load(out / "labels.npy")
     labels = tmp_path / "pred.csv"

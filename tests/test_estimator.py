@@ -46,7 +46,7 @@ def test_scikit_learn_estimator_checks_all_pass_with_kernels_defined_on_zero_row
 
 def test_fitted_attributes(digits):
     X, _ = digits
-    model = MKKMRK(10, lam=2.0**-8, random_state=0).fit(X)
+    model = MKKMRK.paper(10, lam=2.0**-8, random_state=0).fit(X)
     n, m = X.shape[0], 12
     assert model.labels_.shape == (n,)
     assert model.weights_.shape == (m,) and model.weights_.sum() == pytest.approx(1.0)
@@ -64,17 +64,17 @@ def test_fitted_attributes(digits):
 
 def test_random_state_makes_runs_repeatable(digits):
     X, _ = digits
-    a = MKKMRK(10, random_state=7).fit_predict(X)
-    b = MKKMRK(10, random_state=7).fit_predict(X)
+    a = MKKMRK.paper(10, random_state=7).fit_predict(X)
+    b = MKKMRK.paper(10, random_state=7).fit_predict(X)
     np.testing.assert_array_equal(a, b)
 
 
 def test_sparse_and_multiview_input(digits):
     X, _ = digits
-    dense = MKKMRK(10, random_state=0).fit(X)
-    sparse = MKKMRK(10, random_state=0).fit(sp.csr_matrix(X))
+    dense = MKKMRK.paper(10, random_state=0).fit(X)
+    sparse = MKKMRK.paper(10, random_state=0).fit(sp.csr_matrix(X))
     np.testing.assert_allclose(sparse.weights_, dense.weights_, atol=1e-9)
-    multi = MKKMRK(10, kernels=["cosine", "gaussian(c=0.1)@1", "gaussian(c=1)@1"],
+    multi = MKKMRK.paper(10, kernels=["cosine", "gaussian(c=0.1)@1", "gaussian(c=1)@1"],
                    random_state=0).fit([X, X[:, :32]])
     assert multi.weights_.shape == (3,)
     assert multi.kernel_names_[1] == "gaussian(c=0.1)@1"
@@ -83,17 +83,17 @@ def test_sparse_and_multiview_input(digits):
 @pytest.mark.parametrize("measure", ["vn", "ld"])
 def test_divergence_measures_run(digits, measure):
     X, _ = digits
-    model = MKKMRK(10, dissimilarity=measure, max_iter=5, random_state=0).fit(X[:80])
+    model = MKKMRK.paper(10, dissimilarity=measure, max_iter=5, random_state=0).fit(X[:80])
     assert np.all(model.qp_relative_gaps_ <= 1e-8)
 
 
 def test_lambda_search_reuses_kernels(digits):
     X, y = digits
-    results = lambda_search(MKKMRK(10, random_state=0), X, [2.0**-10, 2.0**0], y=y,
+    results = lambda_search(MKKMRK.paper(10, random_state=0), X, [2.0**-10, 2.0**0], y=y,
                             n_repeats=3)
     assert [r.lam for r in results] == [2.0**-10, 1.0]
     assert all(len(r.scores) == 3 and len(r.labels) == 3 for r in results)
-    single = MKKMRK(10, lam=2.0**-10, random_state=0).fit(X)
+    single = MKKMRK.paper(10, lam=2.0**-10, random_state=0).fit(X)
     np.testing.assert_allclose(results[0].weights, single.weights_, atol=1e-12)
 
 
@@ -128,4 +128,4 @@ def bad_inputs():
 def test_bad_input_gets_a_clear_error(params, X, message):
     params = {"n_clusters": 3, **params}
     with pytest.raises(ValueError, match=message):
-        MKKMRK(**params).fit(X)
+        MKKMRK.paper(**params).fit(X)

@@ -25,7 +25,7 @@ KERNELS = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.2)"]
     ("nystrom", {"n_landmarks": 40, "backend_options": {"local_threshold": 0}}),
 ])
 def test_round_trip_predicts_the_same(client, tmp_path, solver, extra):
-    model = MKKMRK(10, kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
+    model = MKKMRK.paper(10, kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
                    **extra).fit(X)
     folder = save_model(model, tmp_path / "model")
     assert sorted(p.name for p in folder.iterdir()) == ["arrays.npz", "model.json"]
@@ -43,14 +43,14 @@ def test_round_trip_predicts_the_same(client, tmp_path, solver, extra):
 
 def test_precomputed_kernels_model_has_no_row_map(tmp_path):
     K = np.stack([np.corrcoef(X) + 1.0, np.exp(-np.square(X[:, None] - X[None]).sum(-1) / 5e3)])
-    model = MKKMRK(10, kernels="precomputed", random_state=0).fit(K)
+    model = MKKMRK.paper(10, kernels="precomputed", random_state=0).fit(K)
     loaded = load_model(save_model(model, tmp_path / "m"))
     np.testing.assert_array_equal(loaded.labels_, model.labels_)
     assert not hasattr(loaded, "predict")
 
 
 def test_credentials_are_never_saved(tmp_path):
-    model = MKKMRK(10, kernels=KERNELS, random_state=0,
+    model = MKKMRK.paper(10, kernels=KERNELS, random_state=0,
                    storage_options={"secret": "s3cr3t"}).fit(X)
     folder = save_model(model, tmp_path / "m")
     assert "s3cr3t" not in (folder / "model.json").read_text()
@@ -64,7 +64,7 @@ def test_credentials_are_never_saved(tmp_path):
     (lambda f: (f / "arrays.npz").unlink(), "holds no saved model"),
 ])
 def test_damaged_or_foreign_model_is_refused(tmp_path, damage, message):
-    model = MKKMRK(10, kernels=KERNELS, random_state=0).fit(X)
+    model = MKKMRK.paper(10, kernels=KERNELS, random_state=0).fit(X)
     folder = save_model(model, tmp_path / "m")
     damage(folder)
     with pytest.raises(ValueError, match=message) as caught:
@@ -73,7 +73,7 @@ def test_damaged_or_foreign_model_is_refused(tmp_path, damage, message):
 
 
 def test_an_object_array_smuggled_into_the_npz_is_not_loaded(tmp_path):
-    model = MKKMRK(10, kernels=KERNELS, random_state=0).fit(X)
+    model = MKKMRK.paper(10, kernels=KERNELS, random_state=0).fit(X)
     folder = save_model(model, tmp_path / "m")
     with np.load(folder / "arrays.npz") as npz:
         arrays = {name: npz[name] for name in npz.files}

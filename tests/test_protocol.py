@@ -80,7 +80,7 @@ def test_numbers_are_those_of_the_library_calls(report: tuple[dict, Path],
     entry = report[0]["datasets"][0]
     data = np.load(data_dir / PAPER_DATASETS["usps"])
     X, y = data["X"].astype(np.float64), data["y"]
-    found = lambda_search(MKKMRK(n_clusters=10, random_state=0), X, LAMS, y, n_repeats=2,
+    found = lambda_search(MKKMRK.paper(n_clusters=10, random_state=0), X, LAMS, y, n_repeats=2,
                           random_state=0)
     for record, res in zip(entry["MKKM-RK"]["per_lambda"], found, strict=True):
         assert record["weights"] == res.weights.tolist()

@@ -80,8 +80,10 @@ def _n_clusters(args: argparse.Namespace, data: Dataset) -> int:
 
 def _kernels_arg(values: list[str] | None) -> Any:
     """--kernels for the estimator, each specification checked before any work."""
-    if not values or values == ["paper"]:
-        return "paper"
+    if not values:
+        return None
+    if values in (["paper"], ["auto"]):
+        return values[0]
     for text in values:
         try:
             parse_kernel(text)
@@ -93,7 +95,20 @@ def _kernels_arg(values: list[str] | None) -> Any:
 def _solver_of(args: argparse.Namespace) -> str:
     if args.solver is not None:
         return args.solver
-    return "blockwise" if getattr(args, "scheduler", None) else "exact"
+    if getattr(args, "scheduler", None):
+        return "blockwise"
+    return "exact" if getattr(args, "paper", False) else "auto"
+
+
+def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The model options given, over --paper's configuration or the estimator's defaults."""
+    settings = {key: value for key, value in MKKMRK.PAPER_SETTINGS.items()
+                if getattr(args, "paper", False) and key != "solver"}
+    given = {"lam": getattr(args, "lam", None), "kernels": _kernels_arg(args.kernels),
+             "dissimilarity": args.dissimilarity, "lam_scaling": args.lam_scaling,
+             "final_step": args.final_step}
+    settings.update({key: value for key, value in given.items() if value is not None})
+    return settings
 
 
 def _repeats(args: argparse.Namespace) -> int:
@@ -111,8 +126,7 @@ def _store(args: argparse.Namespace) -> str | Path | None:
 
 def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: Any) -> MKKMRK:
     return MKKMRK(
-        n_clusters=n_clusters, lam=args.lam, kernels=_kernels_arg(args.kernels),
-        dissimilarity=args.dissimilarity, lam_scaling=args.lam_scaling, solver=solver,
+        n_clusters=n_clusters, **_model_settings(args), solver=solver,
         tol=args.tol, tol_mode=args.tol_mode, max_iter=args.max_iter, n_init=args.n_init,
         store=_store(args), storage_options=storage_options(args), scheduler=client,
         chunk_size=args.chunk_size, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
@@ -130,7 +144,8 @@ def _result_size(data: Dataset) -> int:
 def _cmd_build(args: argparse.Namespace) -> int:
     data = load_input(args.data)
     store = _store(args)
-    estimator = MKKMRK(kernels=_kernels_arg(args.kernels), solver=args.solver, store=store,
+    estimator = MKKMRK(kernels=_kernels_arg(args.kernels) or "paper", solver=args.solver,
+                       store=store,
                        storage_options=storage_options(args), chunk_size=args.chunk_size,
                        dtype=args.dtype, n_landmarks=args.n_landmarks,
                        landmarks=args.landmarks, random_state=args.seed,
@@ -153,8 +168,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         out.check(_result_size(data))
     k = _n_clusters(args, data)
     solver = _solver_of(args)
+    lam = _model_settings(args).get("lam", MKKMRK().lam)
     log(args, f"fitting MKKM-RK on {data.name}: {data.n_samples} samples, k = {k}, "
-              f"lambda = {format_default(args.lam)}, solver = {solver}"
+              f"lambda = {format_default(lam)}, solver = {solver}"
               + (f", scheduler {args.scheduler}" if args.scheduler else ""))
     start = time.perf_counter()
     with dask_client(args, solver) as client:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..assignment import FINAL_STEPS
 from ..backends.options import STORE_DTYPES
 from ..dissimilarity import MEASURES
 from ..landmarks import LANDMARK_METHODS
@@ -155,21 +156,32 @@ def _add_out(p: argparse.ArgumentParser, what: str, default: str | None = None,
 
 
 def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
-    g = p.add_argument_group("model")
+    g = p.add_argument_group("model (defaults: the label-free ones of MKKMRK; --paper: the "
+                             "paper's configuration)")
     g.add_argument("--n-clusters", "-k", type=int, default=None, metavar="K",
                    help="number of clusters (default: the number of classes of the labels)")
+    g.add_argument("--paper", action="store_true",
+                   help="the paper-faithful configuration: its 12 kernels, fip, lambda 2^-15, "
+                        "the spectral final step, exact kernels (each can still be overridden)")
     if lam:
-        g.add_argument("--lam", type=_lam_type, default=2.0**-15,
+        g.add_argument("--lam", type=_lam_type, default=None,
                        help="lambda >= 0, the weight of the representation cost: a number or "
-                            "a power such as 2^-10")
-    g.add_argument("--kernels", nargs="+", metavar="SPEC", default=["paper"],
-                   help="'paper' (the 12 kernels of the paper) or kernel specifications such "
-                        "as cosine 'polynomial(a=1,b=2)' 'gaussian(c=0.1)' 'gaussian(sigma=3)@1'"
-                        " (@v: the kernel reads view v)")
-    g.add_argument("--dissimilarity", choices=MEASURES, default="fip",
-                   help="the dissimilarity C between kernels (fip: the paper's tr(K_i K_j))")
-    g.add_argument("--lam-scaling", choices=LAM_SCALINGS, default="none",
-                   help="'normalized' makes lambda independent of the scales of C and d")
+                            "a power such as 2^-10 (default 1, normalised; --paper: 2^-15)")
+    g.add_argument("--kernels", nargs="+", metavar="SPEC", default=None,
+                   help="'auto' (default: cosine and Gaussians at 0.5, 1, 2 x the median "
+                        "distance, Euclidean or angular, chosen without labels), 'paper' (the "
+                        "12 kernels of the paper) or kernel specifications such as cosine "
+                        "'polynomial(a=1,b=2)' 'gaussian(m=1)' 'gaussian(c=0.1)' "
+                        "'angular(m=0.5)' 'gaussian(sigma=3)@1' (@v: the kernel reads view v)")
+    g.add_argument("--dissimilarity", choices=MEASURES, default=None,
+                   help="the dissimilarity C between kernels (default sfn; fip: the paper's "
+                        "tr(K_i K_j))")
+    g.add_argument("--lam-scaling", choices=LAM_SCALINGS, default=None,
+                   help="'normalized' (default) makes lambda independent of n and of the "
+                        "scales of C; 'none' is the paper's")
+    g.add_argument("--final-step", choices=FINAL_STEPS, default=None,
+                   help="k-means on the features of the top 2k eigenpairs (default) or on the "
+                        "unit rows of the top k eigenvectors (spectral: the paper's)")
     g.add_argument("--tol", type=float, default=1e-5,
                    help="stop when the objective changes by less than this between "
                         "iterations (see --tol-mode)")
@@ -213,7 +225,8 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
         g.add_argument("--seed", type=int, default=0, help="seed of the Nystrom landmarks")
     else:
         g.add_argument("--solver", choices=SOLVER_CHOICES, default=None,
-                       help="backend (default: exact; blockwise when --scheduler is given)")
+                       help="backend (default: auto, from n and the memory; blockwise when "
+                            "--scheduler is given)")
         g.add_argument("--store", metavar="PATH_OR_URL", default=None,
                        help="Zarr store of the blockwise kernels / Nystrom factors, a path or "
                             "a URL such as s3://bucket/run.zarr; reused when it matches (see "
@@ -288,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repeats of the final k-means per lambda (the paper: 20)")
     _add_backend_options(p)
     _add_out(p, "the JSON results file", default="search.json", metavar="FILE")
-    p.set_defaults(lam=2.0**-10)  # the estimator needs one; the search sets every lambda
+    # The search is the paper's protocol: its configuration unless told otherwise.
+    p.set_defaults(lam=2.0**-10, paper=True)  # the estimator needs a lambda; the search sets all
 
     p = add("predict", "cluster new data with a model saved by mkrk fit",
             "Assign new samples to the clusters of a model saved by 'mkrk fit --out DIR'. The "

@@ -267,7 +267,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                     # k-means on the features of the top 2k eigenpairs of K_w: the rank-2k
                     # kernel k-means, which keeps what the unit rows of H throw away (the
                     # eigenvalues and the directions past k).
-                    top = backend.top_k(result.weights, min(2 * self.n_clusters, n_samples - 1))
+                    top = backend.top_k(result.weights, max(
+                        self.n_clusters, min(2 * self.n_clusters, n_samples - 1)))
                     top.weights = np.array(result.weights)
                 embedding = backend.embedding(top)
                 # The small map of new rows to H that predict/transform use, where one exists.
@@ -483,4 +484,23 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         if hasattr(self, "nystrom_missed_fraction_"):
             lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
                          "of the combined kernel")
+            flagged = [f"{name} ({miss:.0%})" for name, miss in
+                       zip(self.kernel_names_, self.nystrom_residual_, strict=True) if miss > 0.5]
+            if flagged:
+                lines.append("flagged (the factors miss more than half of their trace): "
+                             + ", ".join(flagged))
+        lines += self._summary_choices()
         return "\n".join(lines)
+
+    def _summary_choices(self) -> list[str]:
+        """What the default path chose, and why."""
+        lines = [f"final step: {self.final_step}"
+                 + (" (k-means on the features of the top 2k eigenpairs)"
+                    if self.final_step == "features" else " (unit rows of H, the paper's)")]
+        if hasattr(self, "solver_reason_"):
+            lines.append(f"solver: {self.solver_} ({self.solver_reason_})")
+        if hasattr(self, "dictionary_"):
+            scores = ", ".join(f"{g} {v:.4f}" for g, v in self.dictionary_scores_.items())
+            lines.append(f"kernels: the {self.dictionary_} dictionary kept; "
+                         f"{self.dictionary_reason_} (within-cluster shares: {scores})")
+        return lines

@@ -47,6 +47,9 @@ def candidate_geometries(views: list) -> tuple[list[str], str]:
     if any(float(s.min()) < 0 for s in samples):
         return ["euclidean"], ("the data have negative values (an arbitrary origin, so angles "
                                "carry no meaning): Euclidean Gaussians")
+    units = [s / np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-300) for s in samples]
+    if any(np.ptp(u, axis=0).max() == 0 for u in units):
+        return ["euclidean"], "the rows of a view all point the same way (no angles to tell apart)"
     if all(np.allclose(np.linalg.norm(s, axis=1), 1.0, atol=1e-6) for s in samples):
         return ["euclidean"], ("every row has unit length, where the angular and Euclidean "
                                "Gaussians coincide")
@@ -81,7 +84,9 @@ def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
         fits[geometry] = twin.fit(X)  # the first fit also validates X
         scores[geometry] = within_share(twin.embedding_, twin.labels_)
         if geometry == "euclidean":
-            geometries, reason = candidate_geometries(views)
+            # The views as validated by the fit (any array-like, sparse, dask or Zarr).
+            checked, _, _ = clone(twin)._prepare_input(X)
+            geometries, reason = candidate_geometries(checked)
     chosen = min(scores, key=scores.get)
     params = estimator.get_params(deep=False)
     for name, value in vars(fits[chosen]).items():

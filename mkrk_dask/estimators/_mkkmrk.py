@@ -6,6 +6,7 @@ from __future__ import annotations
 from numbers import Real
 from typing import Any
 
+import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
@@ -28,26 +29,38 @@ class MKKMRK(MultipleKernelKMeans):
     ----------
     n_clusters : int, default=8
         Number of clusters k.
-    lam : float, default=2**-15
+    lam : float, default=1.0
         Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
-        ``<C, Y>``. The paper searches 2^-15 to 2^5 and its best lambda is nearly always at the
-        small end (with ``fip``, C grows like n^2, so a larger lambda soon puts all weight on
-        the near-identity Gaussian); see :func:`mkrk_dask.lambda_search` and ``lam_scaling``.
-    kernels : "paper", "precomputed" or list, default="paper"
-        ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
+        ``<C, Y>``. With the default ``lam_scaling="normalized"`` it means the same at every n;
+        at 1 every kernel represents itself and the weights are equal (measured: learning
+        them did not beat equal weights by more than seed noise without labels; see the
+        docs' "Defaults" page). The paper (``lam_scaling="none"``, ``fip``) searches 2^-15
+        to 2^5 with the labels; see :meth:`paper` and :func:`mkrk_dask.lambda_search`.
+    kernels : "auto", "paper", "precomputed" or list, default="auto"
+        ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
+        distance of a sample, Euclidean or angular (for non-negative data both are fitted and
+        the one whose clusters leave the smaller within-cluster share of the scatter is kept;
+        ``dictionary_``). ``"paper"``: the paper's 12 kernels on every view.
+        ``"precomputed"``: ``X`` is an
         ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
         (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
-    dissimilarity : {"fip", "sfn", "vn", "ld"}, default="fip"
+    dissimilarity : {"fip", "sfn", "vn", "ld"}, default="sfn"
         The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
         :mod:`mkrk_dask.dissimilarity`.
-    lam_scaling : {"none", "normalized"}, default="none"
+    lam_scaling : {"none", "normalized"}, default="normalized"
         ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
         scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
-    solver : {"exact", "blockwise", "nystrom", "auto"}, default="exact"
+    final_step : {"features", "spectral"}, default="features"
+        ``"features"``: k-means on the features ``V sqrt(mu)`` of the top 2k eigenpairs of
+        ``K_w`` (a rank-2k kernel k-means). ``"spectral"``: the paper's, k-means on the unit
+        rows of the top-k eigenvectors H.
+    solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
         kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
-        chooses from n and the memory available and records its choice in ``solver_``.
+        chooses exact (in memory, n <= 12,000) or Nystrom from n and the memory and disk
+        available, records its choice in ``solver_`` and ``solver_reason_``, and raises a
+        one-line MemoryError saying what would fit when nothing does.
     store : str or path-like, optional
         Zarr store for the blockwise kernels or the Nystrom factors: a path, or any URL that
         Zarr and fsspec accept (``s3://bucket/run.zarr``: the way to run on a cluster whose
@@ -110,8 +123,15 @@ class MKKMRK(MultipleKernelKMeans):
         Learned kernel weights (sum to 1).
     representation_ : ndarray of shape (n_kernels, n_kernels)
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
-    embedding_ : ndarray of shape (n_samples, n_clusters)
-        H, the top-k eigenvectors of the combined kernel (orthonormal columns).
+    embedding_ : ndarray of shape (n_samples, n_clusters) or (n_samples, 2 * n_clusters)
+        What the final k-means clustered: H, the top-k eigenvectors of the combined kernel
+        (``final_step="spectral"``), or the features of its top 2k eigenpairs.
+    feature_scale_ : ndarray or None
+        ``sqrt`` of those eigenvalues (``final_step="features"``), which :meth:`transform`
+        applies to the rows of H.
+    dictionary_, dictionary_scores_, dictionary_reason_ : str, dict, str
+        ``kernels="auto"`` only: the geometry kept, the within-cluster share of the scatter of
+        every geometry fitted, and why those were the candidates.
     dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
         C.
     objective_history_ : ndarray of shape (n_iter,)
@@ -163,6 +183,8 @@ class MKKMRK(MultipleKernelKMeans):
     >>> X, y = load_digits(return_X_y=True)
     >>> model = MKKMRK(n_clusters=10, random_state=0).fit(X[:300])
     >>> model.weights_.shape
+    (4,)
+    >>> MKKMRK.paper(n_clusters=10, random_state=0).fit(X[:300]).weights_.shape
     (12,)
     """
 
@@ -269,6 +291,17 @@ class MKKMRK(MultipleKernelKMeans):
         self.dissimilarity_ = result.dissimilarity
         self.qp_relative_gaps_ = result.qp_relative_gaps
         self.lam_effective_ = result.lam_effective
+
+    def _summary_choices(self) -> list[str]:
+        lines = super()._summary_choices()
+        if self.lam_scaling == "normalized":
+            spread = float(np.ptp(self.weights_))
+            lines.append(f"lambda: {self.lam:g} relative to the scales of C and of the residuals "
+                         f"(the same effect at every n; effective {self.lam_effective_:.3g})"
+                         + ("; every kernel represents itself at this lambda, so the weights "
+                            "are equal (a smaller lambda selects representatives)"
+                            if spread < 1e-6 else ""))
+        return lines
 
     def _summary_head(self) -> list[str]:
         return [f"MKKM-RK: {len(self.weights_)} kernels, lambda={self.lam:g}, "

@@ -1,0 +1,127 @@
+"""The label-free default path: the auto dictionary, median widths, the features final step,
+the choice of geometry, and the paper's configuration one call away."""
+
+import numpy as np
+import pytest
+from scipy.spatial.distance import pdist
+from sklearn.cluster import KMeans
+from sklearn.datasets import load_digits, make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.estimators._dictionary import (
+    auto_dictionary,
+    candidate_geometries,
+    within_share,
+)
+from mkrk_dask.kernels import as_kernel_specs
+from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.scales import median_scales, sample_rows
+
+DIGITS, DIGIT_LABELS = load_digits(return_X_y=True)
+X = DIGITS[:300]
+
+
+def test_widths_are_multiples_of_the_median_distance_of_a_sample():
+    assert sample_rows(DIGITS, size=400).shape == (400, 64)
+    specs = as_kernel_specs(["gaussian(m=0.5)", "angular(m=2)"])
+    medians = median_scales([DIGITS], specs)
+    # the sample has a fixed seed (widths depend on the data only): an independent median
+    sample = sample_rows(DIGITS)
+    assert medians[(0, "gaussian")] == pytest.approx(np.median(pdist(sample)), rel=1e-9)
+    unit = sample / np.linalg.norm(sample, axis=1, keepdims=True)
+    assert medians[(0, "angular")] == pytest.approx(np.median(pdist(unit)), rel=1e-9)
+    backend = ExactBackend.from_views([DIGITS[:200]], specs)
+    assert backend.kernel_specs[0].sigma == pytest.approx(0.5 * np.median(pdist(DIGITS[:200])))
+    assert backend.kernel_specs[1].sigma == pytest.approx(2 * np.median(pdist(
+        DIGITS[:200] / np.linalg.norm(DIGITS[:200], axis=1, keepdims=True))))
+
+
+def test_angular_kernel_against_a_dense_computation():
+    data = np.abs(np.random.default_rng(1).normal(size=(40, 6)))
+    backend = ExactBackend.from_views([data], as_kernel_specs(["angular(sigma=0.7)"]))
+    unit = data / np.linalg.norm(data, axis=1, keepdims=True)
+    sq = ((unit[:, None, :] - unit[None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(backend.kernels[0], np.exp(-sq / (2 * 0.7**2)), atol=1e-12)
+    with pytest.raises(ValueError, match="not c"):
+        as_kernel_specs(["angular(c=0.1)"])
+
+
+def test_features_final_step_against_dense_eigenpairs():
+    specs = auto_dictionary("euclidean", 1)
+    model = MKKMRK(4, kernels=specs, random_state=0).fit(X)
+    np.testing.assert_allclose(model.weights_, 0.25, atol=1e-9)  # every kernel itself
+    K = ExactBackend.from_views([X], specs).kernels.mean(axis=0) / 4  # sum_p w_p^2 K_p
+    values, vectors = np.linalg.eigh(K)
+    top = vectors[:, -8:] * np.sqrt(values[-8:])
+    assert model.embedding_.shape == (300, 8)
+    # the same rank-8 Gram matrix, whatever the signs and rotations of the eigenvectors
+    np.testing.assert_allclose(model.embedding_ @ model.embedding_.T, top @ top.T, atol=1e-8)
+    reference = KMeans(4, n_init=10, random_state=0).fit_predict(model.embedding_)
+    assert adjusted_rand_score(reference, model.labels_) == pytest.approx(1.0)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-8)
+
+
+def test_geometry_candidates_follow_the_data():
+    assert candidate_geometries([DIGITS])[0] == ["euclidean", "angular"]
+    assert candidate_geometries([DIGITS - DIGITS.mean(axis=0)])[0] == ["euclidean"]
+    unit = DIGITS[1:] / np.linalg.norm(DIGITS[1:], axis=1, keepdims=True)
+    geometries, reason = candidate_geometries([unit])
+    assert geometries == ["euclidean"] and "unit length" in reason
+
+
+def test_within_share_is_the_normalised_kmeans_objective():
+    Z = np.random.default_rng(0).normal(size=(60, 3))
+    labels = np.repeat([0, 1, 2], 20)
+    centres = np.stack([Z[labels == c].mean(0) for c in range(3)])
+    expected = ((Z - centres[labels]) ** 2).sum() / ((Z - Z.mean(0)) ** 2).sum()
+    assert within_share(Z, labels) == pytest.approx(expected)
+    assert within_share(Z, np.arange(60)) == pytest.approx(0.0)
+
+
+def test_default_fit_keeps_the_geometry_with_the_smaller_within_share_and_says_why():
+    model = MKKMRK(10, random_state=0).fit(X)
+    assert set(model.dictionary_scores_) == {"euclidean", "angular"}
+    assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
+    assert model.solver_ == "exact" and model.final_step == "features"
+    family = "angular" if model.dictionary_ == "angular" else "gaussian"
+    assert [s.family for s in model.kernels_] == ["linear", family, family, family]
+    text = model.summary()
+    assert "dictionary kept" in text and "within-cluster shares" in text and "lambda" in text
+    # negative values: one geometry only, and a dictionary per view
+    blobs, _ = make_blobs(200, centers=3, random_state=0)
+    two = MKKMRK(3, random_state=0).fit([blobs, blobs[:, ::-1] * 2])
+    assert list(two.dictionary_scores_) == ["euclidean"] and len(two.kernels_) == 8
+
+
+def test_default_path_never_reads_labels():
+    plain = MKKMRK(10, random_state=0).fit(X)
+    shuffled = MKKMRK(10, random_state=0).fit(X, np.random.default_rng(0).permutation(300))
+    np.testing.assert_array_equal(plain.labels_, shuffled.labels_)
+
+
+def test_default_matches_plain_kmeans_on_digits_and_predicts_held_out_rows():
+    train, test = slice(0, 1200), slice(1200, None)
+    model = MKKMRK(10, random_state=0).fit(DIGITS[train])
+    kmeans = KMeans(10, n_init=10, random_state=0).fit(DIGITS[train])
+    y = DIGIT_LABELS[train]
+    # the issue's bar: no worse than the one-kernel alternative by more than half a point
+    assert (normalized_mutual_info(y, model.labels_)
+            >= normalized_mutual_info(y, kmeans.labels_) - 0.005)
+    # the held-out rows: predict agrees with the clusters of a refit on all rows
+    refit = MKKMRK(10, random_state=0).fit(DIGITS)
+    agreement = adjusted_rand_score(refit.labels_[test], model.predict(DIGITS[test]))
+    assert agreement > 0.8, agreement
+
+
+def test_paper_configuration_is_one_call_away():
+    model = MKKMRK.paper(5, lam=2.0**-10)
+    params = model.get_params()
+    assert params["kernels"] == "paper" and params["dissimilarity"] == "fip"
+    assert params["lam_scaling"] == "none" and params["final_step"] == "spectral"
+    assert params["lam"] == 2.0**-10 and params["solver"] == "exact"
+    fitted = MKKMRK.paper(5, random_state=0).fit(X)
+    assert fitted.embedding_.shape == (300, 5) and len(fitted.weights_) == 12
+    np.testing.assert_allclose(np.linalg.norm(fitted.cluster_centers_, axis=1) <= 1 + 1e-9, 1)
