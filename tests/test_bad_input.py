@@ -65,7 +65,7 @@ def _one_line(err: BaseException, message: str) -> None:
 ])
 def test_estimator_fit(params: dict, data, error: type, message: str) -> None:
     with pytest.raises(error) as caught:
-        MKKMRK(**{"n_clusters": 2, **params}).fit(data)
+        MKKMRK.paper(**{"n_clusters": 2, **params}).fit(data)
     _one_line(caught.value, message)
 
 

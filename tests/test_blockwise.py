@@ -286,9 +286,9 @@ def assert_same_fit(blockwise, exact):
 def test_estimator_matches_exact_synthetic(client, tmp_path):
     X, _ = blobs(n=200, k=4)
     for dissimilarity in ("fip", "sfn"):
-        exact = MKKMRK(n_clusters=4, solver="exact", dissimilarity=dissimilarity,
+        exact = MKKMRK.paper(n_clusters=4, solver="exact", dissimilarity=dissimilarity,
                        random_state=0).fit(X)
-        blockwise = MKKMRK(n_clusters=4, solver="blockwise", dissimilarity=dissimilarity,
+        blockwise = MKKMRK.paper(n_clusters=4, solver="blockwise", dissimilarity=dissimilarity,
                            scheduler=client, store=tmp_path / "k.zarr", chunk_size=64,
                            random_state=0).fit(X)
         assert_same_fit(blockwise, exact)
@@ -324,8 +324,8 @@ def dataset_or_skip(name):
 def test_estimator_matches_exact_on_paper_datasets(client, tmp_path, name):
     data = dataset_or_skip(name)
     k = len(np.unique(data.y))
-    exact = MKKMRK(n_clusters=k, solver="exact", random_state=0).fit(data.X)
-    blockwise = MKKMRK(n_clusters=k, solver="blockwise", scheduler=client,
+    exact = MKKMRK.paper(n_clusters=k, solver="exact", random_state=0).fit(data.X)
+    blockwise = MKKMRK.paper(n_clusters=k, solver="blockwise", scheduler=client,
                        store=tmp_path / f"{name}.zarr", random_state=0).fit(data.X)
     assert_same_fit(blockwise, exact)
 
@@ -388,8 +388,8 @@ def process_cluster(tmp_path):
 def test_fit_on_a_scheduler_with_two_worker_processes(process_cluster, tmp_path):
     X, _ = blobs(n=240, k=4)
     address = process_cluster.scheduler.address
-    exact = MKKMRK(n_clusters=4, solver="exact", random_state=0).fit(X)
-    blockwise = MKKMRK(n_clusters=4, solver="blockwise", scheduler=address, chunk_size=64,
+    exact = MKKMRK.paper(n_clusters=4, solver="exact", random_state=0).fit(X)
+    blockwise = MKKMRK.paper(n_clusters=4, solver="blockwise", scheduler=address, chunk_size=64,
                        store=tmp_path / "k.zarr", random_state=0).fit(X)
     assert_same_fit(blockwise, exact)
     # both workers took part, and the cluster we did not start is still up

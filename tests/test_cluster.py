@@ -56,7 +56,7 @@ def test_a_fit_inside_a_client_block_runs_there_and_starts_no_cluster(monkeypatc
             Client(lc) as c:
         assert current_client() is c
         with get_task_stream(c) as stream:
-            model = MKKMRK(3, kernels=KERNELS, solver="blockwise", random_state=0).fit(X)
+            model = MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", random_state=0).fit(X)
         names = {t["key"].split("-")[0] for t in stream.data}
         assert "build_pair" in names
         assert model.labels_.shape == (120,)
@@ -70,7 +70,7 @@ def test_a_fit_inside_a_client_block_runs_there_and_starts_no_cluster(monkeypatc
 def test_estimator_with_a_client_clones_and_pickles():
     with LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
                       dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
-        est = MKKMRK(3, kernels=KERNELS, solver="nystrom", n_landmarks=30, scheduler=c,
+        est = MKKMRK.paper(3, kernels=KERNELS, solver="nystrom", n_landmarks=30, scheduler=c,
                      random_state=0)
         twin = clone(est)
         assert twin.scheduler is c and twin is not est
@@ -87,7 +87,7 @@ def test_verbose_fit_prints_the_dashboard_link():
     pytest.importorskip("bokeh")
     stream = io.StringIO()
     with progress.reporting(1, stream):
-        MKKMRK(3, kernels=KERNELS, solver="blockwise", random_state=0).fit(X)
+        MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", random_state=0).fit(X)
     assert "[dask] dashboard: http://127.0.0.1:" in stream.getvalue()
 
 

@@ -86,16 +86,16 @@ def test_every_qp_certified_and_objective_monotone(backend, lam, measure):
 def test_permuting_kernels_permutes_weights(backend):
     perm = np.random.default_rng(3).permutation(12)
     K = backend.kernels
-    a = MKKMRK(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(K)
-    b = MKKMRK(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(K[perm])
+    a = MKKMRK.paper(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(K)
+    b = MKKMRK.paper(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(K[perm])
     np.testing.assert_allclose(b.weights_, a.weights_[perm], atol=1e-6)
     np.testing.assert_allclose(b.objective_history_, a.objective_history_, rtol=1e-9)
 
 
 def test_feature_input_equals_precomputed_input(digits, backend):
     X, _ = digits
-    a = MKKMRK(10, lam=2.0**-6, random_state=0).fit(X)
-    b = MKKMRK(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(backend.kernels)
+    a = MKKMRK.paper(10, lam=2.0**-6, random_state=0).fit(X)
+    b = MKKMRK.paper(10, lam=2.0**-6, kernels="precomputed", random_state=0).fit(backend.kernels)
     np.testing.assert_allclose(a.weights_, b.weights_, atol=1e-9)
     np.testing.assert_array_equal(a.labels_, b.labels_)
 

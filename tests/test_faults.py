@@ -40,7 +40,7 @@ def _fit(client, solver, data=X, **extra):
     if solver == "nystrom":
         params["n_landmarks"] = 40
     params.update(extra)
-    return MKKMRK(3, **params).fit(data)
+    return MKKMRK.paper(3, **params).fit(data)
 
 
 def _kill_during(monkeypatch, client, label):
@@ -159,7 +159,7 @@ DRIVER = textwrap.dedent("""
     from mkrk_dask import MKKMRK
     rng = np.random.default_rng(11)
     X = np.vstack([rng.normal(c, 0.6, size=(300, 8)) for c in (0.0, 2.0, 4.0)])
-    model = MKKMRK(3, kernels={kernels!r}, solver="blockwise", store=sys.argv[1],
+    model = MKKMRK.paper(3, kernels={kernels!r}, solver="blockwise", store=sys.argv[1],
                    chunk_size=50, lam=2.0**-8, tol=1e-9, tol_mode="relative",
                    random_state=0, verbose=1).fit(X)
     np.save(sys.argv[2], np.concatenate([model.weights_, model.labels_]))
@@ -234,7 +234,7 @@ def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, mon
         monkeypatch.setattr(progress.Reporter, "task_pass", task_pass)
         start = time.monotonic()
         with pytest.raises(SchedulerLostError, match="lost the connection") as caught:
-            MKKMRK(3, kernels=KERNELS, solver="blockwise", chunk_size=30,
+            MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", chunk_size=30,
                    scheduler=f"tcp://127.0.0.1:{port}").fit(X)
         assert time.monotonic() - start < 60
         assert "\n" not in str(caught.value)

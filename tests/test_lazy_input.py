@@ -29,9 +29,9 @@ def test_zarr_and_dask_input_give_the_numpy_result(client, zarr_x, solver):
     common = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0)
     if solver == "nystrom":
         common["n_landmarks"] = 50
-    reference = MKKMRK(3, **common).fit(np.asarray(zarr_x[...], dtype=np.float64))
+    reference = MKKMRK.paper(3, **common).fit(np.asarray(zarr_x[...], dtype=np.float64))
     for data in (zarr_x, da.from_zarr(zarr_x, chunks=(40, 6))):
-        model = MKKMRK(3, **common).fit(data)
+        model = MKKMRK.paper(3, **common).fit(data)
         np.testing.assert_allclose(model.weights_, reference.weights_, atol=1e-12)
         np.testing.assert_array_equal(model.labels_, reference.labels_)
         assert model.n_features_in_ == 6
@@ -42,14 +42,14 @@ def test_zarr_and_dask_input_give_the_numpy_result(client, zarr_x, solver):
 
 def test_multiview_lazy_input(client, zarr_x):
     views = [zarr_x, da.from_array(X[:, :2], chunks=(50, 2))]
-    model = MKKMRK(3, kernels=["cosine", "gaussian(c=0.3)@1"], solver="nystrom",
+    model = MKKMRK.paper(3, kernels=["cosine", "gaussian(c=0.3)@1"], solver="nystrom",
                    n_landmarks=40, scheduler=client, random_state=0).fit(views)
     assert model.labels_.shape == (300,)
 
 
 def test_exact_solver_reads_lazy_input_into_memory(zarr_x):
-    a = MKKMRK(3, kernels=KERNELS, random_state=0).fit(zarr_x)
-    b = MKKMRK(3, kernels=KERNELS, random_state=0).fit(np.asarray(zarr_x[...], np.float64))
+    a = MKKMRK.paper(3, kernels=KERNELS, random_state=0).fit(zarr_x)
+    b = MKKMRK.paper(3, kernels=KERNELS, random_state=0).fit(np.asarray(zarr_x[...], np.float64))
     np.testing.assert_array_equal(a.weights_, b.weights_)
 
 
@@ -58,7 +58,7 @@ def test_nan_in_lazy_input_is_named_by_the_first_pass(client, solver):
     bad = X.copy()
     bad[205, 3] = np.nan
     with pytest.raises(ValueError, match=r"view 0, rows \d+\.\.\d+: the data contain NaN") as e:
-        MKKMRK(3, kernels=KERNELS, solver=solver, scheduler=client,
+        MKKMRK.paper(3, kernels=KERNELS, solver=solver, scheduler=client,
                n_landmarks=30).fit(da.from_array(bad, chunks=(50, 6)))
     assert "\n" not in str(e.value)
     first, last = (int(v) for v in str(e.value).split("rows ")[1].split(":")[0].split(".."))
@@ -72,7 +72,7 @@ def test_nan_in_lazy_input_is_named_by_the_first_pass(client, solver):
 ])
 def test_bad_lazy_input_is_refused_without_reading(bad, message):
     with pytest.raises(ValueError, match=message):
-        MKKMRK(2, solver="nystrom").fit(bad)
+        MKKMRK.paper(2, solver="nystrom").fit(bad)
 
 
 def test_dask_input_is_never_computed_whole(client):
@@ -84,7 +84,7 @@ def test_dask_input_is_never_computed_whole(client):
     Xd = da.from_array(big, chunks=(100, d), name="mkrk-input-x")
     block_bytes = 0
     with get_task_stream(client) as stream:
-        model = MKKMRK(4, kernels=["cosine", "gaussian(sigma=2.0)"], solver="nystrom",
+        model = MKKMRK.paper(4, kernels=["cosine", "gaussian(sigma=2.0)"], solver="nystrom",
                        n_landmarks=60, landmarks="uniform", scheduler=client, random_state=0,
                        backend_options={"chunk_size": 250,
                                         "exact_dissimilarity_max_n": 0}).fit(Xd)

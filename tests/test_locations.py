@@ -58,9 +58,9 @@ def test_memory_url_store_gives_the_local_disk_result(client, tmp_path):
     common = dict(kernels=KERNELS, scheduler=client, random_state=0)
     for solver in ("blockwise", "nystrom"):
         extra = {"n_landmarks": 40} if solver == "nystrom" else {}
-        disk = MKKMRK(3, solver=solver, store=tmp_path / f"{solver}.zarr", **common,
+        disk = MKKMRK.paper(3, solver=solver, store=tmp_path / f"{solver}.zarr", **common,
                       **extra).fit(X)
-        memory = MKKMRK(3, solver=solver, store=f"memory://mkrk-test/{solver}.zarr", **common,
+        memory = MKKMRK.paper(3, solver=solver, store=f"memory://mkrk-test/{solver}.zarr", **common,
                         **extra).fit(X)
         np.testing.assert_array_equal(memory.weights_, disk.weights_)
         np.testing.assert_array_equal(memory.labels_, disk.labels_)
@@ -105,12 +105,12 @@ def test_s3_store_with_worker_processes_gives_the_local_disk_result(s3_server, t
             extra = {"n_landmarks": 40} if solver == "nystrom" else {}
             common = dict(kernels=KERNELS, solver=solver, scheduler=c, random_state=0,
                           **extra)
-            disk = MKKMRK(3, store=tmp_path / f"{solver}.zarr", **common).fit(X)
+            disk = MKKMRK.paper(3, store=tmp_path / f"{solver}.zarr", **common).fit(X)
             url = f"{s3_server}/{solver}.zarr"
-            s3 = MKKMRK(3, store=url, **common).fit(X)
+            s3 = MKKMRK.paper(3, store=url, **common).fit(X)
             np.testing.assert_array_equal(s3.weights_, disk.weights_)
             np.testing.assert_array_equal(s3.labels_, disk.labels_)
-            again = MKKMRK(3, store=url, **common).fit(X)  # reopened, not rebuilt
+            again = MKKMRK.paper(3, store=url, **common).fit(X)  # reopened, not rebuilt
             np.testing.assert_array_equal(again.weights_, disk.weights_)
             metadata = s3fs.S3FileSystem().cat_file(f"{url}/zarr.json").decode()
             assert json.loads(metadata)["attributes"]["complete"] is True
@@ -143,7 +143,7 @@ def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeyp
             c.wait_for_workers(1, timeout=60)
             for solver in ("blockwise", "nystrom"):
                 store = hidden / f"{solver}.zarr"
-                model = MKKMRK(3, kernels=KERNELS, solver=solver, store=store, scheduler=c)
+                model = MKKMRK.paper(3, kernels=KERNELS, solver=solver, store=store, scheduler=c)
                 with pytest.raises(StoreError, match="cannot see the store") as caught:
                     model.fit(X)
                 assert "\n" not in str(caught.value) and str(store) in str(caught.value)
@@ -154,14 +154,14 @@ def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeyp
 
             monkeypatch.setattr(tempfile, "tempdir", str(hidden))
             with pytest.raises(StoreError, match="cannot see the store"):
-                MKKMRK(3, kernels=KERNELS, solver="blockwise", scheduler=c).fit(X)
+                MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", scheduler=c).fit(X)
             monkeypatch.undo()
             # Input in a Zarr array only the client can read: named, never read as zeros.
             array = zarr.create_array(str(hidden / "x.zarr"), shape=X.shape, chunks=(50, 4),
                                       dtype="float64")
             array[...] = X
             with pytest.raises(StoreError, match="cannot read input view 0"):
-                MKKMRK(3, kernels=KERNELS, solver="nystrom", scheduler=c,
+                MKKMRK.paper(3, kernels=KERNELS, solver="nystrom", scheduler=c,
                        store=tmp_path / "visible.zarr").fit(array)
         finally:
             proc.terminate()

@@ -347,9 +347,9 @@ def test_estimated_largest_distance_is_recorded_and_bounded(client, small):
 
 
 def _compare_with_exact(client, X, y, k, n_landmarks, **kwargs):
-    nys = MKKMRK(k, lam=LAM, solver="nystrom", n_landmarks=n_landmarks, scheduler=client,
+    nys = MKKMRK.paper(k, lam=LAM, solver="nystrom", n_landmarks=n_landmarks, scheduler=client,
                  random_state=0, **kwargs).fit(X)
-    exact = MKKMRK(k, lam=LAM, random_state=0).fit(X)
+    exact = MKKMRK.paper(k, lam=LAM, random_state=0).fit(X)
     dw = np.abs(nys.weights_ - exact.weights_).max()
     nmi_n, nmi_e = normalized_mutual_info(y, nys.labels_), normalized_mutual_info(y, exact.labels_)
     return nys, dw, nmi_n, nmi_e
@@ -381,7 +381,7 @@ def test_predict_and_transform_with_the_local_part(client):
     views, y, _ = make_multiview_blobs(700, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=5)
     specs = ["gaussian(c=0.05)@0", "gaussian(c=0.5)@0", "gaussian(c=0.5)@1"]
-    model = MKKMRK(4, kernels=specs, solver="nystrom", n_landmarks=40, scheduler=client,
+    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", n_landmarks=40, scheduler=client,
                    random_state=0)
     train = [v[:600] for v in views]
     labels = model.fit_predict(train)
@@ -400,7 +400,7 @@ def test_predict_and_transform(client):
     views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=1)
     specs = ["gaussian(c=0.5)@0", "polynomial(a=1,b=2)@0", "gaussian(c=0.5)@1"]
-    model = MKKMRK(4, kernels=specs, solver="nystrom", n_landmarks=60, scheduler=client,
+    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", n_landmarks=60, scheduler=client,
                    random_state=0)
     labels = model.fit_predict(views)
     np.testing.assert_array_equal(model.predict(views), labels)
@@ -415,7 +415,7 @@ def test_predict_and_transform(client):
     with pytest.raises(ValueError, match="view"):
         model.predict(new[:1])
     # Every backend predicts now (issue 15): exact through the training rows.
-    auto = MKKMRK(4, kernels=specs, solver="auto", random_state=0).fit(views)
+    auto = MKKMRK.paper(4, kernels=specs, solver="auto", random_state=0).fit(views)
     assert auto.solver_ == "exact"
     np.testing.assert_array_equal(auto.predict(views), auto.labels_)
     assert normalized_mutual_info(y_new, auto.predict(new)) > 0.9
@@ -430,14 +430,14 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
     params = dict(kernels=specs, lam=2.0**5, solver="nystrom", scheduler=client,
                   random_state=0, backend_options={"local_threshold": 0.0})
     with pytest.warns(NystromApproximationWarning, match=r"gaussian\(c=0\.01\)"):
-        model = MKKMRK(4, n_landmarks=30, **params).fit(views[0])
+        model = MKKMRK.paper(4, n_landmarks=30, **params).fit(views[0])
     assert model.weights_[0] > 0.5
     assert model.nystrom_residual_[0] > 0.5
     assert model.nystrom_missed_fraction_ > MISSED_FRACTION_WARNING
     assert "Nystrom factors miss" in model.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error", NystromApproximationWarning)
-        full = MKKMRK(4, n_landmarks=200, **params).fit(views[0])  # every row a landmark
+        full = MKKMRK.paper(4, n_landmarks=200, **params).fit(views[0])  # every row a landmark
     assert full.nystrom_missed_fraction_ < 1e-6
     exact = full.set_params(solver="exact", backend_options=None).fit(views[0])
     assert not hasattr(exact, "nystrom_residual_")
@@ -448,7 +448,7 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
 def test_float32_factors_agree_with_float64(client):
     views, y, _ = make_multiview_blobs(400, 5, n_informative=1, n_noise=0, n_redundant=0,
                                        n_features=8, random_state=4)
-    fits = {dt: MKKMRK(5, lam=LAM, solver="nystrom", n_landmarks=80, dtype=dt,
+    fits = {dt: MKKMRK.paper(5, lam=LAM, solver="nystrom", n_landmarks=80, dtype=dt,
                        scheduler=client, random_state=0).fit(views[0])
             for dt in ("float64", "float32")}
     dw = np.abs(fits["float32"].weights_ - fits["float64"].weights_).max()
@@ -472,5 +472,5 @@ def test_auto_choice():
         choose_solver(10**7, 12, available_memory=8 * gib, free_disk=100 * gib)
     assert "\n" not in str(caught.value)
     X = np.random.default_rng(0).normal(size=(60, 3))
-    model = MKKMRK(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
+    model = MKKMRK.paper(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
     assert model.solver_ == "exact" and "n=60" in model.solver_reason_

@@ -46,7 +46,7 @@ def test_bad_option_is_refused_before_any_work(params, message, tmp_path, monkey
     monkeypatch.setattr(factory, "DaskSession", lambda *a, **k: started.append(1))
     monkeypatch.setattr(factory, "make_backend", lambda *a, **k: started.append(2))
     store = tmp_path / "store.zarr"
-    model = MKKMRK(3, store=store, **params)
+    model = MKKMRK.paper(3, store=store, **params)
     with pytest.raises(ValueError, match=message) as caught:
         model.fit(X)
     assert "\n" not in str(caught.value)
@@ -77,6 +77,6 @@ def test_factory_refuses_inconsistent_inputs():
 
 def test_auto_ignores_options_of_the_backends_it_did_not_choose():
     # exact at this size; the blockwise option is accepted (auto may have chosen blockwise)
-    model = MKKMRK(3, solver="auto", backend_options={"products": "fused"},
+    model = MKKMRK.paper(3, solver="auto", backend_options={"products": "fused"},
                    random_state=0).fit(X)
     assert model.solver_ == "exact"

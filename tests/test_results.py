@@ -39,7 +39,7 @@ def digits() -> Dataset:
 
 @pytest.fixture(scope="module")
 def fitted(digits: Dataset) -> MKKMRK:
-    return MKKMRK(n_clusters=10, lam=2.0**-10, n_init=2, random_state=0).fit(digits.X)
+    return MKKMRK.paper(n_clusters=10, lam=2.0**-10, n_init=2, random_state=0).fit(digits.X)
 
 
 # --------------------------------------------------------------------------- files
@@ -155,7 +155,7 @@ def test_fit_record_without_labels_has_no_metrics(fitted: MKKMRK, digits: Datase
 
 
 def test_search_records_and_report_draw(digits: Dataset, tmp_path: Path) -> None:
-    estimator = MKKMRK(n_clusters=10, n_init=2, random_state=0)
+    estimator = MKKMRK.paper(n_clusters=10, n_init=2, random_state=0)
     found = lambda_search(estimator, digits.X, [2.0**-15, 1.0], digits.y, n_repeats=2)
     per_lambda = [search_record(res) for res in found]
     assert [p["lam"] for p in per_lambda] == [2.0**-15, 1.0]

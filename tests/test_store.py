@@ -145,7 +145,7 @@ def _fitted_store(tmp_path, solver):
                   store=tmp_path / f"{solver}.zarr", chunk_size=30)
     if solver == "nystrom":
         kwargs["n_landmarks"] = 20
-    MKKMRK(3, **kwargs).fit(X)
+    MKKMRK.paper(3, **kwargs).fit(X)
     return X, kwargs
 
 
@@ -166,7 +166,7 @@ def test_a_damaged_chunk_is_detected_and_named(client, tmp_path, solver, array, 
         victim.write_bytes(victim.read_bytes()[:-7])
     key = tuple(int(part) for part in victim.relative_to(chunk_dir).parts)
     with pytest.raises(StoreIntegrityError, match=f"array '{array}'") as caught:
-        MKKMRK(3, scheduler=client, **kwargs).fit(X)
+        MKKMRK.paper(3, scheduler=client, **kwargs).fit(X)
     message = str(caught.value)
     assert str(key) in message and "\n" not in message
     assert ("missing" if damage == "delete" else "damaged") in message
