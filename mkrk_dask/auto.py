@@ -16,6 +16,8 @@ from __future__ import annotations
 import shutil
 import tempfile
 
+from .exceptions import ProblemTooLargeError
+
 __all__ = ["choose_solver", "EXACT_MAX_N"]
 
 EXACT_MAX_N = 12_000
@@ -53,8 +55,8 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
 
     Raises
     ------
-    MemoryError
-        Nothing fits; the message says what would.
+    ProblemTooLargeError
+        A MemoryError: nothing fits; the message says what would.
     """
     if n_samples < 1 or n_kernels < 1:
         raise ValueError(f"n_samples and n_kernels must be >= 1, got {n_samples}, {n_kernels}")
@@ -81,7 +83,7 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
                            f"{_gib(factor_bytes)} on disk (8 n R bytes, R = {R})")
     fit_landmarks = int(min(DISK_FRACTION * free_disk / (8.0 * n_samples * n_kernels),
                             (available_memory / (24.0 * n_kernels**2)) ** 0.5))
-    raise MemoryError(
+    raise ProblemTooLargeError(
         f"{facts}: the problem fits no backend: exact needs {_gib(kernel_bytes)} of memory, "
         f"Nystrom with {n_landmarks} landmarks per kernel {_gib(factor_bytes)} of disk and "
         f"{_gib(gram_bytes)} of memory; n_landmarks <= {max(fit_landmarks, 0)} would fit, or a "

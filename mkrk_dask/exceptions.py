@@ -10,6 +10,7 @@ from __future__ import annotations
 from sklearn.exceptions import ConvergenceWarning
 
 __all__ = [
+    "ProblemTooLargeError",
     "StoreError",
     "StoreIntegrityError",
     "SchedulerUnreachableError",
@@ -36,6 +37,10 @@ class SchedulerUnreachableError(ConnectionError):
 
 class SchedulerLostError(ConnectionError):
     """The connection to the Dask scheduler was lost during a fit."""
+
+
+class ProblemTooLargeError(MemoryError):
+    """No backend fits the problem on this machine; the message says what would."""
 
 
 class PassFailedError(RuntimeError):

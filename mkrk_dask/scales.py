@@ -64,6 +64,9 @@ def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> np.ndarray:
 
 
 def _median_distance(rows: np.ndarray) -> float:
+    if not np.isfinite(rows).all():
+        raise ValueError("the data contain NaN or infinite values (found in the rows sampled "
+                         "for the kernel widths)")
     sq = row_sq_norms(rows)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * rows @ rows.T, 0.0)
     upper = d2[np.triu_indices(rows.shape[0], k=1)]

@@ -68,8 +68,8 @@ def test_local_recipe_runs_mkrk_fit(tmp_path: Path) -> None:
         assert fit.returncode == 0, fit.stderr
         assert "[dask] kernel build" in fit.stderr  # progress of the build pass
         for name in ("labels.npy", "labels.csv", "weights.npy", "weights.csv", "Y.npy",
-                     "objective.npy", "result.json", "metrics.json", "model.joblib"):
-            assert (out / name).is_file(), name
+                     "objective.npy", "result.json", "metrics.json", "model/model.json"):
+            assert (out / name).is_file(), name  # the model without pickle (model_io)
         result = json.loads((out / "result.json").read_text())
         assert result["solver"] == "blockwise" and result["scheduler"] == address
         metrics = json.loads((out / "metrics.json").read_text())

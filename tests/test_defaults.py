@@ -125,3 +125,12 @@ def test_paper_configuration_is_one_call_away():
     fitted = MKKMRK.paper(5, random_state=0).fit(X)
     assert fitted.embedding_.shape == (300, 5) and len(fitted.weights_) == 12
     np.testing.assert_allclose(np.linalg.norm(fitted.cluster_centers_, axis=1) <= 1 + 1e-9, 1)
+
+
+def test_a_store_given_holds_one_store_per_geometry_and_is_reused(client, tmp_path):
+    store = tmp_path / "k.zarr"
+    params = dict(solver="blockwise", store=store, scheduler=client, random_state=0)
+    first = MKKMRK(10, **params).fit(X[:120])
+    assert sorted(p.name for p in store.iterdir()) == ["angular", "euclidean"]
+    again = MKKMRK(10, **params).fit(X[:120])  # both stores reopened, not refused
+    np.testing.assert_array_equal(first.labels_, again.labels_)

@@ -25,12 +25,13 @@ class UserError(Exception):
 def is_user_error(err: BaseException) -> bool:
     """True for the errors a user's input causes: the library raises ValueError (its
     StoreError and StoreIntegrityError among them) and the file errors for those, by its own
-    convention, and SchedulerUnreachableError for an address where no scheduler answers."""
-    from ..exceptions import SchedulerUnreachableError
+    convention, SchedulerUnreachableError for an address where no scheduler answers, and
+    ProblemTooLargeError when no backend fits."""
+    from ..exceptions import ProblemTooLargeError, SchedulerUnreachableError
 
     return isinstance(err, (UserError, ValueError, FileNotFoundError, IsADirectoryError,
                             NotADirectoryError, PermissionError, SchedulerUnreachableError,
-                            NotImplementedError))
+                            NotImplementedError, ProblemTooLargeError))
 
 
 def exit_code(err: BaseException) -> int:

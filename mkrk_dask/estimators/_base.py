@@ -367,7 +367,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
         The spectral out-of-sample extension ``h(x) = K_w(x, X) H diag(mu)^-1`` through the
         training rows (exact and blockwise backends), or ``F(x) B`` through the Nystrom
-        landmarks; on the training data it reproduces ``embedding_``.
+        landmarks; with ``final_step="features"`` its columns are scaled by ``feature_scale_``.
+        On the training data it reproduces ``embedding_``.
 
         Parameters
         ----------
@@ -376,7 +377,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
         Returns
         -------
-        ndarray of shape (n_samples, n_clusters)
+        ndarray of shape (n_samples, embedding_.shape[1])
         """
         views = self._out_of_sample_views(X)
         rows = self.row_map_.transform(views)
@@ -385,8 +386,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
-        """Cluster of new samples: the nearest learned centre of the unit-length rows of
-        :meth:`transform` (on the training data it returns ``labels_``).
+        """Cluster of new samples: the nearest learned centre of the rows of :meth:`transform`
+        (scaled to unit length for ``final_step="spectral"``); on the training data it
+        returns ``labels_``.
 
         Parameters
         ----------

@@ -11,11 +11,13 @@ The angular geometry is a candidate only for non-negative data (there the origin
 rows do not all have unit length already (then the two geometries coincide). With two
 candidates, both are fitted and the one whose final clusters leave the smaller share of the
 scatter of its own features within clusters is kept: the normalised kernel k-means objective,
-computed without labels.
+computed without labels. A ``store`` given holds one store per geometry
+(``<store>/euclidean``, ``<store>/angular``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,13 @@ def within_share(features: np.ndarray, labels: np.ndarray) -> float:
     return within / total if total > 0 else 0.0
 
 
+def _substore(store: Any, name: str) -> Any:
+    """``store/name`` for a path or a URL."""
+    if isinstance(store, str) and "://" in store:
+        return f"{store.rstrip('/')}/{name}"
+    return Path(store) / name
+
+
 def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
     """Fit ``estimator`` (``kernels="auto"``) on ``X``: one fit per candidate geometry, the
     label-free best kept. The choice and its reasons go on the estimator (``dictionary_``,
@@ -81,6 +90,9 @@ def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
         if geometry not in geometries:
             continue
         twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, len(views)))
+        if estimator.store is not None:
+            # One store per geometry, side by side under the one given, each reused later.
+            twin.set_params(store=_substore(estimator.store, geometry))
         fits[geometry] = twin.fit(X)  # the first fit also validates X
         scores[geometry] = within_share(twin.embedding_, twin.labels_)
         if geometry == "euclidean":
