@@ -37,7 +37,7 @@ print(source, "-", len(views), "views:", ", ".join(described))
 
 kernels = [spec for v in range(len(views))
            for spec in (f"cosine@{v}", f"gaussian(c=0.1)@{v}")]
-model = MKKMRK(n_clusters=10, lam=2.0**-10, kernels=kernels, random_state=0).fit(views)
+model = MKKMRK.paper(n_clusters=10, lam=2.0**-10, kernels=kernels, random_state=0).fit(views)
 scores = clustering_scores(y, model.labels_)
 print({k: round(100 * v, 2) for k, v in scores.items()})
 print(model.summary())

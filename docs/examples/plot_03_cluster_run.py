@@ -27,7 +27,7 @@ client = Client(cluster)
 print("workers:", len(client.scheduler_info()["workers"]))
 
 with reporting(verbose=1, stream=sys.stdout):
-    model = MKKMRK(n_clusters=10, lam=2.0**-15, solver="blockwise", chunk_size=200,
+    model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver="blockwise", chunk_size=200,
                    scheduler=client, random_state=0).fit(X)
 print(clustering_scores(y, model.labels_))
 

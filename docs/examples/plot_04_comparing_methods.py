@@ -33,7 +33,7 @@ single = [clustering_scores(y, labels[0]) for labels in single_kernel_clustering
 average = clustering_scores(y, average_kernel_clustering(backend, k)[0])
 backend.close()
 
-model = MKKMRK(n_clusters=k, lam=2.0**-15, random_state=0).fit(X)
+model = MKKMRK.paper(n_clusters=k, lam=2.0**-15, random_state=0).fit(X)
 ours = clustering_scores(y, model.labels_)
 
 best = int(np.argmax([s["acc"] for s in single]))

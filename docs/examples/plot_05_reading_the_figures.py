@@ -21,7 +21,7 @@ from mkrk_dask.results import mkkmrk_summary, search_record, search_report
 X, y = load_digits(return_X_y=True)
 X, y = X[:400], y[:400]
 lams = [2.0**e for e in range(-15, 1, 3)]
-found = lambda_search(MKKMRK(n_clusters=10, random_state=0), X, lams, y=y, n_repeats=5)
+found = lambda_search(MKKMRK.paper(n_clusters=10, random_state=0), X, lams, y=y, n_repeats=5)
 entry = {"dataset": "digits", "kernel_names": [spec.name for spec in paper_kernels()],
          "MKKM-RK": mkkmrk_summary([search_record(res) for res in found])}
 report = search_report("mkrk-search", command=None, repeats=5, seed=0, lams=lams,
