@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loopback import free_port
 from sklearn.datasets import load_digits
 
 from mkrk_dask import MKKMRK
@@ -22,12 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 RECIPE = ROOT / "cluster" / "local"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the recipe is a bash script")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_local_recipe_runs_mkrk_fit(tmp_path: Path) -> None:
@@ -41,7 +36,7 @@ def test_local_recipe_runs_mkrk_fit(tmp_path: Path) -> None:
     env.update(MKRK_PYTHON=sys.executable, XDG_CACHE_HOME=str(tmp_path / "cache"))
     repo = tmp_path / "repo"
     repo.mkdir()
-    port = _free_port()
+    port = free_port()
     try:
         start = subprocess.run(
             ["bash", str(RECIPE / "start-cluster.sh"), "--port", str(port), "--workers", "2",

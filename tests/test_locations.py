@@ -7,15 +7,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zarr
+from _loopback import free_port, wait_for_port
 from distributed import Client, LocalCluster
 
 from mkrk_dask import MKKMRK, StoreError
@@ -23,23 +22,6 @@ from mkrk_dask.locations import StoreLocation
 
 X = np.random.default_rng(5).normal(size=(150, 4))
 KERNELS = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.3)"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
 
 
 def test_locations_parse_paths_and_urls(tmp_path):
@@ -72,7 +54,7 @@ def s3_server():
     would set them; inherited by worker processes)."""
     pytest.importorskip("s3fs")
     pytest.importorskip("moto")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p",
                              str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
@@ -81,7 +63,7 @@ def s3_server():
                       AWS_SECRET_ACCESS_KEY="mkrk-test-secret", AWS_DEFAULT_REGION="us-east-1",
                       AWS_ENDPOINT_URL=f"http://127.0.0.1:{port}")
     try:
-        _wait_for_port(port)
+        wait_for_port(port)
         import s3fs
 
         s3fs.S3FileSystem().mkdir("mkrk-bucket")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,33 +13,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loopback import free_port, wait_for_port
 from sklearn.datasets import load_digits
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, seconds: float = 60) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
 def test_scheduler_killed_mid_fit_exits_3(tmp_path: Path) -> None:
     X, y = load_digits(return_X_y=True)
     data = tmp_path / "digits.npz"
     np.savez(data, X=X, y=y)
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     logs = open(tmp_path / "cluster.log", "w")  # noqa: SIM115 - closed in finally
     scheduler = subprocess.Popen(
@@ -48,7 +31,7 @@ def test_scheduler_killed_mid_fit_exits_3(tmp_path: Path) -> None:
          "--port", str(port), "--no-dashboard"], stdout=logs, stderr=subprocess.STDOUT)
     worker = fit = None
     try:
-        _wait_for_port(port)
+        wait_for_port(port)
         worker = subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
              "--host", "127.0.0.1", "--no-dashboard", "--nworkers", "1"],

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loopback import free_port
 from sklearn.datasets import load_digits
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,12 +25,6 @@ MAKE_CERTS = ROOT / "cluster" / "tls" / "make-certs.sh"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32" or shutil.which("openssl") is None,
                                 reason="bash and openssl")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _make_certs(folder: Path) -> Path:
@@ -74,7 +68,7 @@ def test_fit_over_tls_and_clients_without_the_certificate_are_refused(tmp_path: 
     X, y = load_digits(return_X_y=True)
     data = tmp_path / "digits.npz"
     np.savez(data, X=X[:200], y=y[:200])
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ, MKRK_PYTHON=sys.executable, XDG_CACHE_HOME=str(tmp_path / "cache"))
     try:
         start = subprocess.run(
