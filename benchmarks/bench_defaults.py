@@ -19,9 +19,13 @@ Above ``--big`` samples the faithful and oracle rows use ``--big-seeds`` seeds, 
 rows the Nystrom backend (300 landmarks per kernel, float32, as the Fashion-MNIST report) and
 the coarse grid 2^-15, 2^-10, 2^-5, 2^0, 2^5.
 
+Data sets named ``sklearn:iris``, ``sklearn:wine``, ``sklearn:breast_cancer`` and
+``sklearn:digits`` are the ones that ship with scikit-learn, read as they are (no scaling):
+held-out data that chose nothing in the defaults.
+
 Usage::
 
-    python benchmarks/bench_defaults.py [--datasets jaffe orl ...] [--seeds 5]
+    python benchmarks/bench_defaults.py [--datasets jaffe orl ... sklearn:wine] [--seeds 5]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from mkrk_dask.scales import sample_rows
 from _common import now, results_dir, write_report
 
 DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
+HELD_OUT = ("sklearn:iris", "sklearn:wine", "sklearn:breast_cancer", "sklearn:digits")
 LABEL_FREE = ("default", "KMeans", "Nystroem(cosine)+KMeans", "Nystroem(rbf)+KMeans",
               "average kernel")
 
@@ -79,11 +84,19 @@ def _sklearn(X, y, k, seed, kind, gamma) -> tuple[float, float, float]:
     return (*_score(y, labels), time.perf_counter() - start)
 
 
-def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds: int) -> dict:
+def _load(name: str, data_dir: str | None) -> tuple[list[np.ndarray], np.ndarray]:
+    if name.startswith("sklearn:"):
+        import sklearn.datasets
+
+        X, y = getattr(sklearn.datasets, f"load_{name.split(':', 1)[1]}")(return_X_y=True)
+        return [np.asarray(X, dtype=np.float64)], np.asarray(y)
     data = load_dataset(name, data_dir)
-    views = [v.toarray() if sp.issparse(v) else np.asarray(v, dtype=np.float64)
-             for v in data.views]
-    y = np.asarray(data.y)
+    return ([v.toarray() if sp.issparse(v) else np.asarray(v, dtype=np.float64)
+             for v in data.views], np.asarray(data.y))
+
+
+def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds: int) -> dict:
+    views, y = _load(name, data_dir)
     k, n = int(np.unique(y).size), views[0].shape[0]
     few = seeds if n <= big else big_seeds
     out: dict = {"n": n, "k": k, "views": len(views), "methods": {}}
@@ -206,7 +219,7 @@ def report(results: dict) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS + HELD_OUT))
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--big", type=int, default=12_000)
