@@ -62,6 +62,10 @@ def _one_line(err: BaseException, message: str) -> None:
     ({"solver": "nystrom", "n_landmarks": 0}, X, ValueError, "n_landmarks must be"),
     ({"solver": "blockwise", "chunk_size": 0}, X, ValueError, "chunk_size must be"),
     ({"solver": "blockwise", "dtype": "int8"}, X, ValueError, "dtype must be one of"),
+    ({}, X * 1e200, ValueError, "overflow float64 when squared"),
+    ({}, X * 1e-200, ValueError, "underflow float64 when squared"),
+    ({"kernels": "precomputed"}, np.diag([1.0, 1.0, -1.0, 1.0]), ValueError,
+     "positive semi-definite"),
 ])
 def test_estimator_fit(params: dict, data, error: type, message: str) -> None:
     with pytest.raises(error) as caught:

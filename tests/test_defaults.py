@@ -65,7 +65,7 @@ def test_features_final_step_against_dense_eigenpairs():
 
 
 def test_geometry_candidates_follow_the_data():
-    assert candidate_geometries([DIGITS])[0] == ["euclidean", "angular"]
+    assert candidate_geometries([DIGITS])[0] == ["euclidean", "angular", "mixed"]
     assert candidate_geometries([DIGITS - DIGITS.mean(axis=0)])[0] == ["euclidean"]
     unit = DIGITS[1:] / np.linalg.norm(DIGITS[1:], axis=1, keepdims=True)
     geometries, reason = candidate_geometries([unit])
@@ -83,11 +83,12 @@ def test_within_share_is_the_normalised_kmeans_objective():
 
 def test_default_fit_keeps_the_geometry_with_the_smaller_within_share_and_says_why():
     model = MKKMRK(10, random_state=0).fit(X)
-    assert set(model.dictionary_scores_) == {"euclidean", "angular"}
+    assert set(model.dictionary_scores_) == {"euclidean", "angular", "mixed"}
     assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
     assert model.solver_ == "exact" and model.final_step == "features"
-    family = "angular" if model.dictionary_ == "angular" else "gaussian"
-    assert [s.family for s in model.kernels_] == ["linear", family, family, family]
+    families = {"euclidean": ["gaussian"] * 3, "angular": ["angular"] * 3,
+                "mixed": ["gaussian"] * 3 + ["angular"] * 3}[model.dictionary_]
+    assert [s.family for s in model.kernels_] == ["linear", *families]
     text = model.summary()
     assert "dictionary kept" in text and "within-cluster shares" in text and "lambda" in text
     # negative values: one geometry only, and a dictionary per view
@@ -131,6 +132,6 @@ def test_a_store_given_holds_one_store_per_geometry_and_is_reused(client, tmp_pa
     store = tmp_path / "k.zarr"
     params = dict(solver="blockwise", store=store, scheduler=client, random_state=0)
     first = MKKMRK(10, **params).fit(X[:120])
-    assert sorted(p.name for p in store.iterdir()) == ["angular", "euclidean"]
+    assert sorted(p.name for p in store.iterdir()) == ["angular", "euclidean", "mixed"]
     again = MKKMRK(10, **params).fit(X[:120])  # both stores reopened, not refused
     np.testing.assert_array_equal(first.labels_, again.labels_)

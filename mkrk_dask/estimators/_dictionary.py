@@ -8,11 +8,13 @@ intensities, counts and histograms, where the norm of a row is mostly its overal
 
 The angular geometry is a candidate only for non-negative data (there the origin means
 "nothing", so an angle means something; with negative values the origin is arbitrary) whose
-rows do not all have unit length already (then the two geometries coincide). With two
-candidates, both are fitted and the one whose final clusters leave the smaller share of the
+rows do not all have unit length already (then the two geometries coincide). For such data
+there are three candidate dictionaries: Euclidean, angular, and ``mixed`` (the cosine kernel
+and the Gaussians of both geometries, for data where neither geometry alone tells the whole
+story). Each is fitted and the one whose final clusters leave the smallest share of the
 scatter of its own features within clusters is kept: the normalised kernel k-means objective,
-computed without labels. A ``store`` given holds one store per geometry
-(``<store>/euclidean``, ``<store>/angular``).
+computed without labels. A ``store`` given holds one store per candidate
+(``<store>/euclidean``, ``<store>/angular``, ``<store>/mixed``).
 """
 
 from __future__ import annotations
@@ -30,17 +32,20 @@ from ..validation import is_multiview
 __all__ = ["GEOMETRIES", "WIDTHS", "auto_dictionary", "candidate_geometries", "within_share",
            "fit_auto_dictionary"]
 
-GEOMETRIES = ("euclidean", "angular")
+#: the candidate dictionaries, in the order they are fitted
+GEOMETRIES = ("euclidean", "angular", "mixed")
 #: Gaussian widths, in multiples of the median pairwise distance of the view
 WIDTHS = (0.5, 1.0, 2.0)
 
 
 def auto_dictionary(geometry: str, n_views: int) -> list[KernelSpec]:
-    """The default kernels of every view: cosine and three Gaussians of the geometry."""
-    family = {"euclidean": "gaussian", "angular": "angular"}[geometry]
+    """The default kernels of every view: cosine and three Gaussians of the geometry (of
+    both geometries for ``"mixed"``)."""
+    families = {"euclidean": ["gaussian"], "angular": ["angular"],
+                "mixed": ["gaussian", "angular"]}[geometry]
     return [spec for view in range(n_views) for spec in
             [KernelSpec("linear", view=view)]
-            + [KernelSpec(family, m=m, view=view) for m in WIDTHS]]
+            + [KernelSpec(family, m=m, view=view) for family in families for m in WIDTHS]]
 
 
 def candidate_geometries(views: list) -> tuple[list[str], str]:
@@ -55,8 +60,9 @@ def candidate_geometries(views: list) -> tuple[list[str], str]:
     if all(np.allclose(np.linalg.norm(s, axis=1), 1.0, atol=1e-6) for s in samples):
         return ["euclidean"], ("every row has unit length, where the angular and Euclidean "
                                "Gaussians coincide")
-    return list(GEOMETRIES), ("non-negative data: both geometries fitted, the one with the "
-                              "smaller within-cluster share of the scatter of its features kept")
+    return list(GEOMETRIES), ("non-negative data: the Euclidean, angular and mixed "
+                              "dictionaries fitted, the one with the smallest within-cluster "
+                              "share of the scatter of its features kept")
 
 
 def within_share(features: np.ndarray, labels: np.ndarray) -> float:

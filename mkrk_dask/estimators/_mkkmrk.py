@@ -38,12 +38,12 @@ class MKKMRK(MultipleKernelKMeans):
         to 2^5 with the labels; see :meth:`paper` and :func:`mkrk_dask.lambda_search`.
     kernels : "auto", "paper", "precomputed" or list, default="auto"
         ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
-        distance of a sample, Euclidean or angular (for non-negative data both are fitted and
-        the one whose clusters leave the smaller within-cluster share of the scatter is kept;
-        ``dictionary_``). ``"paper"``: the paper's 12 kernels on every view.
-        ``"precomputed"``: ``X`` is an
-        ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
-        (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
+        distance of a sample, Euclidean (for non-negative data also the angular and the mixed
+        dictionaries are fitted, and the one whose clusters leave the smallest within-cluster
+        share of the scatter is kept; ``dictionary_``). ``"paper"``: the paper's 12 kernels
+        on every view. ``"precomputed"``: ``X`` is an ``(m, n, n)`` array or a list of
+        ``(n, n)`` kernels. A list: kernel specifications (:class:`~mkrk_dask.KernelSpec`,
+        strings such as ``"gaussian(c=0.1)@1"``, or dicts).
     dissimilarity : {"fip", "sfn", "vn", "ld"}, default="sfn"
         The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
         :mod:`mkrk_dask.dissimilarity`.
