@@ -149,7 +149,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         return make_options(solver, **settings, **extra)
 
     def _prepare_input(self, X: Any) -> tuple[list | np.ndarray, list[KernelSpec] | None, int]:
-        """Validated views (or precomputed kernels), kernel specs and n_samples."""
+        """Validated views (or precomputed kernels), kernel specs (None for precomputed
+        kernels and for ``kernels="auto"``) and n_samples."""
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             K = check_precomputed(X)
             return K, None, K.shape[1]
@@ -168,7 +169,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                                    ensure_min_samples=1)]
             check_magnitude(views[0])
-        specs = as_kernel_specs(self.kernels, n_views=len(views))
+        # kernels="auto" has no specs of its own: each candidate dictionary brings them.
+        auto = isinstance(self.kernels, str) and self.kernels == "auto"
+        specs = None if auto else as_kernel_specs(self.kernels, n_views=len(views))
         return views, specs, int(views[0].shape[0])
 
     def _choose_solver(self, n_samples: int, n_kernels: int) -> str:

@@ -88,23 +88,20 @@ def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
     label-free best kept. The choice and its reasons go on the estimator (``dictionary_``,
     ``dictionary_scores_``, ``dictionary_reason_``)."""
     estimator._check_params()
-    views = list(X) if is_multiview(X) else [X]
+    # Validate X once (the estimator records n_features_in_ / feature_names_in_); every
+    # candidate then fits the validated views instead of converting X again.
+    views, _, _ = estimator._prepare_input(X)
+    data = views if is_multiview(X) else views[0]
+    geometries, reason = candidate_geometries(views)
     fits: dict[str, Any] = {}
     scores: dict[str, float] = {}
-    geometries, reason = ["euclidean"], ""
-    for geometry in GEOMETRIES:
-        if geometry not in geometries:
-            continue
+    for geometry in geometries:
         twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, len(views)))
         if estimator.store is not None:
             # One store per geometry, side by side under the one given, each reused later.
             twin.set_params(store=_substore(estimator.store, geometry))
-        fits[geometry] = twin.fit(X)  # the first fit also validates X
+        fits[geometry] = twin.fit(data)
         scores[geometry] = within_share(twin.embedding_, twin.labels_)
-        if geometry == "euclidean":
-            # The views as validated by the fit (any array-like, sparse, dask or Zarr).
-            checked, _, _ = clone(twin)._prepare_input(X)
-            geometries, reason = candidate_geometries(checked)
     chosen = min(scores, key=scores.get)
     params = estimator.get_params(deep=False)
     for name, value in vars(fits[chosen]).items():
