@@ -60,6 +60,9 @@ def test_fitted_attributes(digits):
     assert model.n_features_in_ == X.shape[1]
     assert model.solver_ == "exact"
     assert "weights" in model.summary()
+    t = model.timings_
+    phases = t["build"] + t["total"] + t["embedding"] + t["kmeans"]
+    assert min(t.values()) >= 0 and phases <= t["fit"] * (1 + 1e-9)
 
 
 def test_random_state_makes_runs_repeatable(digits):

@@ -16,6 +16,7 @@ import inspect
 import json
 import numbers
 import os
+import time
 import warnings
 from numbers import Integral, Real
 from typing import Any
@@ -261,10 +262,13 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             from ._dictionary import fit_auto_dictionary
 
             return fit_auto_dictionary(self, X)
+        started = time.perf_counter()
         with self._reporting():
             backend, n_samples = self._build(X)
+            built = time.perf_counter()
             try:
                 result = self._run(backend)
+                looped = time.perf_counter()
                 top = result.top
                 if self.final_step == "features":
                     # k-means on the features of the top 2k eigenpairs of K_w: the rank-2k
@@ -279,6 +283,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 approximation = backend.approximation(result.weights)
             finally:
                 backend.close()
+        embedded = time.perf_counter()
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step == "features" else None)
         if self.feature_scale_ is not None:
@@ -286,6 +291,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self._set_fitted(result, embedding, backend.kernel_specs)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)
+        self.timings_.update(build=built - started, embedding=embedded - looped,
+                             kmeans=time.perf_counter() - embedded,
+                             fit=time.perf_counter() - started)
         return self
 
     def _set_approximation(self, report: Any, result: Any) -> None:

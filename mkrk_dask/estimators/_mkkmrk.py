@@ -155,7 +155,10 @@ class MKKMRK(MultipleKernelKMeans):
     n_features_in_ : int
         Features seen in ``fit`` (single-view feature input only).
     timings_ : dict
-        Seconds spent per phase.
+        Seconds spent per phase: ``build`` (the kernels, stores or factors), the alternating
+        loop's ``dissimilarity``, ``h_step``, ``quad_forms``, ``y_step`` and ``total`` (the
+        whole loop), ``embedding`` (the final eigenpairs and H), ``kmeans`` (the final
+        assignment) and ``fit`` (all of it).
     row_map_ : object
         The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
         apply (feature input only): the spectral out-of-sample extension through the
