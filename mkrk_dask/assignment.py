@@ -19,6 +19,8 @@ __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeate
 
 #: the final steps: the paper's spectral one, or k-means on the features of the top 2k eigenpairs
 FINAL_STEPS = ("features", "spectral")
+#: rows per block of :func:`nearest_centre`
+_BLOCK_ROWS = 65536
 
 
 def unit_rows(H: np.ndarray) -> np.ndarray:
@@ -41,8 +43,10 @@ def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_ite
     """The final step: k-means on :func:`final_rows` of H (by default the paper's: every row
     of H scaled to unit length; rows that are exactly zero stay zero)."""
     unit = final_rows(H, step)
+    # copy_x=False: k-means centres the rows in place and adds the mean back, instead of
+    # holding a second n x d copy (what bounds the memory of a fit at millions of rows).
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
-                   random_state=random_state)
+                   random_state=random_state, copy_x=False)
     return model.fit_predict(unit)
 
 
@@ -59,9 +63,14 @@ def repeated_assignments(H: np.ndarray, n_clusters: int, n_repeats: int, *, n_in
 
 
 def nearest_centre(U: np.ndarray, centres: np.ndarray) -> np.ndarray:
-    """Index of the nearest centre of every row."""
-    sq = (np.einsum("ij,ij->i", centres, centres)[None, :] - 2.0 * U @ centres.T)
-    return np.argmin(sq, axis=1).astype(np.int64)
+    """Index of the nearest centre of every row (in row blocks: the n x k distances of
+    millions of rows are never held at once)."""
+    norms = np.einsum("ij,ij->i", centres, centres)[None, :]
+    out = np.empty(U.shape[0], dtype=np.int64)
+    for a in range(0, U.shape[0], _BLOCK_ROWS):
+        sq = norms - 2.0 * U[a:a + _BLOCK_ROWS] @ centres.T
+        out[a:a + _BLOCK_ROWS] = np.argmin(sq, axis=1)
+    return out
 
 
 def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: int = 300

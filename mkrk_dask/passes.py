@@ -21,6 +21,7 @@ One place decides how work reaches the workers and what happens when some of it 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import heapq
 import threading
 import time
@@ -36,8 +37,9 @@ from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
 from .validation import check_magnitude
 
-__all__ = ["Shared", "RowSource", "read_rows", "run_pass", "with_retries", "block_pairs",
-           "row_bounds", "is_lost_work", "check_client", "client_threads", "blas_threads"]
+__all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
+           "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
+           "client_threads", "blas_threads", "release_free_memory"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -115,6 +117,17 @@ def blas_threads(client: Any, threads: int | None) -> Any:
             pass
 
 
+#: input one task of a pass over the rows reads at most (its rows of every view, as float64):
+#: with the tasks in flight, what bounds the memory of a pass at any n and width
+TASK_INPUT_BYTES = 32 * 2**20
+
+
+def rows_per_task(row_bytes: int, most: int) -> int:
+    """Rows of a task that reads ``row_bytes`` per row: at most ``most``, and no more than
+    :data:`TASK_INPUT_BYTES` in all (at least 256 rows)."""
+    return max(256, min(most, TASK_INPUT_BYTES // max(int(row_bytes), 1)))
+
+
 def row_bounds(n: int, block: int) -> list[tuple[int, int]]:
     """``[(0, b), (b, 2b), ...]``: row blocks of ``block`` rows covering ``n`` rows."""
     return [(a, min(a + block, n)) for a in range(0, n, block)]
@@ -149,19 +162,21 @@ class Shared:
 
 
 def read_rows(source: Any, start: int | None = None, stop: int | None = None,
-              where: tuple[int, int, int] | None = None) -> Any:
+              where: tuple[int, int, int] | None = None, *, native: bool = False) -> Any:
     """Rows ``start:stop`` of a task argument made by :meth:`RowSource.block`, as float64
     numpy (or CSR for sparse input). Runs on the workers.
 
     ``where = (view, first row, last row)`` asks for a check that every value is finite (for
-    input validated lazily, whose values the client never saw).
+    input validated lazily, whose values the client never saw). ``native=True`` keeps dense
+    float32 rows in float32 (half the memory; the caller converts smaller pieces).
     """
     block = source if start is None else source[start:stop]
     if sp.issparse(block):
         block = sp.csr_matrix(block, dtype=np.float64)
         values = block.data
     else:
-        block = np.asarray(block, dtype=np.float64)
+        keep = native and getattr(block, "dtype", None) == np.float32
+        block = np.asarray(block, dtype=np.float32 if keep else np.float64)
         values = block
     if where is not None:
         view, first, last = where
@@ -366,6 +381,26 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
         bar.finish("stopped")
         raise
     bar.finish()
+    release_free_memory(client)
+
+
+def _trim_heap() -> None:
+    """Give the heap's free pages back to the system: glibc keeps what the threads of a pass
+    freed, so a process would hold the peak of every pass until it exits."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+async def _trim_worker_heap() -> None:
+    _trim_heap()
+
+
+def release_free_memory(client: Any) -> None:
+    """:func:`_trim_heap` here and, without waiting, on every worker (best effort; a
+    coroutine, which ``Client.run`` can start without waiting)."""
+    _trim_heap()
+    with contextlib.suppress(Exception):
+        client.run(_trim_worker_heap, wait=False, on_error="ignore")
 
 
 def _error_of(future: Any) -> BaseException:

@@ -28,7 +28,15 @@ from .kernels import (
     views_needing_scale,
 )
 from .landmarks import take_rows
-from .passes import RowSource, block_pairs, client_threads, read_rows, row_bounds, run_pass
+from .passes import (
+    RowSource,
+    block_pairs,
+    client_threads,
+    read_rows,
+    row_bounds,
+    rows_per_task,
+    run_pass,
+)
 
 __all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows",
            "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS"]
@@ -41,7 +49,7 @@ _PAIR_BLOCK = 4096
 _SAMPLE_ROWS = 4096
 #: rows of the uniform sample the median pairwise distance is estimated from
 MEDIAN_SAMPLE_ROWS = 2000
-#: rows per task of a farthest-point pass
+#: most rows per task of a farthest-point pass (fewer for wide rows)
 _FARTHEST_BLOCK = 65536
 
 
@@ -126,7 +134,8 @@ def _farthest_task(block: tuple, point: np.ndarray, point_sq: float) -> tuple[fl
     sq = np.maximum(row_sq_norms(rows) + point_sq
                     - 2.0 * inner_products(rows, point[None, :]).ravel(), 0.0)
     i = int(np.argmax(sq))
-    row = rows[i].toarray().ravel() if sp.issparse(rows) else np.asarray(rows[i]).ravel()
+    # a copy: a view would keep the whole block alive with the farthest point
+    row = rows[i].toarray().ravel() if sp.issparse(rows) else np.array(rows[i]).ravel()
     return float(sq[i]), row
 
 
@@ -161,7 +170,7 @@ def _estimated_max_distance(client: Any, source: RowSource, rng: np.random.Rando
     i, _ = np.unravel_index(np.argmax(d2), d2.shape)
     sample_max = math.sqrt(max(float(d2.max()), 0.0))
     point = sample[i]
-    bounds = row_bounds(n, _FARTHEST_BLOCK)
+    bounds = row_bounds(n, rows_per_task(8 * int(source.X.shape[1]), _FARTHEST_BLOCK))
     passes = []
     for _ in range(2):
         best: list[Any] = [-1.0, None]

@@ -125,7 +125,8 @@ def check_magnitude(view: Any, index: int | None = None) -> None:
     largest = float(np.max(np.abs(values)))
     prefix = f"view {index}: " if index is not None else ""
     with np.errstate(over="ignore"):
-        sq = float(np.max(np.einsum("ij,ij->i", values, values))) if not sp.issparse(view) \
+        sq = float(np.max(np.einsum("ij,ij->i", values, values, dtype=np.float64))) \
+            if not sp.issparse(view) \
             else float(view.multiply(view).sum(axis=1).max())
     if not np.isfinite(sq):
         raise ValueError(f"{prefix}values up to {largest:.3g} overflow float64 when squared "

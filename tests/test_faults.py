@@ -124,7 +124,7 @@ def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkey
     assert not zarr.open_group(str(tmp_path / "s.zarr")).attrs.get("fits")  # cleared at the end
 
 
-@pytest.mark.parametrize("solver, name", [("blockwise", "build"), ("nystrom", "factors")])
+@pytest.mark.parametrize("solver, name", [("blockwise", "build"), ("nystrom", "factor_rows")])
 def test_an_interrupted_build_resumes_from_its_progress(client, tmp_path, monkeypatch, solver,
                                                         name):
     reference = _fit(client, solver, store=tmp_path / "ref.zarr")
@@ -148,8 +148,40 @@ def test_an_interrupted_build_resumes_from_its_progress(client, tmp_path, monkey
     with progress.reporting(1, log):
         resumed = _fit(client, solver, store=tmp_path / "s.zarr")
     assert "resuming the interrupted build" in log.getvalue()
-    assert f"{done[-1]} of " in log.getvalue()
+    assert f"{done[-1]:,} of " in log.getvalue()
     np.testing.assert_array_equal(resumed.weights_, reference.weights_)
+    np.testing.assert_array_equal(resumed.labels_, reference.labels_)
+
+
+def test_a_build_resumes_on_a_cluster_with_other_threads(client, tmp_path, monkeypatch):
+    # The Nystrom pass's tasks depend on the threads; its checkpoint counts rows, so a build
+    # interrupted on two threads continues on one with the rows that were left.
+    from distributed import Client, LocalCluster
+
+    reference = _fit(client, "nystrom", store=tmp_path / "ref.zarr")
+    original = PassCheckpoint.save
+    done = []
+
+    def save_then_stop(self, count, sums, force=False):
+        wrote = original(self, count, sums, force=force)
+        if wrote and self.name == "factor_rows":
+            done.append(count)
+            if len(done) == 3:
+                raise _Stop
+        return wrote
+
+    monkeypatch.setattr(PassCheckpoint, "save", save_then_stop)
+    with pytest.raises(_Stop):
+        _fit(client, "nystrom", store=tmp_path / "s.zarr")
+    monkeypatch.undo()
+    log = io.StringIO()
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address=None) as cluster, Client(cluster) as one_thread:
+        with progress.reporting(1, log):
+            resumed = _fit(one_thread, "nystrom", store=tmp_path / "s.zarr")
+    assert f"the factors of {done[-1]:,} of {X.shape[0]:,} rows were done before" in log.getvalue()
+    # the same sums, added in another grouping
+    np.testing.assert_allclose(resumed.weights_, reference.weights_, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(resumed.labels_, reference.labels_)
 
 

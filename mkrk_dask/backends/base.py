@@ -110,7 +110,8 @@ class KernelBackend(ABC):
 
     @abstractmethod
     def embedding(self, top: TopK) -> np.ndarray:
-        """The n x k matrix H as an in-memory array."""
+        """The n x k matrix H as a new in-memory array (the caller owns it and may scale it in
+        place)."""
 
     def approximation(self, weights: np.ndarray) -> ApproximationReport | None:
         """What the backend leaves out of the kernels; None for an exact backend."""

@@ -109,7 +109,7 @@ class ExactBackend(KernelBackend):
         return 2.0 * (stacked @ upper.reshape(n * n, order="F")) - self._diagonals @ diagonal
 
     def embedding(self, top: TopK) -> np.ndarray:
-        return np.asarray(top.basis)
+        return np.array(top.basis)  # the caller owns (and scales) it
 
     def row_map(self, top: TopK) -> Any:
         """The spectral out-of-sample map through the training rows (feature input only)."""

@@ -287,7 +287,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step == "features" else None)
         if self.feature_scale_ is not None:
-            embedding = embedding * self.feature_scale_[None, :]
+            embedding *= self.feature_scale_[None, :]  # in place: n x 2k can be large
         self._set_fitted(result, embedding, backend.kernel_specs)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)

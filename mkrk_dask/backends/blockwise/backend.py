@@ -297,7 +297,7 @@ class BlockwiseBackend(KernelBackend):
         return result
 
     def embedding(self, top: TopK) -> np.ndarray:
-        return np.asarray(top.basis)
+        return np.array(top.basis)  # the caller owns (and scales) it
 
     def row_map(self, top: TopK) -> Any:
         """The spectral out-of-sample map through the training rows (feature input only)."""

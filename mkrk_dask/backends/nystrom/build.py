@@ -31,6 +31,7 @@ from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
 from ...landmarks import landmark_transform, select_landmarks, take_rows
 from ...locations import StoreLocation, check_workers_see
 from ...passes import (
+    TASK_INPUT_BYTES,
     RowSource,
     Shared,
     blas_threads,
@@ -63,6 +64,8 @@ __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
 STORE_KIND = "nystrom"
 #: target bytes of one factor chunk (rows x R)
 _CHUNK_BYTES = 32 * 2**20
+#: the factor pass's checkpoint (its record counts rows done)
+_FACTOR_PROGRESS = "factor_rows"
 #: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
 _KERNEL_GRAM_BLOCK = 1024
 
@@ -73,11 +76,15 @@ def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
     return max(256, min(n, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
 
 
-def row_tasks(n: int, chunk: int, threads: int) -> list[tuple[int, int]]:
+def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0) -> list[tuple[int, int]]:
     """Row ranges of the tasks: whole chunks, about 4 tasks per thread (each task returns one
-    R x R Gram matrix, so fewer, larger tasks mean less to add up)."""
+    R x R Gram matrix, so fewer, larger tasks mean less to add up), but no task reads more
+    than :data:`~mkrk_dask.passes.TASK_INPUT_BYTES` of input (``row_bytes`` per row, as
+    float64): a task holds its rows, and the tasks in flight bound the memory of the pass."""
     n_chunks = -(-n // chunk)
     per_task = max(1, -(-n_chunks // (4 * threads)))
+    if row_bytes:
+        per_task = max(1, min(per_task, TASK_INPUT_BYTES // (row_bytes * chunk)))
     step = per_task * chunk
     return [(a, min(a + step, n)) for a in range(0, n, step)]
 
@@ -251,9 +258,10 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     sums = _factor_sums(group)
     if sums is None:
         t0 = time.perf_counter()
-        sums, seconds = _factor_pass(client, sources, model, row_tasks(n, chunk, threads),
-                                     chunk, factors_array, threads, options.blas_threads,
-                                     PassCheckpoint(group, "factors"))
+        row_bytes = 8 * sum(int(v.shape[1]) for v in views)
+        sums, seconds = _factor_pass(client, sources, model, row_bytes, chunk, factors_array,
+                                     threads, options.blas_threads,
+                                     PassCheckpoint(group, _FACTOR_PROGRESS))
         elapsed = time.perf_counter() - t0
         info["seconds"]["gram_pass"] = elapsed
         info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * n * R * R,
@@ -261,7 +269,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
                              "task_seconds": seconds}
         for name in ("gram", "traces", "diag_correction"):
             save_result(group, name, sums[name])
-        PassCheckpoint(group, "factors").clear()
+        PassCheckpoint(group, _FACTOR_PROGRESS).clear()
     gram, traces, correction = sums["gram"], sums["traces"], sums["diag_correction"]
     exact_kernel_gram = local = None
     left_out: list[int] = []
@@ -394,26 +402,30 @@ def _exact_kernel_gram_pass(client: Any, sources: list[RowSource], model: Nystro
             np.flatnonzero(dropped).tolist() if local_threshold > 0 else [])
 
 
-def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
-                 tasks: list[tuple[int, int]], chunk: int, factors_array: Any, threads: int,
-                 blas: int | None, checkpoint: PassCheckpoint
-                 ) -> tuple[dict[str, np.ndarray], dict]:
+def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row_bytes: int,
+                 chunk: int, factors_array: Any, threads: int, blas: int | None,
+                 checkpoint: PassCheckpoint) -> tuple[dict[str, np.ndarray], dict]:
     """The one pass over the data: factors written to the store, and their sums (Gram
-    matrix, exact traces, diagonal correction) combined in task order and checkpointed, so
-    that an interrupted pass continues with the same sums to the bit."""
+    matrix, exact traces, diagonal correction) combined in row order and checkpointed with
+    the rows done, so that an interrupted pass continues with the same sums to the bit, also
+    on a cluster with another number of threads (other task ranges)."""
     R, m = model.n_components, len(model.specs)
+    n = sources[0].n_rows
     blas = _task_blas_threads(client, blas)
     state = checkpoint.load()
-    first = 0 if state is None else state[0]
+    done = 0 if state is None else state[0]
     sums = ({"gram": np.zeros((R, R)), "traces": np.zeros(m),
              "diag_correction": np.zeros((m, m))} if state is None else state[1])
-    if first:
-        reporter().log(f"{first} of {len(tasks)} factor tasks were done before; doing the rest")
+    if done:
+        reporter().log(f"the factors of {done:,} of {n:,} rows were done before; doing the "
+                       "rest")
+    # ``done`` ends a task, so it is a whole number of chunks: the rest starts on a chunk.
+    tasks = [(done + a, done + b) for a, b in row_tasks(n - done, chunk, threads, row_bytes)]
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
     shared_model = Shared(client, model)
 
     def submit(i: int) -> Any:
-        start, stop = tasks[first + i]
+        start, stop = tasks[i]
         blocks = [s.block(start, stop) for s in sources]
         return client.submit(factor_task, shared_model.ref, blocks, start, stop, chunk,
                              factors_array, pure=False)
@@ -425,10 +437,10 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel,
                                     - value["nystrom_diag_products"])
         for key, s in value["seconds"].items():
             seconds[key] += s
-        checkpoint.save(first + i + 1, sums)
+        checkpoint.save(tasks[i][1], sums)
 
     with blas_threads(client, blas):
-        run_pass(client, len(tasks) - first, submit, combine, label="Nystrom factors + Gram",
+        run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",
                  max_in_flight=max(2, threads), ordered=True)
     shared_model.release()
     return {"gram": 0.5 * (sums["gram"] + sums["gram"].T), "traces": sums["traces"],

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
 from ...passes import read_rows
@@ -28,7 +29,8 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
     (accumulated in float64) and the exact diagonal sums. (BLAS threads are set for the whole
     pass: :func:`mkrk_dask.passes.blas_threads`.)"""
-    views = [read_rows(*b) for b in blocks]
+    # float32 input stays float32 until its chunk is used: half the memory a task holds
+    views = [read_rows(*b, native=True) for b in blocks]
     R = model.n_components
     m = len(model.specs)
     gram = np.zeros((R, R))
@@ -42,7 +44,8 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
-        part = [v[a:b] for v in views]
+        part = [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
+                for v in views]
         t0 = time.perf_counter()
         # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
         nys = np.empty((b - a, m))
