@@ -381,26 +381,16 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
         bar.finish("stopped")
         raise
     bar.finish()
-    release_free_memory(client)
+    release_free_memory()
 
 
-def _trim_heap() -> None:
+def release_free_memory() -> None:
     """Give the heap's free pages back to the system: glibc keeps what the threads of a pass
-    freed, so a process would hold the peak of every pass until it exits."""
+    freed, so a process would hold the peak of every pass until it exits. In this process:
+    the client's, and the workers' of the embedded in-process cluster (worker processes
+    started by a nanny trim their own: distributed sets ``MALLOC_TRIM_THRESHOLD_``)."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-
-
-async def _trim_worker_heap() -> None:
-    _trim_heap()
-
-
-def release_free_memory(client: Any) -> None:
-    """:func:`_trim_heap` here and, without waiting, on every worker (best effort; a
-    coroutine, which ``Client.run`` can start without waiting)."""
-    _trim_heap()
-    with contextlib.suppress(Exception):
-        client.run(_trim_worker_heap, wait=False, on_error="ignore")
 
 
 def _error_of(future: Any) -> BaseException:

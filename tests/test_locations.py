@@ -99,6 +99,35 @@ def test_s3_store_with_worker_processes_gives_the_local_disk_result(s3_server, t
             assert "mkrk-test-key-id" not in metadata and "mkrk-test-secret" not in metadata
 
 
+def test_the_documented_object_store_command(s3_server, tmp_path):
+    # docs/cluster.rst and cluster/kubernetes/README.md show this command: `mkrk fit` submitted
+    # to a scheduler whose worker processes share no disk with it, the store on an S3 server
+    # given by --storage-option, the credentials from the AWS variables only.
+    data = tmp_path / "mydata.npz"
+    np.savez(data, X=X)
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
+    endpoint = os.environ["AWS_ENDPOINT_URL"]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as lc:
+        outs = {}
+        for name, store in (("s3", f"{s3_server}/mydata.zarr"),
+                            ("disk", str(tmp_path / "mydata.zarr"))):
+            outs[name] = tmp_path / f"run-{name}"
+            fit = subprocess.run(
+                [sys.executable, "-m", "mkrk_dask.cli", "fit", str(data), "--n-clusters", "3",
+                 "--scheduler", lc.scheduler_address, "--solver", "blockwise", "--store",
+                 store, "--storage-option", f"endpoint_url={endpoint}", "--out",
+                 str(outs[name])], env=env, capture_output=True, text=True, timeout=300,
+                cwd=tmp_path)
+            assert fit.returncode == 0, fit.stderr
+    import s3fs
+
+    listed = s3fs.S3FileSystem().ls(f"{s3_server}/mydata.zarr")
+    assert any(path.endswith("zarr.json") for path in listed)  # the store is on S3
+    for name in ("weights.npy", "labels.npy"):
+        np.testing.assert_array_equal(np.load(outs["s3"] / name), np.load(outs["disk"] / name))
+
+
 def _blind_worker(address: str, hidden: Path) -> subprocess.Popen:
     """A worker process that sees an empty directory where the client has ``hidden``: its
     own mount namespace with a tmpfs over it (as a cluster node with another disk)."""
