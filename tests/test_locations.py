@@ -113,17 +113,18 @@ def test_the_documented_object_store_command(s3_server, tmp_path):
         for name, store in (("s3", f"{s3_server}/mydata.zarr"),
                             ("disk", str(tmp_path / "mydata.zarr"))):
             outs[name] = tmp_path / f"run-{name}"
+            options = ["--storage-option", f"endpoint_url={endpoint}"] if name == "s3" else []
             fit = subprocess.run(
                 [sys.executable, "-m", "mkrk_dask.cli", "fit", str(data), "--n-clusters", "3",
                  "--scheduler", lc.scheduler_address, "--solver", "blockwise", "--store",
-                 store, "--storage-option", f"endpoint_url={endpoint}", "--out",
-                 str(outs[name])], env=env, capture_output=True, text=True, timeout=300,
-                cwd=tmp_path)
+                 store, *options, "--out", str(outs[name])], env=env, capture_output=True,
+                text=True, timeout=300, cwd=tmp_path)
             assert fit.returncode == 0, fit.stderr
     import s3fs
 
-    listed = s3fs.S3FileSystem().ls(f"{s3_server}/mydata.zarr")
+    listed = s3fs.S3FileSystem().find(f"{s3_server}/mydata.zarr")
     assert any(path.endswith("zarr.json") for path in listed)  # the store is on S3
+    assert not (tmp_path / "s3:").exists()  # and not on a local path named like the URL
     for name in ("weights.npy", "labels.npy"):
         np.testing.assert_array_equal(np.load(outs["s3"] / name), np.load(outs["disk"] / name))
 
