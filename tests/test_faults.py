@@ -176,7 +176,7 @@ def test_a_build_resumes_on_a_cluster_with_other_threads(client, tmp_path, monke
     monkeypatch.undo()
     log = io.StringIO()
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as one_thread:
+                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as one_thread:
         with progress.reporting(1, log):
             resumed = _fit(one_thread, "nystrom", store=tmp_path / "s.zarr")
     assert f"the factors of {done[-1]:,} of {X.shape[0]:,} rows were done before" in log.getvalue()
