@@ -13,6 +13,7 @@ the store and every worker must read it back.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,6 +158,32 @@ def _read_marker(location: StoreLocation, name: str, token: str) -> str | None:
     return None if found == token else "it reads a different marker (another store there?)"
 
 
+def _ask_every_worker(client: Any, function: Any, *args: Any, attempts: int = 3) -> dict:
+    """``client.run(function, *args)``, tolerating workers that leave meanwhile: a worker
+    killed just before (its nanny restarting it) resets the connection. Those are asked
+    again after a pause; the ones that never answer are left out, as long as one answered."""
+    answers: dict = {}
+    workers = None
+    for attempt in range(attempts):
+        replies = client.run(function, *args, workers=workers, on_error="return")
+        lost = [w for w, r in replies.items() if isinstance(r, BaseException)]
+        answers.update({w: r for w, r in replies.items() if not isinstance(r, BaseException)})
+        if not lost:
+            break
+        time.sleep(0.5 * (attempt + 1))
+        present = set(client.nthreads())
+        workers = [w for w in lost if w in present] or None
+        if workers is None:
+            # the lost workers are gone; any that replaced them are asked
+            workers = [w for w in present if w not in answers]
+            if not workers:
+                break
+    if not answers:
+        raise StoreError("no worker answered the store visibility check; the cluster is "
+                         "losing workers (see the scheduler's log)")
+    return answers
+
+
 def check_workers_see(client: Any, location: StoreLocation) -> None:
     """Every worker must read back a marker the client writes into the store.
 
@@ -171,7 +198,7 @@ def check_workers_see(client: Any, location: StoreLocation) -> None:
     fs.makedirs(path, exist_ok=True)
     fs.pipe_file(f"{path}/{name}", token.encode())
     try:
-        answers = client.run(_read_marker, location, name, token)
+        answers = _ask_every_worker(client, _read_marker, location, name, token)
     finally:
         try:
             fs.rm_file(f"{path}/{name}")

@@ -178,3 +178,27 @@ def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeyp
         finally:
             proc.terminate()
             proc.wait(timeout=30)
+
+
+def test_the_visibility_check_asks_a_worker_that_failed_again(tmp_path):
+    # A worker killed just before the check (its nanny restarting it) resets the connection;
+    # the check asks again instead of failing the fit, and fails in one line if none answers.
+    from mkrk_dask.locations import _ask_every_worker
+
+    def fails_once(flag: str) -> str:
+        if not os.path.exists(flag):
+            Path(flag).touch()
+            raise OSError("connection reset by peer (stand-in)")
+        return "ok"
+
+    def always_fails(_: object) -> str:
+        raise OSError("gone")
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0") as lc, \
+            Client(lc, set_as_default=False) as c:
+        answers = _ask_every_worker(c, fails_once, str(tmp_path / "failed"))
+        assert set(answers) == set(c.nthreads()) and set(answers.values()) == {"ok"}
+        with pytest.raises(StoreError, match="no worker answered") as caught:
+            _ask_every_worker(c, always_fails, None)
+        assert "\n" not in str(caught.value)
