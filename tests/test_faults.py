@@ -124,22 +124,29 @@ def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkey
     assert not zarr.open_group(str(tmp_path / "s.zarr")).attrs.get("fits")  # cleared at the end
 
 
-@pytest.mark.parametrize("solver, name", [("blockwise", "build"), ("nystrom", "factor_rows")])
-def test_an_interrupted_build_resumes_from_its_progress(client, tmp_path, monkeypatch, solver,
-                                                        name):
-    reference = _fit(client, solver, store=tmp_path / "ref.zarr")
+def _stop_after_saves(monkeypatch, name, count):
+    """Make the ``count``-th checkpoint written by the pass ``name`` stop the fit (as a killed
+    client would); returns the list of what the saves recorded."""
     original = PassCheckpoint.save
     done = []
 
-    def save_then_stop(self, count, sums, force=False):
-        wrote = original(self, count, sums, force=force)
+    def save_then_stop(self, value, sums, force=False):
+        wrote = original(self, value, sums, force=force)
         if wrote and self.name == name:
-            done.append(count)
-            if len(done) == 2:
+            done.append(value)
+            if len(done) == count:
                 raise _Stop
         return wrote
 
     monkeypatch.setattr(PassCheckpoint, "save", save_then_stop)
+    return done
+
+
+@pytest.mark.parametrize("solver, name", [("blockwise", "build"), ("nystrom", "factor_rows")])
+def test_an_interrupted_build_resumes_from_its_progress(client, tmp_path, monkeypatch, solver,
+                                                        name):
+    reference = _fit(client, solver, store=tmp_path / "ref.zarr")
+    done = _stop_after_saves(monkeypatch, name, 2)
     with pytest.raises(_Stop):
         _fit(client, solver, store=tmp_path / "s.zarr")
     monkeypatch.undo()
@@ -159,18 +166,7 @@ def test_a_build_resumes_on_a_cluster_with_other_threads(client, tmp_path, monke
     from distributed import Client, LocalCluster
 
     reference = _fit(client, "nystrom", store=tmp_path / "ref.zarr")
-    original = PassCheckpoint.save
-    done = []
-
-    def save_then_stop(self, count, sums, force=False):
-        wrote = original(self, count, sums, force=force)
-        if wrote and self.name == "factor_rows":
-            done.append(count)
-            if len(done) == 3:
-                raise _Stop
-        return wrote
-
-    monkeypatch.setattr(PassCheckpoint, "save", save_then_stop)
+    done = _stop_after_saves(monkeypatch, "factor_rows", 3)
     with pytest.raises(_Stop):
         _fit(client, "nystrom", store=tmp_path / "s.zarr")
     monkeypatch.undo()
