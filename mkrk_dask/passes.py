@@ -21,7 +21,6 @@ One place decides how work reaches the workers and what happens when some of it 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import heapq
 import threading
 import time
@@ -39,7 +38,7 @@ from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
-           "client_threads", "blas_threads", "release_free_memory"]
+           "client_threads", "blas_threads"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -381,16 +380,6 @@ def run_pass(client: Any, n_tasks: int, submit: Callable[[int], Any],
         bar.finish("stopped")
         raise
     bar.finish()
-    release_free_memory()
-
-
-def release_free_memory() -> None:
-    """Give the heap's free pages back to the system: glibc keeps what the threads of a pass
-    freed, so a process would hold the peak of every pass until it exits. In this process:
-    the client's, and the workers' of the embedded in-process cluster (worker processes
-    started by a nanny trim their own: distributed sets ``MALLOC_TRIM_THRESHOLD_``)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
 def _error_of(future: Any) -> BaseException:
