@@ -82,7 +82,7 @@ def test_s3_store_with_worker_processes_gives_the_local_disk_result(s3_server, t
     import s3fs
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+                      dashboard_address="127.0.0.1:0") as lc, Client(lc, set_as_default=False) as c:
         for solver in ("blockwise", "nystrom"):
             extra = {"n_landmarks": 40} if solver == "nystrom" else {}
             common = dict(kernels=KERNELS, solver=solver, scheduler=c, random_state=0,
@@ -108,7 +108,7 @@ def test_the_documented_object_store_command(s3_server, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL"}
     endpoint = os.environ["AWS_ENDPOINT_URL"]
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as lc:
+                      dashboard_address="127.0.0.1:0") as lc:
         outs = {}
         for name, store in (("s3", f"{s3_server}/mydata.zarr"),
                             ("disk", str(tmp_path / "mydata.zarr"))):
@@ -149,7 +149,7 @@ def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeyp
     hidden = tmp_path / "client-only"
     hidden.mkdir()
     with LocalCluster(n_workers=0, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+                      dashboard_address="127.0.0.1:0") as lc, Client(lc, set_as_default=False) as c:
         proc = _blind_worker(lc.scheduler_address, hidden)
         try:
             c.wait_for_workers(1, timeout=60)
