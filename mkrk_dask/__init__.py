@@ -4,7 +4,7 @@ Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
 from .baselines import average_kernel_clustering, single_kernel_clustering
-from .estimators import MKKMRK
+from .estimators import MKKM, MKKMMR, MKKMRK
 from .exceptions import NystromApproximationWarning, StoreError, UncertifiedSolutionWarning
 from .kernels import KernelSpec, paper_kernels, parse_kernel
 from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity
@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MKKMRK",
+    "MKKM",
+    "MKKMMR",
     "KernelSpec",
     "paper_kernels",
     "parse_kernel",

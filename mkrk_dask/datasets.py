@@ -74,8 +74,10 @@ def data_dir_candidates() -> list[Path]:
 
 
 def _how_to_point() -> str:
-    return (f"set the environment variable {DATA_DIR_ENV} to the folder that holds it, "
-            "or pass data_dir=...")
+    """What to do about a missing benchmark file, in Python and on the command line."""
+    return (f"set the environment variable {DATA_DIR_ENV} to the folder of the benchmark "
+            "files, or name it: data_dir=... in Python, --data-dir DIR for mkrk search and "
+            "reproduce")
 
 
 def _resolve_path(name_or_path: str | os.PathLike[str],
@@ -86,9 +88,10 @@ def _resolve_path(name_or_path: str | os.PathLike[str],
     if isinstance(name_or_path, str) and key in PAPER_DATASETS:
         file_name = PAPER_DATASETS[key]
         if directory is None:
+            looked = " and ".join(str(c) for c in data_dir_candidates())
             raise FileNotFoundError(
-                f"dataset {key!r} ({file_name}): no data folder found "
-                f"(looked for ../shared/datasets); {_how_to_point()}"
+                f"dataset {key!r} ({file_name}): no data folder found (looked in {looked}); "
+                f"{_how_to_point()}"
             )
         path = directory / file_name
         if not path.is_file():
@@ -100,9 +103,13 @@ def _resolve_path(name_or_path: str | os.PathLike[str],
             and (directory / path).is_file()):
         path = directory / path
     if not path.is_file():
+        # The data folder only where one was looked in (never "None").
+        where = ("" if directory is None or path.is_absolute()
+                 else f" here or in the data folder {directory}")
         raise FileNotFoundError(
             f"{str(name_or_path)!r} is neither a known dataset ({', '.join(PAPER_DATASETS)}) "
-            f"nor an existing file (data folder: {directory}); {_how_to_point()}"
+            f"nor an existing file{where}; give the path of a data file, or for a benchmark "
+            f"name {_how_to_point()}"
         )
     return path, path.stem
 

@@ -112,6 +112,9 @@ def dataset_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
     if "datasets" in report:
         return list(report["datasets"])
     if "objective_history" in report and "Y" in report:
+        if report["Y"] is None:
+            raise ValueError(f"the figures draw MKKM-RK's weights and Y; this is a fit of "
+                             f"{report.get('method')}, which has no Y")
         item = {k: report[k] for k in ("lam", "weights", "Y", "objective_history", "n_iter")}
         if report.get("metrics"):
             item["summary"] = {k: {"best": v, "mean": v, "std": 0.0}
@@ -187,15 +190,18 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
     result: dict[str, Any] = {
         "kind": "mkrk-fit", "version": library_version(), "command": command,
         "data": str(source), "n_samples": data.n_samples, "n_features": data.n_features,
-        "n_clusters": int(model.n_clusters), "solver": model.solver_, "lam": float(model.lam),
-        "lam_effective": float(model.lam_effective_), "dissimilarity": model.dissimilarity,
+        "method": model.method, "n_clusters": int(model.n_clusters), "solver": model.solver_,
+        # the method's own settings and results (MKKM has no lambda, only MKKM-RK a Y)
+        "lam": _number(getattr(model, "lam", None)),
+        "lam_effective": _number(getattr(model, "lam_effective_", None)),
+        "dissimilarity": getattr(model, "dissimilarity", None),
         "scheduler": scheduler, "store": store,
         "kernel_names": list(model.kernel_names_), "weights": model.weights_.tolist(),
         "selected_kernels": [int(p) for p in model.selected_kernels_],
-        "Y": np.asarray(model.representation_).tolist(),
+        "Y": _array(getattr(model, "representation_", None)),
         "objective_history": np.asarray(model.objective_history_).tolist(),
         "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
-        "qp_relative_gaps": np.asarray(model.qp_relative_gaps_).tolist(),
+        "qp_relative_gaps": _array(getattr(model, "qp_relative_gaps_", None)),
         "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
         "model": None}
     missed = getattr(model, "nystrom_missed_fraction_", None)
@@ -205,6 +211,14 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
     if data.y is not None:
         result["metrics"] = clustering_scores(data.y, model.labels_)
     return result
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _array(value: Any) -> list | None:
+    return None if value is None else np.asarray(value).tolist()
 
 
 def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
@@ -230,11 +244,13 @@ def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
     np.save(out / "weights.npy", model.weights_)
     _write_csv(out / "weights.csv", ["kernel", "weight"],
                [[name, repr(float(w))] for name, w in zip(names, model.weights_, strict=True)])
-    Y = np.asarray(model.representation_)
-    np.save(out / "Y.npy", Y)
-    _write_csv(out / "Y.csv", ["kernel", *names],
-               [[name, *(repr(float(v)) for v in row)] for name, row in zip(names, Y,
-                                                                          strict=True)])
+    Y = getattr(model, "representation_", None)
+    if Y is not None:  # MKKM-RK's representation (the other methods have none)
+        Y = np.asarray(Y)
+        np.save(out / "Y.npy", Y)
+        _write_csv(out / "Y.csv", ["kernel", *names],
+                   [[name, *(repr(float(v)) for v in row)] for name, row in zip(names, Y,
+                                                                              strict=True)])
     np.save(out / "objective.npy", model.objective_history_)
     _write_csv(out / "objective.csv", ["iteration", "objective"],
                [[i + 1, repr(float(f))] for i, f in enumerate(model.objective_history_)])

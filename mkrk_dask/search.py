@@ -12,7 +12,7 @@ import numpy as np
 
 from .assignment import repeated_assignments
 from .metrics import clustering_scores
-from .solver import selected_kernels, solve
+from .solver import selected_kernels
 
 __all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores",
            "build_store", "StoreInfo"]
@@ -29,7 +29,7 @@ class LambdaResult:
 
     lam: float
     weights: np.ndarray
-    representation: np.ndarray
+    representation: np.ndarray | None
     objective_history: np.ndarray
     n_iter: int
     converged: bool
@@ -66,11 +66,12 @@ def lambda_search(
     random_state: int | None = 0,
     callback: Callable[[LambdaResult], None] | None = None,
 ) -> list[LambdaResult]:
-    """Fit MKKM-RK for every lambda of a grid, paying for the kernels and C once.
+    """Fit a method with a lambda (MKKM-RK, MKKM-MR) for every lambda of a grid, paying for
+    the kernels and C (or M) once.
 
     Parameters
     ----------
-    estimator : MKKMRK
+    estimator : MKKMRK or MKKMMR
         Supplies every setting but ``lam`` (its backend is built once from ``X``); the final
         step is the paper's (unit rows of H), as in the paper's protocol.
     X : input accepted by ``estimator.fit``
@@ -95,6 +96,9 @@ def lambda_search(
     if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) \
             or n_repeats < 1:
         raise ValueError(f"n_repeats must be an integer >= 1, got {n_repeats!r}")
+    if "lam" not in estimator.get_params():
+        raise ValueError(f"{estimator.method} has no lambda to search; lambda_search takes "
+                         "MKKMRK or MKKMMR")
     if isinstance(estimator.kernels, str) and estimator.kernels == "auto":
         raise ValueError("lambda_search needs the kernels given ('paper' or a list): "
                          "kernels='auto' chooses a dictionary per fit; e.g. MKKMRK.paper(k)")
@@ -106,13 +110,10 @@ def lambda_search(
             raise ValueError(f"y has {y.shape[0]} labels for {n_samples} samples")
     results = []
     try:
-        C = backend.dissimilarity(estimator.dissimilarity)
+        inputs = estimator._loop_inputs(backend)
         for lam in lams:
             start = time.perf_counter()
-            res = solve(backend, estimator.n_clusters, lam, C=C,
-                        lam_scaling=estimator.lam_scaling, tol=estimator.tol,
-                        tol_mode=estimator.tol_mode, max_iter=estimator.max_iter,
-                        qp_gap_tol=estimator.qp_gap_tol)
+            res = estimator._search_loop(backend, inputs, lam)
             H = backend.embedding(res.top)
             labels = repeated_assignments(H, estimator.n_clusters, n_repeats,
                                           n_init=estimator.n_init, random_state=random_state)

@@ -101,3 +101,31 @@ def test_ctrl_c_exits_130(digits_npz: Path, tmp_path: Path) -> None:
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_missing_data_file_says_what_to_do_and_never_prints_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """No data folder anywhere (MKRK_DATASETS unset, no ../shared/datasets): the one-line
+    error names the variable and the options of both contexts, and no folder "None"."""
+    import mkrk_dask.datasets as datasets
+
+    nowhere = tmp_path / "a" / "shared" / "datasets"
+    monkeypatch.delenv("MKRK_DATASETS", raising=False)
+    monkeypatch.setattr(datasets, "data_dir_candidates", lambda: [nowhere])
+    monkeypatch.chdir(tmp_path)
+    for data in ("absent.npz", "jaffe"):
+        assert main(["fit", data, "-q"]) == EXIT_USER
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and "None" not in lines[0], lines
+        assert all(hint in lines[0] for hint in ("MKRK_DATASETS", "--data-dir", "data_dir="))
+    assert str(nowhere) in lines[0]  # jaffe: where it looked
+    # With a data folder, the error names it (and a path that is absolute, only the path).
+    folder = tmp_path / "data"
+    folder.mkdir()
+    monkeypatch.setenv("MKRK_DATASETS", str(folder))
+    assert main(["fit", "absent.npz", "-q"]) == EXIT_USER
+    line = capsys.readouterr().err.strip()
+    assert f"in the data folder {folder}" in line and "None" not in line
+    assert main(["fit", str(tmp_path / "absent.npz"), "-q"]) == EXIT_USER
+    line = capsys.readouterr().err.strip()
+    assert "data folder" not in line and "None" not in line

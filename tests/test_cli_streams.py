@@ -85,6 +85,72 @@ def test_search_and_figures_write_only_results_on_stdout(digits_npz: Path, tmp_p
     assert "figure(s) in" in printed.err
 
 
+def _three_verbosities(argv: list[str], capfd: pytest.CaptureFixture,
+                       vary: str | None = None) -> dict[str, pytest.CaptureResult]:
+    """``main(argv)`` at -q, the default and -v, the streams of each (file descriptors, so
+    that a stray write of Dask or a library shows too). ``vary``: an argument holding
+    ``{v}``, made different for each run (an output that must not exist yet)."""
+    printed = {}
+    for flag in ("-q", "", "-v"):
+        args = [a.format(v=flag.strip("-") or "default") if a == vary else a for a in argv]
+        assert main([*args, *([flag] if flag else [])]) == 0
+        printed[flag] = capfd.readouterr()
+    return printed
+
+
+def test_build_is_silent_quiet_informative_by_default_detailed_verbose(
+        digits_npz: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    store = str(tmp_path / "store-{v}.zarr")
+    printed = _three_verbosities(["build", str(digits_npz), "--store", store, "--chunk-size",
+                                  "64"], capfd, vary=store)
+    quiet, default, verbose = printed["-q"], printed[""], printed["-v"]
+    assert quiet.err == "" and quiet.out.startswith("store ") and "built in" in quiet.out
+    assert len(quiet.out.splitlines()) == 1
+    assert "building a blockwise store" in default.err and "use it with" in default.err
+    assert len(default.out.splitlines()) == 1 and "building" not in default.out
+    assert len(verbose.err.splitlines()) > len(default.err.splitlines())
+
+
+def test_figures_are_silent_quiet_informative_by_default_detailed_verbose(
+        digits_npz: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    run = tmp_path / "run"
+    assert main(["fit", str(digits_npz), "--n-init", "2", "--out", str(run), "-q"]) == 0
+    capfd.readouterr()
+    out = str(tmp_path / "figures-{v}")
+    printed = _three_verbosities(["figures", str(run / "result.json"), "--out", out], capfd,
+                                 vary=out)
+    quiet, default, verbose = printed["-q"], printed[""], printed["-v"]
+    assert quiet.err == "" and quiet.out.strip()
+    assert all(Path(line).suffix == ".png" and Path(line).is_file()
+               for line in quiet.out.splitlines())  # only the files written
+    assert "figure(s) in" in default.err
+    assert len(default.out.splitlines()) == len(quiet.out.splitlines())
+    assert len(verbose.err.splitlines()) > len(default.err.splitlines())
+    assert "120 dpi" in verbose.err
+
+
+def test_reproduce_is_silent_quiet_informative_by_default_detailed_verbose(
+        digits_npz: Path, tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    from mkrk_dask.datasets import PAPER_DATASETS
+
+    data_dir = tmp_path / "datasets"
+    data_dir.mkdir()
+    (data_dir / PAPER_DATASETS["usps"]).write_bytes(digits_npz.read_bytes())  # a stand-in
+    out = str(tmp_path / "rep-{v}")
+    printed = _three_verbosities(["reproduce", "--datasets", "usps", "--data-dir",
+                                  str(data_dir), "--lams", "2^0", "--repeats", "2",
+                                  "--threads", "1", "--out", out, "--figures"], capfd,
+                                 vary=out)
+    quiet, default, verbose = printed["-q"], printed[""], printed["-v"]
+    assert quiet.err == ""
+    assert quiet.out.startswith("# The paper's Table 2") and "## usps" in quiet.out
+    assert (tmp_path / "rep-q" / "figures").is_dir()  # --figures worked, silently
+    assert "== usps" in default.err and "results in" in default.err
+    assert "== usps" not in default.out and "results in" not in default.out
+    assert len(verbose.err.splitlines()) > len(default.err.splitlines())
+    assert f"data folder {data_dir}: usps" in verbose.err
+
+
 # --------------------------------------------------------------------------- help
 
 

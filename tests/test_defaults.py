@@ -117,6 +117,24 @@ def test_default_matches_plain_kmeans_on_digits_and_predicts_held_out_rows():
     assert agreement > 0.8, agreement
 
 
+@pytest.mark.parametrize("solver, options", [("blockwise", {"chunk_size": 128}),
+                                             ("nystrom", {"n_landmarks": 150})])
+def test_distributed_backends_predict_held_out_rows_like_a_refit(client, solver, options):
+    # Fit on 300 digits, predict the next 150, refit on all 450: the held-out predictions
+    # agree with the refit's clusters of those rows. Measured ARI (seeds 0-3): blockwise
+    # 0.76-0.80 (the exact backend's own figures), Nystrom with 150 landmarks for 300
+    # training rows 0.79-0.89; two random labelings score about 0.
+    data, train = DIGITS[:450], slice(0, 300)
+    params = dict(kernels=["linear", "gaussian(m=0.5)", "gaussian(m=1)", "gaussian(m=2)"],
+                  solver=solver, scheduler=client, random_state=0, **options)
+    model = MKKMRK(10, **params).fit(data[train])
+    assert model.solver_ == solver
+    np.testing.assert_array_equal(model.predict(data[train]), model.labels_)
+    refit = MKKMRK(10, **params).fit(data)
+    agreement = adjusted_rand_score(refit.labels_[300:], model.predict(data[300:]))
+    assert agreement > 0.7, agreement
+
+
 def test_paper_configuration_is_one_call_away():
     model = MKKMRK.paper(5, lam=2.0**-10)
     params = model.get_params()

@@ -35,3 +35,20 @@ def test_multiview_example_runs_without_the_datasets_folder(
     printed = capsys.readouterr().out
     assert printed.startswith("synthetic multi-view blobs - 6 views")
     plt.close("all")
+
+
+def test_the_docs_say_every_backend_with_features_predicts() -> None:
+    """exact and blockwise predict through the spectral out-of-sample extension
+    (backends/row_map.py), Nystrom through its landmarks: no page may say only Nystrom can."""
+    import re
+
+    pages = [*DOCS.glob("*.rst"), *(DOCS / "examples").glob("*.py"), DOCS.parent / "README.md"]
+    only = re.compile(r"only (backend|one) that (can )?(``)?(predict|maps new points)")
+    for page in pages:
+        text = " ".join(page.read_text().split())
+        assert not only.search(text), page.name
+    backends = " ".join((DOCS / "backends.rst").read_text().split())
+    assert "Every backend fitted on features can ``predict``" in backends
+    assert "out-of-sample extension" in backends
+    example = " ".join((DOCS / "examples" / "plot_02_choosing_a_backend.py").read_text().split())
+    assert "All three label new points with ``predict``" in example

@@ -132,3 +132,64 @@ def test_bad_input_gets_a_clear_error(params, X, message):
     params = {"n_clusters": 3, **params}
     with pytest.raises(ValueError, match=message):
         MKKMRK.paper(**params).fit(X)
+
+
+def test_n_features_in_for_multiview_input(digits):
+    # A list of views has no single count: n_features_in_ is the total, n_features_per_view_
+    # the count of every view; predict still takes the views, not their concatenation.
+    import dask.array as da
+
+    X = digits[0][:60]
+    kernels = ["linear", "gaussian(m=1)@1"]
+    model = MKKMRK(3, kernels=kernels, solver="exact", max_iter=5, random_state=0)
+    model.fit([X, X[:, :32]])
+    assert model.n_features_in_ == 96 and model.n_features_per_view_ == (64, 32)
+    np.testing.assert_array_equal(model.predict([X, X[:, :32]]), model.labels_)
+    with pytest.raises(ValueError, match="fitted on 2 view"):
+        model.predict(np.hstack([X, X[:, :32]]))
+    # a refit records the new input, whatever the previous one was
+    model.set_params(kernels=["linear"]).fit(X[:, :10])
+    assert model.n_features_in_ == 10 and model.n_features_per_view_ == (10,)
+    model.set_params(kernels=kernels).fit([da.from_array(X, chunks=(20, 64)), X[:, :32]])
+    assert model.n_features_in_ == 96 and model.n_features_per_view_ == (64, 32)
+    K = X @ X.T
+    model.set_params(kernels="precomputed").fit(np.stack([K, K**2]))
+    assert not hasattr(model, "n_features_in_") and not hasattr(model, "n_features_per_view_")
+
+
+def test_column_names_are_not_kept_for_a_list_of_views(digits):
+    pd = pytest.importorskip("pandas")
+    X = digits[0][:60]
+    frame = pd.DataFrame(X, columns=[f"px{j}" for j in range(64)])
+    model = MKKMRK(3, kernels=["linear"], solver="exact", max_iter=5, random_state=0)
+    assert list(model.fit(frame).feature_names_in_) == list(frame.columns)
+    model.set_params(kernels=["linear", "linear@1"]).fit([frame, X[:, :8]])
+    assert not hasattr(model, "feature_names_in_") and model.n_features_in_ == 72
+
+
+@pytest.mark.parametrize("params, name", [({"normalize": "yes"}, "normalize"),
+                                          ({"verbose": "loud"}, "verbose")])
+def test_a_parameter_of_the_wrong_type_is_a_one_line_error_naming_it(digits, params, name):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(ValueError, match=f"'{name}' parameter of MKKMRK") as caught:
+        MKKMRK(3, **params).fit(digits[0][:30])
+    assert isinstance(caught.value, InvalidParameterError)
+    assert "\n" not in str(caught.value) and repr(params[name]) in str(caught.value)
+
+
+def test_grid_search_with_a_clustering_score_picks_a_number_of_clusters():
+    from sklearn.datasets import make_blobs
+    from sklearn.metrics import adjusted_rand_score, make_scorer
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = make_blobs(90, centers=3, n_features=4, cluster_std=0.6, random_state=0)
+    search = GridSearchCV(MKKMRK(2, kernels=["linear", "gaussian(m=1)"], solver="exact",
+                                 random_state=0),
+                          {"n_clusters": [2, 3]}, scoring=make_scorer(adjusted_rand_score),
+                          cv=2)
+    search.fit(X, y)
+    assert search.best_params_ == {"n_clusters": 3}
+    scores = search.cv_results_["mean_test_score"]
+    assert np.all(np.isfinite(scores)) and scores[1] > scores[0]
+    assert search.best_estimator_.n_clusters == 3 and search.predict(X).shape == (90,)

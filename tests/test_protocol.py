@@ -96,7 +96,7 @@ def test_markdown_report(report: tuple[dict, Path]) -> None:
     text = (out / "paper_table.md").read_text()
     assert text == render_markdown(result)
     lines = text.splitlines()
-    assert lines[0] == "# The paper's Table 2: MKKM-RK, SB-KKM, A-MKKM"
+    assert lines[0] == "# The paper's Table 2: all seven methods"
     assert f"- command: `mkrk reproduce --test` (run from `{os.getcwd()}`)" in lines
     assert "- library: test library" in lines
     assert any(line.startswith("- machine: ") for line in lines)

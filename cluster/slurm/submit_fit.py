@@ -11,13 +11,34 @@ jobs.
 
 Options: --jobs N (worker jobs), --config FILE (a jobqueue.yaml; default: ./jobqueue.yaml
 beside this script, else Dask's configuration), --wait SECONDS (for the workers).
+
+The workers' job logs go to the configuration's ``log-directory``, by default
+``$XDG_CACHE_HOME/mkrk-dask/slurm-logs`` (``~/.cache/mkrk-dask/slurm-logs``), as the local
+recipe keeps its run folder: never into the folder you submit from.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+
+def default_log_directory() -> Path:
+    """``$XDG_CACHE_HOME/mkrk-dask/slurm-logs``, ``~/.cache/mkrk-dask/slurm-logs`` without it
+    (the local recipe's ``$XDG_CACHE_HOME/mkrk-dask/cluster-PORT`` likewise)."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "mkrk-dask" / "slurm-logs"
+
+
+def resolve_log_directory(value: str | os.PathLike[str] | None) -> Path:
+    """The jobqueue ``log-directory`` as SLURM needs it: absolute, with ``~`` and ``$VARS``
+    expanded (dask-jobqueue writes it as given into ``#SBATCH -e/-o``, which expand neither,
+    and would create a folder literally named ``~``); :func:`default_log_directory` if unset."""
+    if value is None or not str(value).strip():
+        return default_log_directory()
+    return Path(os.path.expandvars(str(value))).expanduser().resolve()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     config = Path(args.config)
     if config.is_file():
         dask.config.update(dask.config.config, yaml.safe_load(config.read_text()), priority="new")
+    logs = resolve_log_directory(dask.config.get("jobqueue.slurm.log-directory", None))
+    logs.mkdir(parents=True, exist_ok=True)
+    dask.config.set({"jobqueue.slurm.log-directory": str(logs)})
+    print(f"worker job logs in {logs}", file=sys.stderr, flush=True)
     with SLURMCluster() as cluster:
         print(cluster.job_script(), flush=True)
         cluster.scale(jobs=args.jobs)

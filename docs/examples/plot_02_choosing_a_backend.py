@@ -7,8 +7,10 @@ The same model runs on three backends:
 - ``exact``: the kernels dense in memory; the reference, for n up to about 10,000;
 - ``blockwise``: the kernels in a Zarr store, computed and multiplied on Dask, for n up to a
   few tens of thousands (memory: one block of rows at a time);
-- ``nystrom``: per-kernel low-rank factors, for millions of samples, and the only one that
-  maps new points with ``predict``.
+- ``nystrom``: per-kernel low-rank factors, for millions of samples.
+
+All three label new points with ``predict``: ``exact`` and ``blockwise`` through the
+training rows (the spectral out-of-sample extension), ``nystrom`` through its landmarks.
 
 Here they run on 600 of scikit-learn's digits; the two exact ones give the same weights and
 the Nystrom approximation comes close.

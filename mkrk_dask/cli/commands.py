@@ -23,13 +23,14 @@ from typing import Any
 import numpy as np
 
 from .. import progress
-from ..estimators import MKKMRK
+from ..estimators import ESTIMATORS, MKKMRK
 from ..io import Dataset, load_input
 from ..kernels import as_kernel_specs, parse_kernel
 from ..metrics import clustering_scores
 from ..plotting import make_figures  # matplotlib itself is imported when drawing
 from ..protocol import find_datasets, render_markdown, run_protocol
 from ..results import (
+    dataset_entries,
     mkkmrk_summary,
     read_results,
     search_record,
@@ -100,13 +101,24 @@ def _solver_of(args: argparse.Namespace) -> str:
     return "exact" if getattr(args, "paper", False) else "auto"
 
 
+def _method(args: argparse.Namespace) -> type:
+    """The estimator class of --method (MKKM-RK without one)."""
+    return ESTIMATORS[getattr(args, "method", None) or "MKKM-RK"]
+
+
 def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The model options given, over --paper's configuration or the estimator's defaults."""
-    settings = {key: value for key, value in MKKMRK.PAPER_SETTINGS.items()
+    cls = _method(args)
+    settings = {key: value for key, value in cls.PAPER_SETTINGS.items()
                 if getattr(args, "paper", False) and key != "solver"}
     given = {"lam": getattr(args, "lam", None), "kernels": _kernels_arg(args.kernels),
              "dissimilarity": args.dissimilarity, "lam_scaling": args.lam_scaling,
              "final_step": args.final_step}
+    known = cls().get_params()
+    for key, value in given.items():
+        if value is not None and key not in known:
+            raise UserError(f"--{key.replace('_', '-')} does not apply to --method "
+                            f"{cls.method}")
     settings.update({key: value for key, value in given.items() if value is not None})
     return settings
 
@@ -124,8 +136,8 @@ def _store(args: argparse.Namespace) -> str | Path | None:
     return Path(args.store).expanduser()
 
 
-def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: Any) -> MKKMRK:
-    return MKKMRK(
+def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: Any) -> Any:
+    return _method(args)(
         n_clusters=n_clusters, **_model_settings(args), solver=solver,
         tol=args.tol, tol_mode=args.tol_mode, max_iter=args.max_iter, n_init=args.n_init,
         store=_store(args), storage_options=storage_options(args), scheduler=client,
@@ -168,9 +180,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         out.check(_result_size(data))
     k = _n_clusters(args, data)
     solver = _solver_of(args)
-    lam = _model_settings(args).get("lam", MKKMRK().lam)
-    log(args, f"fitting MKKM-RK on {data.name}: {data.n_samples} samples, k = {k}, "
-              f"lambda = {format_default(lam)}, solver = {solver}"
+    cls = _method(args)
+    lam = _model_settings(args).get("lam", cls().get_params().get("lam"))
+    log(args, f"fitting {cls.method} on {data.name}: {data.n_samples} samples, k = {k}, "
+              + (f"lambda = {format_default(lam)}, " if lam is not None else "")
+              + f"solver = {solver}"
               + (f", scheduler {args.scheduler}" if args.scheduler else ""))
     start = time.perf_counter()
     with dask_client(args, solver) as client:
@@ -205,6 +219,9 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
     of a search report (:mod:`mkrk_dask.results`)."""
     solver = _solver_of(args)
     estimator = _estimator(args, n_clusters, solver, client)
+    if "lam" not in estimator.get_params():
+        raise UserError(f"--method {estimator.method} has no lambda to search; mkrk search "
+                        "takes MKKM-RK or MKKM-MR")
     estimator.set_params(verbose=0)
     per_lambda: list[dict[str, Any]] = []
 
@@ -226,8 +243,10 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
     specs = as_kernel_specs(estimator.kernels, n_views=len(data.views))
     return {"dataset": data.name, "n_samples": data.n_samples, "n_features": data.n_features,
             "n_clusters": n_clusters, "solver": solver,
-            "seconds": {"MKKM-RK": time.perf_counter() - start},
-            "kernel_names": [s.name for s in specs], "MKKM-RK": mkkmrk_summary(per_lambda)}
+            "method": estimator.method,
+            "seconds": {estimator.method: time.perf_counter() - start},
+            "kernel_names": [s.name for s in specs],
+            estimator.method: mkkmrk_summary(per_lambda)}
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -250,8 +269,8 @@ def _cmd_search(args: argparse.Namespace) -> int:
     except OSError as err:
         raise UserError(f"cannot write the results to {out.path}: {err.strerror or err}") \
             from None
-    if "summary" in entry["MKKM-RK"]:
-        best = entry["MKKM-RK"]
+    if "summary" in entry[entry["method"]]:
+        best = entry[entry["method"]]
         result(f"best lambda {format_default(float(best['lam']))} (by best-of-{repeats} ACC): "
                f"{scores_line({m: best['summary'][m]['best'] for m in ('acc', 'nmi', 'purity')})}")
     log(args, f"results in {path}; draw them with: mkrk figures {path}")
@@ -264,9 +283,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         out.check()
     model = models.load(args.model, trust=args.trust)
     if not hasattr(model, "predict"):
-        raise UserError(f"the model {args.model} (solver={getattr(model, 'solver_', '?')!r}) "
-                        "cannot label new data with this version of mkrk-dask; fit it with "
-                        "--solver nystrom")
+        raise UserError(f"the model {args.model} cannot label new data: it was fitted on "
+                        "precomputed kernels (no kernel between new points and the training "
+                        "points); fit it on the features")
     data = load_input(args.data, labels=args.labels, y_key=args.y_key)
     start = time.perf_counter()
     labels = np.asarray(model.predict(data.X))
@@ -306,6 +325,19 @@ def _check_data_folder(args: argparse.Namespace) -> None:
     raise UserError(f"none of {', '.join(args.datasets)} found in {Path(directory)}; {how}")
 
 
+def _log_protocol_settings(args: argparse.Namespace, repeats: int) -> None:
+    """-v: where the data come from and what the protocol will run."""
+    from ..datasets import default_data_dir
+
+    found, missing = find_datasets(args.datasets, args.data_dir)
+    folder = Path(args.data_dir).expanduser() if args.data_dir else default_data_dir()
+    log(args, f"data folder {folder}: {', '.join(found)}"
+              + (f" (absent, skipped: {', '.join(missing)})" if missing else ""), level=2)
+    grid = args.lams or "2^-15..2^5 (the paper's grid)"
+    log(args, f"lambdas {grid}; {repeats} repeats of the final k-means, seed {args.seed}; "
+              f"BLAS/OpenMP threads {args.threads or 'default'}", level=2)
+
+
 def _cmd_reproduce(args: argparse.Namespace) -> int:
     if args.library_only:
         log(args, "mkrk reproduce: --library-only is deprecated and has no effect (the "
@@ -315,10 +347,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     out.check()
     lams = parse_lams(args.lams) if args.lams else None
     _check_data_folder(args)
+    _log_protocol_settings(args, repeats)
     with progress.reporting(max(args.verbosity, 0)):
         report = run_protocol(args.datasets, data_dir=args.data_dir, lams=lams,
                               repeats=repeats, seed=args.seed, out=out.path,
-                              threads=args.threads, command=args.command_line)
+                              threads=args.threads, command=args.command_line,
+                              methods=args.methods)
     result(render_markdown(report))
     log(args, f"results in {out.path / 'paper_table.md'} and {out.path / 'paper_table.json'}")
     if args.figures:
@@ -339,6 +373,10 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the figures")
     heatmap_lams = parse_lams(args.heatmap_lams) if args.heatmap_lams else None
+    names = [str(entry.get("dataset", "results")) for entry in dataset_entries(report)]
+    log(args, f"{path}: {len(names)} dataset(s) ({', '.join(names)}); drawing "
+              f"{', '.join(args.datasets) if args.datasets else 'all'} at {args.dpi} dpi",
+        level=2)
     written = make_figures(report, out, datasets=args.datasets, heatmap_lams=heatmap_lams,
                            dpi=args.dpi)
     for file in written:

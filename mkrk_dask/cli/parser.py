@@ -16,8 +16,9 @@ import numpy as np
 from ..assignment import FINAL_STEPS
 from ..backends.options import STORE_DTYPES
 from ..dissimilarity import MEASURES
+from ..estimators import ESTIMATORS
 from ..landmarks import LANDMARK_METHODS
-from ..protocol import DATASETS
+from ..protocol import DATASETS, METHODS
 from ..validation import LAM_SCALINGS, TOL_MODES
 from .errors import EXIT_USER, UserError
 from .examples import EXAMPLES, EXIT_CODES
@@ -160,6 +161,10 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                              "paper's configuration)")
     g.add_argument("--n-clusters", "-k", type=int, default=None, metavar="K",
                    help="number of clusters (default: the number of classes of the labels)")
+    g.add_argument("--method", choices=list(ESTIMATORS), default="MKKM-RK",
+                   help="the multiple kernel k-means method: MKKM-RK (representative kernels), "
+                        "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)) or "
+                        "MKKM (no lambda); --dissimilarity is MKKM-RK's only")
     g.add_argument("--paper", action="store_true",
                    help="the paper-faithful configuration: its 12 kernels, fip, lambda 2^-15, "
                         "the spectral final step, exact kernels (each can still be overridden)")
@@ -276,16 +281,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'paper' or kernel specifications (see mkrk fit --help)")
     _add_backend_options(p, build=True)
 
-    p = add("fit", "fit MKKM-RK and write labels, weights, Y, objective, metrics, a model",
-            "Fit MKKM-RK on DATA with any backend. Prints ACC/NMI/purity (with labels) and "
-            "the weights on stdout; writes every result to --out.")
+    p = add("fit", "fit MKKM-RK (or --method) and write labels, weights, Y, objective, "
+            "metrics, a model",
+            "Fit MKKM-RK (or MKKM-MR, MKKM: --method) on DATA with any backend. Prints "
+            "ACC/NMI/purity (with labels) and the weights on stdout; writes every result to "
+            "--out.")
     _add_data(p)
     _add_model_options(p)
     _add_backend_options(p)
     _add_out(p, "folder for the results (checked before the fit)")
 
     p = add("search", "fit a lambda grid (kernels built once) and save every lambda's result",
-            "Run MKKM-RK for every lambda of a grid with the kernels and C built once, repeat "
+            "Run MKKM-RK (or MKKM-MR: --method) for every lambda of a grid with the kernels "
+            "and C built once, repeat "
             "the final k-means --repeats times per lambda, and write a JSON file with, per "
             "lambda: weights, Y, objective history, iterations and (with labels) best / mean "
             "/ std of ACC, NMI and purity. 'mkrk figures' draws it.")
@@ -317,9 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "code, so only for a file you made yourself or trust")
 
     p = add("reproduce", "run the paper's protocol (Table 2) on the benchmark datasets",
-            "The paper's protocol (mkrk_dask.protocol): the 12 kernels, lambda in 2^-15..2^5, "
-            "20 repeats of the final k-means, best-of-20 and mean +- std, with the baselines "
-            "SB-KKM and A-MKKM, on the exact backend. Writes paper_table.md and "
+            "The paper's protocol (mkrk_dask.protocol): the 12 kernels, its seven methods "
+            "(SB-KKM, A-MKKM, MKKM, LMKKM, RMKKM, MKKM-MR over 2^-15..2^15, MKKM-RK over "
+            "2^-15..2^5), 20 repeats, best-of-20 and mean +- std beside the paper's figures, "
+            "on the exact backend. Writes paper_table.md and "
             "paper_table.json to --out after every dataset (and the figures with --figures); "
             "datasets absent from the data folder are skipped.")
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), metavar="NAME",
@@ -330,7 +339,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=20, metavar="R",
                    help="repeats of the final k-means per method and lambda")
     p.add_argument("--lams", default=None, metavar="LIST",
-                   help="lambdas as for mkrk search (default: 2^-15..2^5)")
+                   help="MKKM-RK's lambdas as for mkrk search (default: 2^-15..2^5)")
+    p.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
+                   metavar="METHOD",
+                   help="the columns to run: " + ", ".join(METHODS) + " (SB-KKM and A-MKKM "
+                        "always run)")
     p.add_argument("--seed", type=int, default=0, help="seed of every method's repeats")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="limit BLAS/OpenMP threads (default: the library's own)")

@@ -3,6 +3,10 @@
 ``predict``)."""
 
 from ._base import SOLVERS, MultipleKernelKMeans
+from ._mkkm import MKKM, MKKMMR
 from ._mkkmrk import MKKMRK
 
-__all__ = ["MKKMRK", "MultipleKernelKMeans", "SOLVERS"]
+#: the estimator of every method that runs on all backends, by its name in the paper's Table 2
+ESTIMATORS = {"MKKM-RK": MKKMRK, "MKKM-MR": MKKMMR, "MKKM": MKKM}
+
+__all__ = ["ESTIMATORS", "MKKM", "MKKMMR", "MKKMRK", "MultipleKernelKMeans", "SOLVERS"]

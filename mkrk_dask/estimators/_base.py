@@ -72,6 +72,22 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     #: the method's name, as in the paper's Table 2
     method: str = ""
 
+    #: the settings of the paper's Table 2 (its 12 kernels, exact, the spectral final step,
+    #: lambda as given); :meth:`paper` builds an estimator with them
+    PAPER_SETTINGS: dict = {}
+
+    @classmethod
+    def paper(cls, n_clusters: int = 8, **params: Any) -> MultipleKernelKMeans:
+        """The paper-faithful configuration (:attr:`PAPER_SETTINGS`), any of it overridable.
+
+        Examples
+        --------
+        >>> from mkrk_dask import MKKMRK
+        >>> MKKMRK.paper(10, lam=2**-10).get_params()["dissimilarity"]
+        'fip'
+        """
+        return cls(n_clusters, **{**cls.PAPER_SETTINGS, **params})
+
     _parameter_constraints: dict = {
         "n_clusters": [Interval(Integral, 1, None, closed="left")],
         "kernels": [str, list, tuple],
@@ -151,25 +167,36 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
     def _prepare_input(self, X: Any) -> tuple[list | np.ndarray, list[KernelSpec] | None, int]:
         """Validated views (or precomputed kernels), kernel specs (None for precomputed
-        kernels and for ``kernels="auto"``) and n_samples."""
+        kernels and for ``kernels="auto"``) and n_samples.
+
+        Records what the features were: ``n_features_per_view_`` (one count per view) and
+        ``n_features_in_``, their total (the single view's count for one matrix);
+        ``feature_names_in_`` only for one matrix with string column names. Whatever a
+        previous fit recorded and this input does not have is removed (precomputed kernels
+        have no features)."""
+        recorded = ("n_features_in_", "n_features_per_view_", "feature_names_in_")
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             K = check_precomputed(X)
+            for name in recorded:
+                if hasattr(self, name):
+                    delattr(self, name)
             return K, None, K.shape[1]
         if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
             # Dask and Zarr input stays where it is: shape and dtype now, values as the
             # first pass reads them.
             views = check_lazy_views(X)
-            if len(views) == 1:
-                self.n_features_in_ = int(views[0].shape[1])
-                if hasattr(self, "feature_names_in_"):
-                    del self.feature_names_in_
         elif is_multiview(X):
             views = check_views(X)
         else:
-            # Single view: let scikit-learn record n_features_in_ and word its errors.
+            # One matrix: let scikit-learn record n_features_in_ (and feature_names_in_)
+            # and word its errors.
             views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
                                    ensure_min_samples=1)]
             check_magnitude(views[0])
+        if (is_multiview(X) or is_lazy(views[0])) and hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_  # no column names for a list of views or lazy arrays
+        self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
+        self.n_features_in_ = sum(self.n_features_per_view_)
         # kernels="auto" has no specs of its own: each candidate dictionary brings them.
         auto = isinstance(self.kernels, str) and self.kernels == "auto"
         specs = None if auto else as_kernel_specs(self.kernels, n_views=len(views))
@@ -237,6 +264,16 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _run(self, backend: KernelBackend) -> SolverResult:
         """The method's alternating loop on ``backend`` (subclasses)."""
         raise NotImplementedError
+
+    def _loop_inputs(self, backend: KernelBackend) -> dict:
+        """What the loop needs that no lambda changes (C, M): :func:`lambda_search` computes it
+        once per backend."""
+        return {}
+
+    def _search_loop(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
+        """The loop at ``lam`` with ``inputs`` from :meth:`_loop_inputs` (methods with a
+        lambda)."""
+        raise ValueError(f"{self.method} has no lambda to search")
 
     def _reporting(self) -> Any:
         """Progress at ``verbose`` (on stderr), unless a caller (the CLI) already reports."""

@@ -153,7 +153,15 @@ class MKKMRK(MultipleKernelKMeans):
     solver_ : str
         The backend that ran.
     n_features_in_ : int
-        Features seen in ``fit`` (single-view feature input only).
+        Features seen in ``fit``: the matrix's columns, or for a list of views the total
+        over all views (``sum(n_features_per_view_)``; :meth:`predict` still takes the views
+        separately, never their concatenation). Not set for precomputed kernels.
+    n_features_per_view_ : tuple of int
+        Features of every view seen in ``fit``, in order (one entry for a single matrix).
+        Not set for precomputed kernels.
+    feature_names_in_ : ndarray of str
+        Column names seen in ``fit``, for a single matrix whose columns are all strings (a
+        pandas DataFrame) only.
     timings_ : dict
         Seconds spent per phase: ``build`` (the kernels, stores or factors), the alternating
         loop's ``dissimilarity``, ``h_step``, ``quad_forms``, ``y_step`` and ``total`` (the
@@ -185,8 +193,8 @@ class MKKMRK(MultipleKernelKMeans):
     >>> from mkrk_dask import MKKMRK
     >>> X, y = load_digits(return_X_y=True)
     >>> model = MKKMRK(n_clusters=10, random_state=0).fit(X[:300])
-    >>> model.weights_.shape
-    (4,)
+    >>> len(model.weights_) == len(model.kernel_names_)
+    True
     >>> MKKMRK.paper(n_clusters=10, random_state=0).fit(X[:300]).weights_.shape
     (12,)
     """
@@ -249,17 +257,6 @@ class MKKMRK(MultipleKernelKMeans):
     PAPER_SETTINGS = {"kernels": "paper", "dissimilarity": "fip", "lam_scaling": "none",
                       "lam": 2.0**-15, "final_step": "spectral", "solver": "exact"}
 
-    @classmethod
-    def paper(cls, n_clusters: int = 8, **params: Any) -> MKKMRK:
-        """The paper-faithful configuration (:attr:`PAPER_SETTINGS`), any of it overridable.
-
-        Examples
-        --------
-        >>> MKKMRK.paper(10, lam=2**-10).get_params()["dissimilarity"]
-        'fip'
-        """
-        return cls(n_clusters, **{**cls.PAPER_SETTINGS, **params})
-
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,
         "lam": [Interval(Real, 0, None, closed="left")],
@@ -279,6 +276,14 @@ class MKKMRK(MultipleKernelKMeans):
         if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:
             raise ValueError(f"dissimilarity {self.dissimilarity!r} is not available with "
                              f"solver={self.solver!r}; choose one of {backend.measures}")
+
+    def _loop_inputs(self, backend: KernelBackend) -> dict:
+        return {"C": backend.dissimilarity(self.dissimilarity)}
+
+    def _search_loop(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
+        return solve(backend, self.n_clusters, lam, C=inputs["C"],
+                     lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
+                     max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol)
 
     def _run(self, backend: KernelBackend) -> SolverResult:
         return solve(
