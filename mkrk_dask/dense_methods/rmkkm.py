@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._checks import check_dense_input, check_iterations, check_tolerance
 
@@ -297,28 +298,31 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
     max_iter = check_iterations("max_iter", max_iter)
     tol = check_tolerance("tol", tol)
     m, n, _ = K.shape
-    weights = np.full(m, float(m) ** (-1.0 / gamma))
-    Kw = np.tensordot(weights, K, axes=1)
-    if init_labels is None:
-        labels, S = _initial_clustering(Kw, k, np.random.default_rng(random_state))
-    else:
-        labels = _check_init_labels(init_labels, n, k)
-        S = _one_hot_centres(labels, k)
-    KS = Kw @ S
-    history: list[float] = []
-    converged = False
-    for _ in range(max_iter):
-        previous = labels
-        labels, S, KS = _l21_steps(Kw, S, KS, labels, _INNER_STEPS)
-        A = _per_kernel_sq_distances(K, S, labels)
-        weights = weight_step(A, weights, gamma)
-        history.append(float(np.sum(np.sqrt(A @ weights))))
+    start = None if init_labels is None else _check_init_labels(init_labels, n, k)
+    # One BLAS thread: the products are n x n by n x k; with a second thread they ran several
+    # times slower whenever the other core was busy (measured beside a benchmark).
+    with threadpool_limits(1):
+        weights = np.full(m, float(m) ** (-1.0 / gamma))
         Kw = np.tensordot(weights, K, axes=1)
+        if start is None:
+            labels, S = _initial_clustering(Kw, k, np.random.default_rng(random_state))
+        else:
+            labels, S = start, _one_hot_centres(start, k)
         KS = Kw @ S
-        if (np.array_equal(labels, previous) and len(history) > 1
-                and history[-2] - history[-1] <= tol * abs(history[-1])):
-            converged = True
-            break
+        history: list[float] = []
+        converged = False
+        for _ in range(max_iter):
+            previous = labels
+            labels, S, KS = _l21_steps(Kw, S, KS, labels, _INNER_STEPS)
+            A = _per_kernel_sq_distances(K, S, labels)
+            weights = weight_step(A, weights, gamma)
+            history.append(float(np.sum(np.sqrt(A @ weights))))
+            Kw = np.tensordot(weights, K, axes=1)
+            KS = Kw @ S
+            if (np.array_equal(labels, previous) and len(history) > 1
+                    and history[-2] - history[-1] <= tol * abs(history[-1])):
+                converged = True
+                break
     return RMKKMResult(labels=labels, weights=weights, simplex_weights=weights ** gamma,
                        centres=S, objective_history=np.asarray(history), n_iter=len(history),
                        converged=converged)
