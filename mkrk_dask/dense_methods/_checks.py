@@ -13,9 +13,16 @@ from ..validation import check_n_clusters, check_precomputed
 __all__ = ["check_dense_input", "check_iterations", "check_tolerance"]
 
 
-def check_dense_input(kernels: Any, n_clusters: Any) -> tuple[np.ndarray, int]:
+def check_dense_input(kernels: Any, n_clusters: Any,
+                      check_input: bool = True) -> tuple[np.ndarray, int]:
     """The kernels as a float64 ``(m, n, n)`` array (square, finite, symmetric, PSD: see
-    :func:`mkrk_dask.validation.check_precomputed`) and ``n_clusters`` checked against n."""
+    :func:`mkrk_dask.validation.check_precomputed`) and ``n_clusters`` checked against n.
+    ``check_input=False`` (kernels the caller has validated) checks the shape only."""
+    if not check_input:
+        K = np.asarray(kernels, dtype=np.float64)
+        if K.ndim != 3 or K.shape[1] != K.shape[2]:
+            raise ValueError(f"kernels must have shape (m, n, n), got {K.shape}")
+        return K, check_n_clusters(n_clusters, K.shape[1])
     K = np.asarray(kernels) if not isinstance(kernels, list | tuple) else kernels
     if isinstance(K, np.ndarray) and K.ndim == 3 and K.shape[1] != K.shape[2]:
         raise ValueError(f"kernels must be square: got shape {K.shape}, expected (m, n, n)")

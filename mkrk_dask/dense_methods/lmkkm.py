@@ -101,7 +101,7 @@ def localized_kernel(kernels: np.ndarray, gating: np.ndarray) -> np.ndarray:
 
 def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: float = 1e-6,
           qp_tol: float = 1e-6, qp_max_products: int = QP_MAX_PRODUCTS,
-          random_state: Any = None) -> LMKKMResult:
+          random_state: Any = None, check_input: bool = True) -> LMKKMResult:
     """Localized multiple kernel k-means (Gonen & Margolin 2014) on dense kernels.
 
     Parameters
@@ -121,6 +121,9 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
         an :class:`~mkrk_dask.exceptions.UncertifiedSolutionWarning`).
     random_state : int, RandomState or None
         Seeds the final k-means (the only random step).
+    check_input : bool, default=True
+        Validate the kernels (finite, symmetric, PSD). ``False`` skips that for kernels the
+        caller validated once and fits many times (the protocol's 20 fits per parameter).
 
     Returns
     -------
@@ -135,7 +138,7 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
     # Q run in numpy's einsum); with a second thread they ran 4-15x slower whenever the other
     # core was busy (measured beside a benchmark), and gain little on an idle machine.
     with threadpool_limits(1):
-        K, k = check_dense_input(kernels, n_clusters)
+        K, k = check_dense_input(kernels, n_clusters, check_input)
         m, n, _ = K.shape
         # Q_m = K_m * (I - H H^T) <= diag(K_m) in the PSD order (Schur: K_m * H H^T >= 0)
         eigenvalue_bound = float(np.diagonal(K, axis1=1, axis2=2).max())

@@ -43,8 +43,10 @@ from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
+    LAM_SCALINGS,
     TOL_MODES,
     check_choice,
+    check_lambda,
     check_lazy_views,
     check_magnitude,
     check_n_clusters,
@@ -138,6 +140,13 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
     def _check_method_params(self) -> None:  # noqa: B027 - optional hook
         """Checks of the method's own parameters (one-line errors)."""
+
+    def _check_trade_off(self) -> None:
+        """``lam``, ``lam_scaling`` and ``qp_gap_tol`` of a method with a lambda and a QP."""
+        check_lambda(self.lam)
+        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
+        if not isinstance(self.qp_gap_tol, numbers.Real) or not self.qp_gap_tol > 0:
+            raise ValueError(f"qp_gap_tol must be a positive number, got {self.qp_gap_tol!r}")
 
     def _backend_options(self, solver: str, strict: bool = True) -> Any:
         """The typed options of ``solver`` from the estimator's parameters and

@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
 from ..solver import SolverResult, alternate, effective_lambda
-from ..validation import LAM_SCALINGS, check_choice, check_lambda
+from ..validation import LAM_SCALINGS, check_lambda
 from ..weight_steps import AverageResidualStep, MatrixRegularizedStep
 from ._base import MultipleKernelKMeans
 
@@ -225,10 +225,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
     }
 
     def _check_method_params(self) -> None:
-        check_lambda(self.lam)
-        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
-        if not isinstance(self.qp_gap_tol, Real) or not self.qp_gap_tol > 0:
-            raise ValueError(f"qp_gap_tol must be a positive number, got {self.qp_gap_tol!r}")
+        self._check_trade_off()
 
     def _check_backend(self, backend: KernelBackend) -> None:
         if backend.n_kernels > 0 and "fip" not in backend.measures:

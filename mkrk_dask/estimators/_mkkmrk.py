@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..backends import KernelBackend
 from ..dissimilarity import MEASURES, check_measure
 from ..solver import SolverResult, solve
-from ..validation import LAM_SCALINGS, check_choice, check_lambda
+from ..validation import LAM_SCALINGS
 from ._base import MultipleKernelKMeans
 
 __all__ = ["MKKMRK"]
@@ -266,11 +266,8 @@ class MKKMRK(MultipleKernelKMeans):
     }
 
     def _check_method_params(self) -> None:
-        check_lambda(self.lam)
+        self._check_trade_off()
         check_measure(self.dissimilarity)
-        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
-        if not isinstance(self.qp_gap_tol, Real) or not self.qp_gap_tol > 0:
-            raise ValueError(f"qp_gap_tol must be a positive number, got {self.qp_gap_tol!r}")
 
     def _check_backend(self, backend: KernelBackend) -> None:
         if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:

@@ -58,14 +58,18 @@ def _closed_form_lam0(d: np.ndarray) -> np.ndarray:
     d_i == 0 those rows absorb all the mass (shared equally) and f* = 0. Any Y with these row
     means is optimal; we return ``Y = w 1^T``.
     """
-    m = d.size
-    zero = d == 0
+    return np.repeat(residual_weights(d)[:, None], d.size, axis=1)
+
+
+def residual_weights(d: np.ndarray) -> np.ndarray:
+    """The minimiser of ``sum_i d_i w_i^2`` over the simplex: ``w_i ∝ 1/d_i``, or the kernels
+    with ``d_i == 0`` sharing all the weight (MKKM's weight step, MKKM-RK's at lambda 0)."""
+    d = np.asarray(d, dtype=np.float64)
+    zero = d <= 0
     if np.any(zero):
-        w = zero / zero.sum()
-    else:
-        inv = 1.0 / d
-        w = inv / inv.sum()
-    return np.repeat(w[:, None], m, axis=1)
+        return zero / zero.sum()
+    inverse = 1.0 / d
+    return inverse / inverse.sum()
 
 
 def _closed_form_lp(c: np.ndarray) -> np.ndarray:

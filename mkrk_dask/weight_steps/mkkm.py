@@ -16,19 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..qp import SimplexQP
+from ..qp._active_set import residual_weights
 from .base import WeightStep, WeightUpdate
 
 __all__ = ["AverageResidualStep", "MatrixRegularizedStep", "mkkm_weights"]
 
 
 def mkkm_weights(residuals: np.ndarray) -> np.ndarray:
-    """The minimiser of ``sum_p w_p^2 d_p`` over the simplex."""
-    d = np.asarray(residuals, dtype=np.float64)
-    zero = d <= 0
-    if np.any(zero):
-        return zero / zero.sum()
-    inverse = 1.0 / d
-    return inverse / inverse.sum()
+    """The minimiser of ``sum_p w_p^2 d_p`` over the simplex (the Y-step's closed form at
+    lambda 0, :func:`mkrk_dask.qp._active_set.residual_weights`)."""
+    return residual_weights(residuals)
 
 
 class AverageResidualStep(WeightStep):
