@@ -17,7 +17,13 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.datasets import PAPER_DATASETS
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import clustering_scores
-from mkrk_dask.protocol import PAPER_TABLE, find_datasets, render_markdown, run_protocol
+from mkrk_dask.protocol import (
+    PAPER_TABLE,
+    PROTOCOL_DIFFERENCES,
+    find_datasets,
+    render_markdown,
+    run_protocol,
+)
 from mkrk_dask.search import summarize_scores
 
 LAMS = [2.0**-15, 2.0**-5]
@@ -108,6 +114,13 @@ def test_markdown_report(report: tuple[dict, Path]) -> None:
     assert sum(line.startswith("| 2^-") for line in lines) == 2
 
 
+def _render_one(entry: dict) -> str:
+    return render_markdown({"command": "c", "started": "s", "finished": "f", "machine": "m",
+                            "library": "l", "threads": 1, "load_start": 0.0, "load_end": 0.0,
+                            "total_seconds": 3.0, "seed": 0, "repeats": 2, "lams": [0.001],
+                            "datasets": [entry]})
+
+
 def test_markdown_shows_the_paper_figures() -> None:
     """A dataset of the paper gets its Table 2 figures and our best minus them."""
     summary = {m: {"best": 0.5, "mean": 0.4, "std": 0.1} for m in ("acc", "nmi", "purity")}
@@ -122,12 +135,22 @@ def test_markdown_shows_the_paper_figures() -> None:
                          "grid_best": {"acc": 0.5, "nmi": 0.5, "purity": 0.5},
                          "per_lambda": [{"lam": 0.001, "n_iter": 3, "summary": summary,
                                          "n_selected": 2, "seconds": 1.0}]}}
-    text = render_markdown({"command": "c", "started": "s", "finished": "f", "machine": "m",
-                            "library": "l", "threads": 1, "load_start": 0.0, "load_end": 0.0,
-                            "total_seconds": 3.0, "seed": 0, "repeats": 2, "lams": [0.001],
-                            "datasets": [entry]})
+    text = _render_one(entry)
     paper = PAPER_TABLE["orl"]["MKKM-RK"]
     row = next(line for line in text.splitlines() if line.startswith("| MKKM-RK |"))
     assert "/".join(f"{v:.2f}" for v in paper) in row
     assert f"{50 - paper[0]:+.2f}" in row and "| 0.001 | 3 |" in row
     assert "SB-KKM" in text and "kernel: k1" in text
+    # every cell here is far from the paper: each method gets its note, with the deltas
+    notes = [line for line in text.splitlines() if line.startswith("- ") and ": ACC " in line]
+    assert [n.split(":")[0][2:] for n in notes] == ["SB-KKM", "A-MKKM", "MKKM-RK"]
+    rk = PAPER_TABLE["orl"]["MKKM-RK"]
+    assert notes[-1] == (f"- MKKM-RK: ACC {50 - rk[0]:+.2f}, NMI {50 - rk[1]:+.2f} (below the "
+                         f"paper): {PROTOCOL_DIFFERENCES['MKKM-RK']}.")
+    # a cell within 3 points gets no note
+    near = {m: {"best": v / 100, "mean": v / 100, "std": 0.0}
+            for m, v in zip(("acc", "nmi", "purity"), rk, strict=True)}
+    entry["MKKM-RK"]["summary"] = near
+    text = _render_one(entry)
+    assert not any(line.startswith("- MKKM-RK:") for line in text.splitlines())
+    assert any(line.startswith("- SB-KKM:") for line in text.splitlines())
