@@ -2,9 +2,10 @@
 
 The protocol itself is library code (:mod:`mkrk_dask.protocol`, also run by ``mkrk
 reproduce``): on every dataset found in the data folder (``../shared/datasets`` or
-``--data-dir``), the 12 paper kernels (4 per view on a multi-view set); MKKM-RK over lambda in
-2^-15 .. 2^5 with 20 repeats of the final k-means per lambda; SB-KKM, A-MKKM, MKKM, LMKKM,
-RMKKM (gamma 0.1 .. 0.9) and MKKM-MR (lambda 2^-15 .. 2^15) with 20 repeats each. This script
+``--data-dir``), the 12 paper kernels (a cosine and a Gaussian per view on a multi-view set);
+MKKM-RK over lambda in 2^-15 .. 2^5 with 20 repeats of the final k-means per lambda; SB-KKM,
+A-MKKM, MKKM, LMKKM, RMKKM (gamma 0.1 .. 0.9) and MKKM-MR (lambda 2^-15 .. 2^15) with 20
+repeats each. This script
 adds the benchmark's command line and records the library's git state in the report.
 
 Writes ``benchmarks/results/paper/paper_table.md`` and ``paper_table.json`` (every lambda:

@@ -24,6 +24,7 @@ from mkrk_dask.protocol import (
     render_markdown,
     run_protocol,
 )
+from mkrk_dask.protocol_methods import run_lmkkm, run_rmkkm
 from mkrk_dask.search import summarize_scores
 
 LAMS = [2.0**-15, 2.0**-5]
@@ -95,6 +96,13 @@ def test_numbers_are_those_of_the_library_calls(report: tuple[dict, Path],
     labels = average_kernel_clustering(backend, 10, 2, random_state=0)
     assert entry["A-MKKM"]["summary"] == summarize_scores(
         [clustering_scores(y, lab) for lab in labels])
+    # RMKKM and LMKKM ran side by side on threads: the same as one after the other
+    sequential = run_rmkkm(backend.kernels, y, 10, 2, 0)
+    assert {**entry["RMKKM"], "per_gamma": None} == {**sequential, "per_gamma": None}
+    for threaded, alone in zip(entry["RMKKM"]["per_gamma"], sequential["per_gamma"],
+                               strict=True):
+        assert {**threaded, "seconds": 0} == {**alone, "seconds": 0}
+    assert entry["LMKKM"] == json.loads(json.dumps(run_lmkkm(backend.kernels, y, 10, 2, 0)))
 
 
 def test_markdown_report(report: tuple[dict, Path]) -> None:

@@ -145,6 +145,12 @@ def test_objective_is_the_sum_of_feature_space_distances():
     centres = S.T @ phi
     expected = sum(np.linalg.norm(phi[j] - centres[labels[j]]) for j in range(25))
     assert np.isclose(rmkkm_objective(K, w, labels, S), expected, rtol=1e-10)
+    # centres that live on other samples than their cluster's (a step kept an older centre)
+    S = rng.random((25, 3)) * (np.roll(labels, 4)[:, None] == np.arange(3))
+    S /= S.sum(axis=0)
+    centres = S.T @ phi
+    expected = sum(np.linalg.norm(phi[j] - centres[labels[j]]) for j in range(25))
+    assert np.isclose(rmkkm_objective(K, w, labels, S), expected, rtol=1e-10)
 
 
 @pytest.mark.parametrize("gamma", [0.1, 0.5, 0.9])

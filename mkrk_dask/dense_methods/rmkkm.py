@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy import sparse
 from threadpoolctl import threadpool_limits
 
 from ._checks import check_dense_input, check_iterations, check_tolerance
@@ -109,13 +110,32 @@ class RMKKMResult:
 
 def _per_kernel_sq_distances(kernels: np.ndarray, S: np.ndarray, labels: np.ndarray
                              ) -> np.ndarray:
-    """``A`` (n, m): squared distance of every sample to its centre in every kernel."""
-    KS = np.matmul(kernels, S)                                   # (m, n, k)
-    centre_sq = np.einsum("ic,mic->mc", S, KS)                   # (m, k): s_c^T K_v s_c
-    rows = np.arange(S.shape[0])
+    """``A`` (n, m): squared distance of every sample to its centre in every kernel.
+
+    Only ``(K_v S)[j, labels[j]]`` is needed, one entry per sample: a pass over the kernels
+    against ``M[j, i] = S[i, labels[j]]`` (memory-bound; the full ``K_v S`` costs k times the
+    flops). A centre's norm ``s_c^T K_v s_c`` then follows from those entries when S's column
+    c lives on the samples labelled c (the usual case); otherwise from its own block.
+    """
+    T = np.einsum("vji,ji->vj", kernels, S[:, labels].T)         # (m, n)
+    m, k = kernels.shape[0], S.shape[1]
+    centre_sq = np.zeros((m, k))
+    for c in np.unique(labels):
+        support = np.flatnonzero(S[:, c])
+        s = S[support, c]
+        if np.all(labels[support] == c):
+            centre_sq[:, c] = T[:, support] @ s
+        else:
+            centre_sq[:, c] = (kernels[:, support[:, None], support] @ s) @ s
     diag = np.diagonal(kernels, axis1=1, axis2=2)                # (m, n)
-    A = diag - 2.0 * KS[:, rows, labels] + centre_sq[:, labels]
+    A = diag - 2.0 * T + centre_sq[:, labels]
     return np.maximum(A, 0.0).T
+
+
+def _times_centres(Kw: np.ndarray, S: np.ndarray) -> np.ndarray:
+    """``Kw @ S`` for S with about one non-zero per row: as the sparse ``(S^T Kw)^T``, n^2
+    multiply-adds instead of the n^2 k of a dense product (Kw is symmetric)."""
+    return (sparse.csr_matrix(S.T) @ Kw).T
 
 
 def rmkkm_objective(kernels: np.ndarray, weights: np.ndarray, labels: np.ndarray,
@@ -211,7 +231,7 @@ def _l21_steps(Kw: np.ndarray, S: np.ndarray, KS: np.ndarray, labels: np.ndarray
         new = _fill_empty(nearest, sq[np.arange(n), nearest], k)
         old_sq = sq[np.arange(n), new]
         S_new = _weiszfeld_centres(new, sq[np.arange(n), nearest], k)
-        KS_new = Kw @ S_new
+        KS_new = _times_centres(Kw, S_new)
         new_sq = _sq_distances(diag, KS_new, S_new)[np.arange(n), new]
         better = (_cluster_costs(np.sqrt(new_sq), new, k)
                   <= _cluster_costs(np.sqrt(old_sq), new, k))
@@ -238,7 +258,7 @@ def _initial_clustering(Kw: np.ndarray, k: int, rng: np.random.Generator
     for _ in range(_INIT_REPLICATES):
         S = np.zeros((n, k))
         S[rng.choice(n, size=k, replace=False), np.arange(k)] = 1.0
-        labels, S, KS = _l21_steps(Kw, S, Kw @ S, None, _INIT_STEPS)
+        labels, S, KS = _l21_steps(Kw, S, _times_centres(Kw, S), None, _INIT_STEPS)
         cost = float(np.sum(np.sqrt(_sq_distances(np.diagonal(Kw), KS, S)[np.arange(n),
                                                                            labels])))
         if best is None or cost < best[0]:
@@ -311,7 +331,7 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
             labels, S = _initial_clustering(Kw, k, np.random.default_rng(random_state))
         else:
             labels, S = start, _one_hot_centres(start, k)
-        KS = Kw @ S
+        KS = _times_centres(Kw, S)
         history: list[float] = []
         converged = False
         for _ in range(max_iter):
@@ -321,7 +341,7 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
             weights = weight_step(A, weights, gamma)
             history.append(float(np.sum(np.sqrt(A @ weights))))
             Kw = np.tensordot(weights, K, axes=1)
-            KS = Kw @ S
+            KS = _times_centres(Kw, S)
             if (np.array_equal(labels, previous) and len(history) > 1
                     and history[-2] - history[-1] <= tol * abs(history[-1])):
                 converged = True
