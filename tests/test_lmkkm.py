@@ -289,3 +289,21 @@ def test_kernel_not_psd():
         warnings.simplefilter("error")
         with pytest.raises(ValueError, match="positive semi-definite"):
             lmkkm(K, 2)
+
+
+def test_a_gating_that_settles_on_a_constant_kernel_is_certified_and_stops():
+    """With a constant kernel (rank 1) among the kernels, the gating can put everything on it
+    and f falls to round-off: every Theta-step is still certified (its gap is at the round-off
+    level) and the fit stops before max_iter, instead of chasing a relative gap below
+    round-off to the pass cap."""
+    rng = np.random.default_rng(5)
+    F = rng.normal(size=(60, 3))
+    linear = F @ F.T
+    linear /= np.sqrt(np.outer(np.diag(linear), np.diag(linear)))
+    K = np.stack([np.ones((60, 60)), linear])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UncertifiedSolutionWarning)
+        res = lmkkm(K, 2, max_iter=100, qp_max_products=2000, random_state=0)
+    assert res.gating[:, 0].min() > 0.99         # all on the constant kernel
+    assert res.objective_history[-1] < 1e-10 * res.objective_history[0]
+    assert res.qp_certified.all() and res.converged and res.n_iter < 100

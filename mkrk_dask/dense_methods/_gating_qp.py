@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg
 
 __all__ = ["GatingQPSolution", "solve_gating_qp", "project_rows_to_simplex", "gating_objective",
-           "gating_frank_wolfe_gap"]
+           "gating_frank_wolfe_gap", "objective_noise"]
 
 #: pivoting rounds without fewer infeasible entries before FISTA takes over
 _STALL_ROUNDS = 3
@@ -63,8 +63,8 @@ class GatingQPSolution:
     gap : float
         A certified bound on ``objective - f*``.
     relative_gap : float
-        ``gap / objective`` (with a floor of 1e-15 times the largest objective on the simplex,
-        so that an exactly zero objective with zero gap counts as solved).
+        ``gap / max(objective, objective_noise(Q) / tol)``: a gap at the round-off level
+        counts as solved whatever the objective.
     products : int
         Passes over the m blocks of Q (the cost unit: each reads m n^2 numbers).
     certified : bool
@@ -109,11 +109,14 @@ def _gap(X: np.ndarray, QX: np.ndarray) -> float:
     return float(np.sum(X * (G - G.min(axis=0, keepdims=True))))
 
 
-def _objective_floor(Q: np.ndarray) -> float:
-    """1e-15 times the largest f on the simplex (``sum_i max_m Q_m,ii``): relative gaps divide
-    by ``max(f, floor)``."""
+def objective_noise(Q: np.ndarray) -> float:
+    """The round-off level of f and of its gap as computed here: ``n eps`` times the largest f
+    on the simplex (``sum_i max_m Q_m,ii``). Below it a gap says nothing, so a relative
+    tolerance is met once the gap is there: an f that falls towards 0 (the gating settling on a
+    nearly constant kernel) would otherwise ask for a gap below round-off, never certified."""
+    n = Q.shape[1]
     diag = np.diagonal(Q, axis1=1, axis2=2)
-    return 1e-15 * max(float(diag.max(axis=0).sum()), 1e-300)
+    return n * np.finfo(np.float64).eps * max(float(diag.max(axis=0).sum()), 1e-300)
 
 
 def gating_objective(Q: np.ndarray, gating: np.ndarray) -> float:
@@ -320,7 +323,8 @@ def solve_gating_qp(Q: np.ndarray, start: np.ndarray, *, basis: np.ndarray | Non
     GatingQPSolution
     """
     m, n, _ = Q.shape
-    floor = _objective_floor(Q)
+    # relative gaps divide by max(f, floor): tol * floor is the round-off level
+    floor = objective_noise(Q) / tol
     X = np.ascontiguousarray(start.T, dtype=np.float64)
     QX = _apply(Q, X)
     products = 1

@@ -24,7 +24,9 @@ Choices, and where they come from (the MKKM-RK authors' copy of the LMKKM code,
 - start: ``Theta = 1/m`` everywhere (as the code);
 - iterations: the code runs a fixed 100 (``iteration_count = 100`` in the demo) and has no
   stopping rule. Here at most ``max_iter`` (100), stopping early when the objective decreased
-  by at most ``tol`` relative to it;
+  by at most ``tol`` relative to it, or by less than its round-off level
+  (:func:`~mkrk_dask.dense_methods._gating_qp.objective_noise`; the gating can settle on a
+  nearly constant kernel, where f falls towards 0);
 - the code records ``tr(H^T K_Theta H) - tr(K_Theta)``, the negative of f, after the Theta-step;
   we record f itself, at the same point (H of the iteration, Theta after its QP);
 - final labels: as the code, k-means (10 restarts, at most 1000 iterations) on the rows of the
@@ -47,7 +49,7 @@ from ..assignment import assign_clusters
 from ..eigen import top_k_dense
 from ..exceptions import UncertifiedSolutionWarning
 from ._checks import check_dense_input, check_iterations, check_tolerance
-from ._gating_qp import solve_gating_qp
+from ._gating_qp import objective_noise, solve_gating_qp
 
 __all__ = ["lmkkm", "LMKKMResult", "localized_kernel", "QP_MAX_PRODUCTS"]
 
@@ -142,6 +144,8 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
         m, n, _ = K.shape
         # Q_m = K_m * (I - H H^T) <= diag(K_m) in the PSD order (Schur: K_m * H H^T >= 0)
         eigenvalue_bound = float(np.diagonal(K, axis1=1, axis2=2).max())
+        # f's round-off level (Q_m,ii <= K_m,ii): smaller decreases are no progress
+        noise = objective_noise(K)
         gating = np.full((n, m), 1.0 / m)
         H = None
         Q = np.empty_like(K)
@@ -166,7 +170,7 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
             certified.append(solution.certified)
             # (a Theta-step stopped at its cap may not have moved: that is no convergence)
             if (len(history) > 1 and solution.certified
-                    and history[-2] - history[-1] <= tol * abs(history[-1])):
+                    and history[-2] - history[-1] <= max(tol * abs(history[-1]), noise)):
                 converged = True
                 break
         labels = assign_clusters(H, k, n_init=10, max_iter=1000, random_state=random_state)
