@@ -505,6 +505,8 @@ def _dataset_section(ds: dict[str, Any]) -> list[str]:
 
 def _far_cells(ds: dict[str, Any], paper: dict[str, tuple[float, ...]]) -> list[str]:
     """A note per method whose best ACC or NMI is more than ``_FAR`` points from the paper's."""
+    if not paper:
+        return ["", "The paper has no figures for this dataset."]
     notes = []
     for method in [mt for mt in METHODS if mt in ds and mt in paper]:
         summary = ds[method]["summary"]
@@ -512,10 +514,13 @@ def _far_cells(ds: dict[str, Any], paper: dict[str, tuple[float, ...]]) -> list[
                   for mt, v in zip(METRICS, paper[method], strict=True) if mt != "purity"}
         if max(abs(d) for d in deltas.values()) <= _FAR:
             continue
-        side = "above" if sum(deltas.values()) > 0 else "below"
+        above = [mt.upper() for mt, d in deltas.items() if d > 0]
+        below = [mt.upper() for mt, d in deltas.items() if d <= 0]
+        side = ("above the paper" if not below else "below the paper" if not above
+                else f"above in {', '.join(above)}, below in {', '.join(below)}")
         notes.append(f"- {method}: " + ", ".join(f"{mt.upper()} {d:+.2f}"
                                                 for mt, d in deltas.items())
-                     + f" ({side} the paper): {PROTOCOL_DIFFERENCES[method]}.")
+                     + f" ({side}): {PROTOCOL_DIFFERENCES[method]}.")
     if not notes:
         return ["", f"Every cell is within {_FAR:g} points of the paper's figure (ACC, NMI)."]
     return ["", f"Cells more than {_FAR:g} points from the paper's figure (ACC or NMI), and "

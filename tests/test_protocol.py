@@ -118,6 +118,7 @@ def test_markdown_report(report: tuple[dict, Path]) -> None:
     for method in ("SB-KKM", "A-MKKM", "MKKM-RK"):
         row = next(line for line in lines if line.startswith(f"| {method} |"))
         assert row.count("|") == 10 and "| – | – |" in row  # no paper figure for usps
+    assert "The paper has no figures for this dataset." in lines
     assert "lambda in 2^-15 .. 2^-5 (2 values)" in text
     assert sum(line.startswith("| 2^-") for line in lines) == 2
 
@@ -161,4 +162,10 @@ def test_markdown_shows_the_paper_figures() -> None:
     entry["MKKM-RK"]["summary"] = near
     text = _render_one(entry)
     assert not any(line.startswith("- MKKM-RK:") for line in text.splitlines())
+    # one metric above, one below: the note says which
+    near["nmi"] = {"best": rk[1] / 100 + 0.05, "mean": 0.0, "std": 0.0}
+    near["acc"] = {"best": rk[0] / 100 - 0.01, "mean": 0.0, "std": 0.0}
+    note = next(line for line in _render_one(entry).splitlines()
+                if line.startswith("- MKKM-RK:"))
+    assert note.startswith("- MKKM-RK: ACC -1.00, NMI +5.00 (above in NMI, below in ACC): ")
     assert any(line.startswith("- SB-KKM:") for line in text.splitlines())
