@@ -227,8 +227,9 @@ def run_dataset(name: str, data_dir: str | os.PathLike[str] | None, lams: Sequen
     return out
 
 
-def _done(out: dict[str, Any], method: str, start: float) -> None:
-    out["seconds"][method] = time.perf_counter() - start
+def _done(out: dict[str, Any], method: str, start: float, finished: float | None = None
+          ) -> None:
+    out["seconds"][method] = (time.perf_counter() if finished is None else finished) - start
     _log(f"   {method} ACC {100 * out[method]['summary']['acc']['best']:.2f}  "
          f"({out['seconds'][method]:.1f}s)")
 
@@ -252,9 +253,7 @@ def _run_dense_methods(out: dict[str, Any], kernels: np.ndarray, y: np.ndarray, 
             _done(out, "RMKKM", start)
         if lm is not None:
             out["LMKKM"], finished = lm.result()
-            out["seconds"]["LMKKM"] = finished - start
-            _log(f"   LMKKM ACC {100 * out['LMKKM']['summary']['acc']['best']:.2f}  "
-                 f"({out['seconds']['LMKKM']:.1f}s)")
+            _done(out, "LMKKM", start, finished)
 
 
 def run_protocol(datasets: Sequence[str] = DATASETS, *,
