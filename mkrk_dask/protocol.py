@@ -248,12 +248,17 @@ def _run_dense_methods(out: dict[str, Any], kernels: np.ndarray, y: np.ndarray, 
             return run_lmkkm(kernels, y, k, repeats, seed), time.perf_counter()
 
         lm = pool.submit(timed_lmkkm) if "LMKKM" in methods else None
-        if "RMKKM" in methods:
-            out["RMKKM"] = run_rmkkm(kernels, y, k, repeats, seed, executor=pool)
-            _done(out, "RMKKM", start)
-        if lm is not None:
-            out["LMKKM"], finished = lm.result()
-            _done(out, "LMKKM", start, finished)
+        try:
+            if "RMKKM" in methods:
+                out["RMKKM"] = run_rmkkm(kernels, y, k, repeats, seed, executor=pool)
+                _done(out, "RMKKM", start)
+            if lm is not None:
+                out["LMKKM"], finished = lm.result()
+                _done(out, "LMKKM", start, finished)
+        except BaseException:
+            # an error or Ctrl-C: drop the queued fits rather than wait for all of them
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
 
 
 def run_protocol(datasets: Sequence[str] = DATASETS, *,
