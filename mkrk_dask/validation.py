@@ -6,6 +6,7 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 from __future__ import annotations
 
 import numbers
+import time
 import warnings
 from typing import Any
 
@@ -13,7 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
-__all__ = ["check_views", "check_lazy_views", "check_precomputed", "check_n_clusters",
+__all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_precomputed",
+           "kernel_stack", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "LAM_SCALINGS", "TOL_MODES", "PSD_FULL_CHECK_MAX_N"]
 
@@ -140,6 +142,10 @@ def check_magnitude(view: Any, index: int | None = None) -> None:
 #: precomputed kernels up to this size are checked for positive semi-definiteness whole;
 #: larger ones on a random principal submatrix of this size (with a warning)
 PSD_FULL_CHECK_MAX_N = 1500
+#: side of the square tiles in which a kernel is compared with its transpose: a pair of
+#: 256 x 256 float64 tiles (1 MiB) stays in the L2 cache, where a whole-matrix ``K - K.T``
+#: strides through memory and allocates two n x n temporaries
+_TILE = 256
 
 
 def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = 1e-8) -> np.ndarray:
@@ -150,7 +156,82 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = 1e-8)
     (a Cholesky factorisation of ``K + tol I``; on a random principal submatrix of
     :data:`PSD_FULL_CHECK_MAX_N` rows when n is larger, with a warning). Returns a float64
     C-contiguous ``(m, n, n)`` array (the input itself when it already is one: no copy).
+    :func:`prepare_precomputed` makes the same checks while making the normalised copy a fit
+    needs.
     """
+    K = kernel_stack(K)
+    sample = _psd_sample(K.shape[1])
+    work = np.empty((K.shape[1],) * 2 if sample is None else (sample.size,) * 2)
+    for p in range(K.shape[0]):
+        Kp = K[p]
+        scale = _largest_entry(Kp, p)  # NaN and infinity first
+        _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+        _check_psd(Kp if sample is None else Kp[np.ix_(sample, sample)], p, psd_tol, work)
+    return K
+
+
+def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
+                        psd_tol: float = 1e-8, timings: dict | None = None) -> np.ndarray:
+    """The checks of :func:`check_precomputed`, made while writing the copy a fit works on.
+
+    Returns a new C-contiguous float64 ``(m, n, n)`` array (the input is never modified):
+    every kernel normalised ``K_ij / sqrt(K_ii K_jj)`` when ``normalize``, then made exactly
+    symmetric, ``(K + K^T) / 2``. Each kernel is scaled straight into the copy, which one
+    tiled pass then symmetrises while it compares the input with its transpose; the PSD test
+    (a Cholesky factorisation) factorises the copy in one n x n buffer shared by all kernels.
+    Nothing else of size n x n is allocated.
+
+    The PSD test is that of :func:`check_precomputed` on the kernel the fit uses: with
+    ``normalize`` on the normalised kernel, whose largest diagonal entry is 1 (normalising is
+    a congruence, which keeps the signs of the eigenvalues). A negative diagonal entry fails
+    it at once; a zero one fails normalisation.
+
+    Parameters
+    ----------
+    K : array-like of shape (m, n, n) or (n, n), or list of (n, n) arrays
+    normalize : bool, default=True
+    symmetry_tol, psd_tol : float
+        As for :func:`check_precomputed`.
+    timings : dict, optional
+        Seconds are added to its ``copy`` (the checks before the PSD test and the copy) and
+        ``psd`` (the PSD test) entries.
+
+    Returns
+    -------
+    ndarray of shape (m, n, n)
+    """
+    K = kernel_stack(K)
+    m, n, _ = K.shape
+    out = np.empty((m, n, n))
+    sample = _psd_sample(n)
+    work = np.empty((n, n) if sample is None else (sample.size,) * 2)
+    seconds = {"copy": 0.0, "psd": 0.0}
+    for p in range(m):
+        start = time.perf_counter()
+        Kp = K[p]
+        scale = _largest_entry(Kp, p)
+        diagonal = np.diagonal(Kp)
+        shift = psd_tol * n * max(float(np.max(np.abs(diagonal))), 1e-300)
+        if normalize and not np.all(diagonal > 0):
+            # The symmetry error comes first, as in check_precomputed.
+            _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+            _check_diagonal(diagonal, p, shift)
+        rows = 1.0 / np.sqrt(diagonal) if normalize else None
+        _check_symmetric(p, _tiled_pass(Kp, out[p], rows), scale, symmetry_tol)
+        copied = time.perf_counter()
+        _check_psd(out[p] if sample is None else out[p][np.ix_(sample, sample)], p,
+                   psd_tol, work)
+        seconds["copy"] += copied - start
+        seconds["psd"] += time.perf_counter() - copied
+    if timings is not None:
+        for key, value in seconds.items():
+            timings[key] = timings.get(key, 0.0) + value
+    return out
+
+
+def kernel_stack(K: Any) -> np.ndarray:
+    """Precomputed kernels as a float64 C-contiguous ``(m, n, n)`` array, shapes checked,
+    values not (the input itself when it already is one: no copy)."""
     if isinstance(K, list | tuple):
         shapes = {np.shape(k) for k in K}
         if len(shapes) != 1:
@@ -168,41 +249,112 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = 1e-8)
         raise ValueError(f"precomputed kernels must be square, got {n} x {n2}")
     if m == 0 or n == 0:
         raise ValueError(f"precomputed kernels are empty: shape {K.shape}")
-    sample = None
-    if n > PSD_FULL_CHECK_MAX_N:
-        sample = np.sort(np.random.default_rng(0).choice(n, PSD_FULL_CHECK_MAX_N, replace=False))
-        warnings.warn(f"precomputed kernels of {n} rows are checked for positive "
-                      f"semi-definiteness on a random principal submatrix of "
-                      f"{PSD_FULL_CHECK_MAX_N} rows only", UserWarning, stacklevel=3)
-    for p in range(m):
-        Kp = K[p]
-        if not np.isfinite(Kp).all():
-            raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
-        scale = max(float(np.abs(Kp).max()), 1e-300)
-        asym = float(np.abs(Kp - Kp.T).max())
-        if asym > symmetry_tol * scale:
-            raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
-                             f"{asym:.3g} (relative {asym / scale:.3g})")
-        _check_psd(Kp if sample is None else Kp[np.ix_(sample, sample)], p, psd_tol)
     return K
 
 
-def _check_psd(K: np.ndarray, p: int, tol: float) -> None:
-    """A Cholesky factorisation of ``K + tol n max(diag) I`` exists iff no eigenvalue of K is
-    below ``-tol n max(diag)`` (to round-off): the cheapest complete test."""
+def _psd_sample(n: int) -> np.ndarray | None:
+    """The rows of the principal submatrix the PSD test uses (None: all of them)."""
+    if n <= PSD_FULL_CHECK_MAX_N:
+        return None
+    warnings.warn(f"precomputed kernels of {n} rows are checked for positive "
+                  f"semi-definiteness on a random principal submatrix of "
+                  f"{PSD_FULL_CHECK_MAX_N} rows only", UserWarning, stacklevel=4)
+    return np.sort(np.random.default_rng(0).choice(n, PSD_FULL_CHECK_MAX_N, replace=False))
+
+
+def _largest_entry(K: np.ndarray, p: int) -> float:
+    """``max |K_ij|``, or a ValueError for NaN or infinity. The largest and the smallest
+    entry carry both (NaN propagates through max and min), without an n x n temporary."""
+    high, low = float(K.max()), float(K.min())
+    if not (np.isfinite(high) and np.isfinite(low)):
+        raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
+    return max(abs(high), abs(low), 1e-300)
+
+
+def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
+                rows: np.ndarray | None = None) -> float:
+    """``max |K - K^T|``, tile pair by tile pair; with ``out``, also write
+    ``(N + N^T) / 2`` there, N = ``K`` scaled by ``rows`` on both sides (diagonal 1) or ``K``.
+
+    The operations and their order are those of :func:`mkrk_dask.kernels.normalize_kernels`
+    followed by :func:`mkrk_dask.kernels.symmetrize`, so the copy is the same to the bit.
+    Only what reads a transposed tile goes tile by tile; one tile buffer serves them all,
+    and nothing of size n x n is allocated.
+    """
+    n = K.shape[0]
+    side = min(_TILE, n)
+    # Rows padded by 8 entries: with a stride of exactly 2 KiB the rows of a tile map to the
+    # same cache sets, and reading it transposed was 2.5x slower (measured).
+    buffer = np.empty((side, side + 8))
+    source = K
+    if out is not None and rows is not None:
+        source = np.multiply(K, rows[:, None], out=out)
+        source *= rows[None, :]
+        np.fill_diagonal(source, 1.0)
+    worst = 0.0
+    for a in range(0, n, _TILE):
+        rows_a = slice(a, min(a + _TILE, n))
+        for b in range(a, n, _TILE):
+            rows_b = slice(b, min(b + _TILE, n))
+            upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
+            tile = buffer[:upper.shape[0], :upper.shape[1]]
+            np.subtract(upper, lower.T, out=tile)
+            worst = max(worst, float(tile.max()), -float(tile.min()))
+            if out is None:
+                continue
+            np.add(source[rows_a, rows_b], source[rows_b, rows_a].T, out=tile)
+            tile *= 0.5
+            out[rows_a, rows_b] = tile
+            if a != b:
+                out[rows_b, rows_a] = tile.T
+    return worst
+
+
+def _check_symmetric(p: int, asym: float, scale: float, tol: float) -> None:
+    if asym > tol * scale:
+        raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
+                         f"{asym:.3g} (relative {asym / scale:.3g})")
+
+
+def _not_psd(p: int, shift: float, where: str) -> ValueError:
+    return ValueError(
+        f"precomputed kernel {p} is not positive semi-definite (an eigenvalue is below "
+        f"-{shift:.2g}; {where}); kernel k-means needs PSD kernels: fix the kernel, or shift "
+        "it (K + c I)")
+
+
+def _check_diagonal(diagonal: np.ndarray, p: int, shift: float) -> None:
+    """Before normalising: a diagonal entry below ``-shift`` fails the PSD test (the
+    Cholesky factorisation fails at that row at the latest); one in ``[-shift, 0]`` cannot be
+    normalised."""
+    low = int(np.argmin(diagonal))
+    if diagonal[low] < -shift:
+        raise _not_psd(p, shift, f"diagonal entry {low} is {diagonal[low]:.3g}")
+    raise ValueError(f"precomputed kernel {p}: diagonal entry {low} is "
+                     f"{diagonal[low]:.3g}; normalisation needs a positive diagonal "
+                     "(pass normalize=False to use the kernels as they are)")
+
+
+def _check_psd(K: np.ndarray, p: int, tol: float, work: np.ndarray | None = None) -> None:
+    """Raise unless a Cholesky factorisation of ``K + tol n max(diag) I`` exists, which it
+    does iff no eigenvalue of K is below ``-tol n max(diag)`` (to round-off): the cheapest
+    complete test.
+
+    ``K`` (symmetric) is not modified: LAPACK factorises a copy in ``work``, an n x n float64
+    buffer (default: a new one; a fit reuses one for all its kernels, which spares the page
+    faults of a fresh 8 n^2 bytes per kernel).
+    """
     from scipy.linalg.lapack import dpotrf
 
     n = K.shape[0]
-    shift = tol * n * max(float(np.max(np.abs(np.diag(K)))), 1e-300)
-    # K is symmetric, so its transpose is the same matrix in Fortran order; dpotrf copies it.
-    shifted = np.array(K.T, order="F")
-    shifted[np.diag_indices(n)] += shift
-    _, info = dpotrf(shifted, lower=1, overwrite_a=1, clean=0)
+    work = np.empty((n, n)) if work is None else work
+    np.copyto(work, K)
+    shift = tol * n * max(float(np.max(np.abs(np.diagonal(work)))), 1e-300)
+    work[np.diag_indices(n)] += shift
+    # work is symmetric, so its transpose is the same matrix in Fortran order (no copy).
+    _, info = dpotrf(work.T, lower=1, overwrite_a=1, clean=0)
     if info > 0:
-        raise ValueError(
-            f"precomputed kernel {p} is not positive semi-definite (an eigenvalue is below "
-            f"-{shift:.2g}; the Cholesky factorisation fails at row {info - 1}); kernel "
-            "k-means needs PSD kernels: fix the kernel, or shift it (K + c I)")
+        raise _not_psd(p, shift, f"the Cholesky factorisation fails at row {info - 1}")
 
 
 def check_n_clusters(n_clusters: Any, n_samples: int) -> int:

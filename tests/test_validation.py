@@ -50,3 +50,122 @@ def test_good_values_pass_through():
     assert check_choice("mode", "a", ("a",)) == "a"
     K = check_precomputed(np.eye(3))
     assert K.shape == (1, 3, 3) and K.dtype == np.float64
+
+
+# --------------------------------------------------------------------------- precomputed kernels
+
+
+def _raw_kernels(n: int = 300, seed: int = 0) -> np.ndarray:
+    """Two PSD kernels with unequal diagonals and round-off asymmetry (n spans two tiles)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    linear = X @ X.T + 1e-3 * np.eye(n)
+    sq = np.sum(X**2, axis=1)
+    gaussian = 3.0 * np.exp(-(sq[:, None] + sq[None, :] - 2 * X @ X.T) / 20.0)
+    K = np.stack([linear, gaussian])
+    return K + 1e-12 * np.abs(K).max() * rng.normal(size=K.shape)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_prepared_copy_is_normalise_then_symmetrize_to_the_bit(normalize):
+    from mkrk_dask.kernels import normalize_kernels, symmetrize
+    from mkrk_dask.validation import prepare_precomputed
+
+    K = _raw_kernels()
+    before = K.copy()
+    expected = K.copy()
+    if normalize:
+        normalize_kernels(expected)
+    symmetrize(expected, unit_diagonal=False)
+    got = prepare_precomputed(K, normalize=normalize)
+    assert np.array_equal(got, expected)
+    assert np.array_equal(got, got.transpose(0, 2, 1))
+    assert np.array_equal(K, before)  # the input is never modified
+    assert not np.shares_memory(got, K)
+
+
+def _bad_kernel(kind: str) -> np.ndarray:
+    K = _raw_kernels()
+    n = K.shape[1]
+    if kind == "not symmetric":
+        K[1, 280, 3] += 1e-3  # in the second tile row: the tiled comparison must reach it
+    elif kind == "NaN":
+        K[1, 299, 299] = np.nan
+    elif kind == "infinity":
+        K[1, 0, 5] = K[1, 5, 0] = np.inf
+    elif kind == "not PSD":
+        # One negative eigenvalue, -1, along a unit vector: the Cholesky test must fail.
+        v = np.random.default_rng(1).normal(size=n)
+        v /= np.linalg.norm(v)
+        K[1] -= (np.linalg.eigvalsh(K[1])[0] + 1.0) * np.outer(v, v)
+    elif kind == "negative diagonal":
+        K[1, 7, 7] = -1.0
+    elif kind == "zero diagonal":
+        K[1, 7, :] = K[1, :, 7] = 0.0  # still PSD: a zero row
+    return K
+
+
+BAD_KERNELS = [("not symmetric", "precomputed kernel 1 is not symmetric"),
+               ("NaN", "precomputed kernel 1 contains NaN or infinity"),
+               ("infinity", "precomputed kernel 1 contains NaN or infinity"),
+               ("not PSD", "precomputed kernel 1 is not positive semi-definite"),
+               ("negative diagonal", "precomputed kernel 1 is not positive semi-definite"),
+               ("zero diagonal", "diagonal entry 7 is 0; normalisation needs a positive")]
+
+
+@pytest.mark.parametrize("kind, message", BAD_KERNELS)
+def test_bad_precomputed_kernel_one_line_error_and_input_untouched(kind, message):
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.validation import prepare_precomputed
+
+    K = _bad_kernel(kind)
+    before = K.copy()
+    calls = [lambda: prepare_precomputed(K),
+             lambda: MKKMRK.paper(3, kernels="precomputed").fit(K)]
+    if kind != "zero diagonal":  # a PSD kernel: only normalisation refuses it
+        calls.append(lambda: check_precomputed(K))
+    for call in calls:
+        with pytest.raises(ValueError, match=message) as caught:
+            call()
+        assert "\n" not in str(caught.value)
+    np.testing.assert_array_equal(K, before)  # NaN compares equal here too
+
+
+def test_zero_diagonal_passes_without_normalisation():
+    from mkrk_dask.validation import prepare_precomputed
+
+    K = _bad_kernel("zero diagonal")
+    assert prepare_precomputed(K, normalize=False).shape == K.shape
+
+
+def test_precomputed_values_are_checked_for_the_blockwise_solver_too():
+    """Only the exact backend checks while copying; the others get check_precomputed, before
+    any Dask cluster starts."""
+    from mkrk_dask import MKKMRK
+
+    with pytest.raises(ValueError, match="not symmetric"):
+        MKKMRK.paper(3, kernels="precomputed", solver="blockwise").fit(
+            _bad_kernel("not symmetric"))
+
+
+def test_fit_leaves_the_precomputed_kernels_untouched():
+    from mkrk_dask import MKKMRK
+
+    K = _raw_kernels(60)
+    before = K.copy()
+    model = MKKMRK.paper(3, kernels="precomputed", random_state=0).fit(K)
+    np.testing.assert_array_equal(K, before)
+    assert model.labels_.shape == (60,)
+
+
+def test_large_kernels_are_checked_on_a_principal_submatrix(monkeypatch):
+    import mkrk_dask.validation as validation
+
+    K = _raw_kernels(40)
+    full = validation.prepare_precomputed(K)
+    monkeypatch.setattr(validation, "PSD_FULL_CHECK_MAX_N", 16)
+    with pytest.warns(UserWarning, match="principal submatrix of 16 rows"):
+        sampled = validation.prepare_precomputed(K)
+    assert np.array_equal(sampled, full)
+    with pytest.warns(UserWarning, match="principal submatrix"):
+        validation.check_precomputed(K)

@@ -12,14 +12,9 @@ import scipy.linalg.blas
 
 from ..dissimilarity import MEASURES, dense_dissimilarity
 from ..eigen import top_k_dense
-from ..kernels import (
-    KernelSpec,
-    kernel_matrices,
-    normalize_kernels,
-    resolve_kernels,
-    symmetrize,
-)
+from ..kernels import KernelSpec, kernel_matrices, resolve_kernels
 from ..scales import median_scales, memory_scales
+from ..validation import prepare_precomputed
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]
@@ -35,7 +30,7 @@ class ExactBackend(KernelBackend):
     Parameters
     ----------
     kernels : ndarray of shape (m, n, n)
-        Validated, symmetric base kernels (see :func:`mkrk_dask.validation.check_precomputed`).
+        Validated, exactly symmetric base kernels (see :meth:`from_precomputed`).
     eigen_method : {"auto", "lapack", "lanczos"}
         See :func:`mkrk_dask.eigen.top_k_dense`.
     """
@@ -64,15 +59,12 @@ class ExactBackend(KernelBackend):
         return backend
 
     @classmethod
-    def from_precomputed(cls, kernels: np.ndarray, *, normalize: bool = True,
+    def from_precomputed(cls, kernels: Any, *, normalize: bool = True,
                          eigen_method: str = "auto") -> ExactBackend:
-        """Use validated precomputed kernels ``(m, n, n)`` (see :func:`check_precomputed`)."""
-        kernels = np.array(kernels, dtype=np.float64, order="C")
-        if normalize:
-            normalize_kernels(kernels)
-        # Exact symmetry, so that the eigensolver's assumptions hold to the last bit.
-        symmetrize(kernels, unit_diagonal=False)
-        backend = cls(kernels, eigen_method)
+        """Use precomputed kernels ``(m, n, n)``, checked, normalised and made exactly
+        symmetric (the eigensolver's assumptions hold to the last bit) in one copy, as
+        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified."""
+        backend = cls(prepare_precomputed(kernels, normalize=normalize), eigen_method)
         backend.kernel_specs = None
         return backend
 

@@ -54,6 +54,7 @@ from ..validation import (
     check_views,
     is_lazy,
     is_multiview,
+    kernel_stack,
     materialize,
 )
 
@@ -185,7 +186,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         have no features)."""
         recorded = ("n_features_in_", "n_features_per_view_", "feature_names_in_")
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
-            K = check_precomputed(X)
+            # Shapes now; the values when the backend is chosen (_make_backend): the exact
+            # backend checks them while making its normalised copy.
+            K = kernel_stack(X)
             for name in recorded:
                 if hasattr(self, name):
                     delattr(self, name)
@@ -229,6 +232,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs))
         if specs is None and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
+        if specs is None and solver != "exact":
+            data = check_precomputed(data)
         options = self._backend_options(solver, strict=self.solver != "auto")
         self._solver_used = solver
         if solver == "exact" and specs is not None and any(is_lazy(v) for v in data):
