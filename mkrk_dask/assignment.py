@@ -23,26 +23,30 @@ FINAL_STEPS = ("features", "spectral")
 _BLOCK_ROWS = 65536
 
 
-def unit_rows(H: np.ndarray) -> np.ndarray:
-    """Rows of H scaled to unit length, as before the final k-means; zero rows stay zero
-    (they carry no direction)."""
-    H = np.asarray(H, dtype=np.float64)
-    norms = np.linalg.norm(H, axis=1, keepdims=True)
+def unit_rows(H: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
+    """Rows of H scaled to unit length (in ``dtype``), as before the final k-means; zero rows
+    stay zero (they carry no direction)."""
+    H = np.asarray(H, dtype=dtype)
+    # By row blocks: the norms of all rows at once square H into a temporary of its size.
+    norms = np.empty((H.shape[0], 1), dtype=H.dtype)
+    for a in range(0, H.shape[0], _BLOCK_ROWS):
+        norms[a:a + _BLOCK_ROWS] = np.linalg.norm(H[a:a + _BLOCK_ROWS], axis=1, keepdims=True)
     return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
 
 
-def final_rows(H: np.ndarray, step: str) -> np.ndarray:
+def final_rows(H: np.ndarray, step: str, dtype: Any = np.float64) -> np.ndarray:
     """What the final k-means clusters: the unit-length rows of H (``"spectral"``, the
     paper's) or the rows as they are (``"features"``: the eigenpairs' features ``V sqrt(mu)``)."""
-    return unit_rows(H) if step == "spectral" else np.asarray(H, dtype=np.float64)
+    return unit_rows(H, dtype) if step == "spectral" else np.asarray(H, dtype=dtype)
 
 
 def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_iter: int = 1000,
                     random_state: int | np.random.RandomState | None = None,
-                    step: str = "spectral") -> np.ndarray:
+                    step: str = "spectral", dtype: Any = np.float64) -> np.ndarray:
     """The final step: k-means on :func:`final_rows` of H (by default the paper's: every row
-    of H scaled to unit length; rows that are exactly zero stay zero)."""
-    unit = final_rows(H, step)
+    of H scaled to unit length; rows that are exactly zero stay zero), in ``dtype`` (float32
+    halves the memory of the k-means at millions of rows)."""
+    unit = final_rows(H, step, dtype)
     # copy_x=False: k-means centres the rows in place and adds the mean back, instead of
     # holding a second n x d copy (what bounds the memory of a fit at millions of rows).
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
@@ -62,33 +66,57 @@ def repeated_assignments(H: np.ndarray, n_clusters: int, n_repeats: int, *, n_in
             for child in seeds.spawn(n_repeats)]
 
 
-def nearest_centre(U: np.ndarray, centres: np.ndarray) -> np.ndarray:
+def _blocks(U: np.ndarray, step: str | None) -> Any:
+    """``(first row, rows)`` of U by row blocks; with ``step``, U is H and the rows are its
+    :func:`final_rows`, formed block by block (never all at once: at millions of rows that
+    copy is as large as H)."""
+    for a in range(0, U.shape[0], _BLOCK_ROWS):
+        block = U[a:a + _BLOCK_ROWS]
+        yield a, (block if step is None else final_rows(block, step))
+
+
+def nearest_centre(U: np.ndarray, centres: np.ndarray, *, step: str | None = None
+                   ) -> np.ndarray:
     """Index of the nearest centre of every row (in row blocks: the n x k distances of
-    millions of rows are never held at once)."""
+    millions of rows are never held at once). With ``step``, of every row of
+    ``final_rows(U, step)``."""
     norms = np.einsum("ij,ij->i", centres, centres)[None, :]
     out = np.empty(U.shape[0], dtype=np.int64)
-    for a in range(0, U.shape[0], _BLOCK_ROWS):
-        sq = norms - 2.0 * U[a:a + _BLOCK_ROWS] @ centres.T
-        out[a:a + _BLOCK_ROWS] = np.argmin(sq, axis=1)
+    for a, rows in _blocks(U, step):
+        sq = norms - 2.0 * rows @ centres.T
+        out[a:a + rows.shape[0]] = np.argmin(sq, axis=1)
     return out
 
 
-def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: int = 300
-                  ) -> tuple[np.ndarray, np.ndarray, int]:
+def _cluster_sums(U: np.ndarray, labels: np.ndarray, n_clusters: int, step: str | None
+                  ) -> np.ndarray:
+    """Sum of the rows of every cluster, as one-hot products over row blocks (no copy of a
+    cluster's rows: at millions of rows that copy is most of U)."""
+    sums = np.zeros((n_clusters, U.shape[1]))
+    clusters = np.arange(n_clusters)[:, None]
+    for a, rows in _blocks(U, step):
+        onehot = (labels[a:a + rows.shape[0]][None, :] == clusters).astype(rows.dtype)
+        sums += onehot @ rows
+    return sums
+
+
+def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: int = 300,
+                  *, step: str | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Centres as the means of ``labels``, polished by Lloyd steps to a fixed point.
 
     At a fixed point every row's label is its nearest centre, so that ``predict`` on the
-    training rows gives back the labels. Returns ``(centres, labels, n_changed)``.
+    training rows gives back the labels. With ``step``, the rows are
+    ``final_rows(U, step)``, formed block by block. Returns ``(centres, labels, n_changed)``.
     """
     labels = np.asarray(labels, dtype=np.int64)
     original = labels.copy()
     centres = np.zeros((n_clusters, U.shape[1]))
     for _ in range(max_iter):
-        for j in range(n_clusters):
-            members = labels == j
-            if members.any():
-                centres[j] = U[members].mean(axis=0)
-        new = nearest_centre(U, centres)
+        counts = np.bincount(labels, minlength=n_clusters)
+        sums = _cluster_sums(U, labels, n_clusters, step)
+        filled = counts > 0
+        centres[filled] = sums[filled] / counts[filled, None]
+        new = nearest_centre(U, centres, step=step)
         if np.array_equal(new, labels):
             break
         labels = new

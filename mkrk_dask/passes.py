@@ -116,6 +116,34 @@ def blas_threads(client: Any, threads: int | None) -> Any:
             pass
 
 
+def _malloc_trim() -> bool:
+    """Give the C heap's free pages back to the OS (glibc only; elsewhere nothing to do)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    try:
+        trim = ctypes.CDLL(name).malloc_trim
+    except (OSError, AttributeError, TypeError):
+        return False
+    return bool(trim(0))
+
+
+def release_memory(client: Any) -> None:
+    """After a pass, return the memory its tasks freed to the OS, on the workers and here.
+
+    glibc keeps freed blocks below its mmap threshold (which rises to 32 MiB as large arrays
+    come and go) in its heaps, so the RSS of a process stays at the pass's high-water mark
+    into the next phase. ``malloc_trim`` is what distributed's documentation recommends for
+    this; it costs milliseconds.
+    """
+    try:
+        client.run(_malloc_trim)
+    except Exception:  # noqa: BLE001 - a lost worker frees its memory by itself
+        pass
+    _malloc_trim()
+
+
 #: input one task of a pass over the rows reads at most (its rows of every view, as float64):
 #: with the tasks in flight, what bounds the memory of a pass at any n and width
 TASK_INPUT_BYTES = 32 * 2**20

@@ -34,3 +34,40 @@ def test_repeated_assignments_are_seeded():
     a = repeated_assignments(H, 3, 4, random_state=7)
     b = repeated_assignments(H, 3, 4, random_state=7)
     assert len(a) == 4 and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def test_final_rows_by_blocks_equal_the_materialised_ones(monkeypatch):
+    """lloyd_centres/nearest_centre with ``step`` form the unit rows block by block (no
+    n x d copy); blocks of 7 rows give the same bits as unit_rows of all rows at once."""
+    import mkrk_dask.assignment as assignment
+
+    monkeypatch.setattr(assignment, "_BLOCK_ROWS", 7)
+    rng = np.random.default_rng(3)
+    H = np.vstack([rng.normal(loc, 0.4, size=(30, 3)) for loc in ((0, 0, 2), (2, 0, 0), (0, 2, 0))])
+    H[5] = 0.0  # a zero row stays zero either way
+    U = unit_rows(H)
+    norms = np.linalg.norm(H, axis=1, keepdims=True)
+    np.testing.assert_array_equal(U, np.divide(H, norms, out=np.zeros_like(H), where=norms > 0))
+    labels = assign_clusters(H, 3, random_state=0)
+    noisy = labels.copy()
+    noisy[:4] = (noisy[:4] + 1) % 3
+    blocks = lloyd_centres(H, noisy, 3, step="spectral")
+    whole = lloyd_centres(U, noisy, 3)
+    np.testing.assert_allclose(blocks[0], whole[0], rtol=0, atol=1e-14)
+    np.testing.assert_array_equal(blocks[1], whole[1])
+    np.testing.assert_array_equal(nearest_centre(H, blocks[0], step="spectral"), blocks[1])
+    # the centres are the cluster means of the unit rows
+    for j in range(3):
+        np.testing.assert_allclose(blocks[0][j], U[blocks[1] == j].mean(axis=0), atol=1e-14)
+
+
+def test_float32_kmeans_finds_the_same_clusters():
+    rng = np.random.default_rng(4)
+    centres = ((0, 0, 3), (3, 0, 0), (0, 3, 0))
+    H = np.vstack([rng.normal(loc, 0.3, size=(200, 3)) for loc in centres])
+    a = assign_clusters(H, 3, random_state=0)
+    b = assign_clusters(H, 3, random_state=0, dtype=np.float32)
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(a, b) == 1.0
+    assert unit_rows(H, np.float32).dtype == np.float32

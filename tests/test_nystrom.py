@@ -455,6 +455,36 @@ def test_float32_factors_agree_with_float64(client):
     assert dw < 1e-3
     assert normalized_mutual_info(fits["float32"].labels_, fits["float64"].labels_) > 0.99
     np.testing.assert_array_equal(fits["float32"].predict(views[0]), fits["float32"].labels_)
+    # float32 storage keeps the embedding in float32 (half the memory of the largest array
+    # at millions of rows), and transform gives the same dtype.
+    for dt in ("float32", "float64"):
+        assert fits[dt].embedding_.dtype == np.dtype(dt)
+        assert fits[dt].transform(views[0][:50]).dtype == np.dtype(dt)
+
+
+def test_factors_by_row_blocks_equal_one_block(client, monkeypatch):
+    """The factors are evaluated a few rows at a time (bounded temporaries); blocks of 7 rows
+    give what one block of all rows gives."""
+    from mkrk_dask.backends.nystrom import model as nystrom_model
+
+    views, _, _ = make_multiview_blobs(300, 3, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=5, random_state=3)
+    fitted = MKKMRK.paper(3, kernels=["gaussian(c=0.5)@0", "polynomial(a=1,b=2)@1"],
+                          solver="nystrom", n_landmarks=40, scheduler=client,
+                          random_state=0).fit(views)
+    row_map = fitted.nystrom_model_
+    whole_sq = np.empty((300, 2))
+    whole = row_map.factors(views, sq_norms=whole_sq)
+    monkeypatch.setattr(nystrom_model, "FACTOR_BLOCK_ROWS", 7)
+    blocks_sq = np.empty((300, 2))
+    blocks = row_map.factors(views, sq_norms=blocks_sq)
+    np.testing.assert_allclose(blocks, whole, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(blocks_sq, whole_sq, rtol=1e-12)
+    F = np.asarray(whole, dtype=np.float64)
+    np.testing.assert_allclose(nystrom_model.embed_rows(whole.astype(np.float32),
+                                                        row_map.coefficients),
+                               F.astype(np.float32).astype(np.float64) @ row_map.coefficients,
+                               rtol=1e-12, atol=1e-12)
 
 
 def test_auto_choice():

@@ -34,7 +34,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
-from ..assignment import FINAL_STEPS, assign_clusters, final_rows, lloyd_centres, nearest_centre
+from ..assignment import FINAL_STEPS, assign_clusters, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..cluster import is_client
@@ -385,8 +385,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 delattr(self, name)
         if row_map is None:
             return
-        centres, labels, changed = lloyd_centres(final_rows(embedding, self.final_step),
-                                                 self.labels_, self.n_clusters)
+        centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
+                                                 step=self.final_step)
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
@@ -442,9 +442,11 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         ndarray of shape (n_samples, embedding_.shape[1])
         """
         views = self._out_of_sample_views(X)
-        rows = self.row_map_.transform(views)
+        rows = self.row_map_.transform(views)  # a new array, in embedding_'s dtype
         scale = getattr(self, "feature_scale_", None)
-        return rows if scale is None else rows * scale[None, :]
+        if scale is not None:
+            rows *= scale[None, :]  # as fit scales embedding_: the same bits in float32 too
+        return rows
 
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
@@ -461,8 +463,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         -------
         ndarray of shape (n_samples,)
         """
-        return nearest_centre(final_rows(self.transform(X), self.final_step),
-                              self.cluster_centers_)
+        return nearest_centre(self.transform(X), self.cluster_centers_, step=self.final_step)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
                     specs: list[KernelSpec] | None) -> None:
@@ -480,8 +481,17 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self.solver_ = getattr(self, "_solver_used", self.solver)
         self._set_method_fitted(result)
         self.labels_ = assign_clusters(embedding, self.n_clusters, n_init=self.n_init,
-                                       step=self.final_step,
+                                       step=self.final_step, dtype=self._kmeans_dtype(),
                                        random_state=check_random_state(self.random_state))
+
+    def _kmeans_dtype(self) -> np.dtype:
+        """float32 rows for the final k-means where the user chose float32 storage (the
+        scaled backends): at millions of rows its copy of H, and sklearn's temporaries of the
+        same size, are what sets the fit's peak memory. ``predict``'s centres are polished in
+        float64 (:func:`~mkrk_dask.assignment.lloyd_centres`)."""
+        if self.solver_ != "exact" and np.dtype(self.dtype) == np.float32:
+            return np.dtype(np.float32)
+        return np.dtype(np.float64)
 
     def _set_method_fitted(self, result: SolverResult) -> None:  # noqa: B027 - optional hook
         """The method's own fitted attributes."""

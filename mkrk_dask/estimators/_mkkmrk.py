@@ -84,7 +84,10 @@ class MKKMRK(MultipleKernelKMeans):
     landmarks : {"kmeans++", "uniform"}, default="kmeans++"
         Nystrom landmark selection.
     dtype : {"float64", "float32"}, default="float64"
-        Storage precision of the blockwise kernels / Nystrom factors.
+        Storage precision of the blockwise kernels / Nystrom factors (the arithmetic is
+        float64). With float32, the Nystrom ``embedding_`` is kept in float32 and the final
+        k-means runs on float32 rows: at millions of rows these set the fit's peak memory. The
+        centres that ``predict`` uses are polished in float64.
     backend_options : dict, optional
         Further options of the backend (the fields of
         :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`

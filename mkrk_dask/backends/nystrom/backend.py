@@ -28,7 +28,7 @@ from ...cluster import DaskSession
 from ...dissimilarity import GRAM_MEASURES, from_gram
 from ...eigen import fix_signs, top_k_dense
 from ...kernels import KernelSpec
-from ...passes import Shared, client_threads, run_pass
+from ...passes import Shared, client_threads, release_memory, run_pass
 from ...store import read_checked
 from ..base import APPROXIMATION_WARNING, ApproximationReport, KernelBackend, TopK
 from .local import LocalBasis, LocalPart
@@ -214,12 +214,13 @@ class NystromBackend(KernelBackend):
         return np.minimum(quad, self._traces)
 
     def embedding(self, top: TopK) -> np.ndarray:
-        """The final pass: ``H = F B`` from the stored factors."""
+        """The final pass: ``H = F B`` from the stored factors (computed in float64, kept in
+        the factors' dtype)."""
         B = top.basis.coefficients
-        H = np.empty((self.n_samples, B.shape[1]))
         t0 = time.perf_counter()
         if self.session is None or self.factors_array is None:
             raise RuntimeError("the backend is closed")
+        H = np.empty((self.n_samples, B.shape[1]), dtype=self.factors_array.dtype)
         client = self.session.client
         shared = Shared(client, B)
 
@@ -235,6 +236,7 @@ class NystromBackend(KernelBackend):
         run_pass(client, len(self.row_tasks), submit, combine, label="embedding H = F B",
                  max_in_flight=client_threads(client))
         shared.release()
+        release_memory(client)
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
 
@@ -344,7 +346,7 @@ class NystromLocalBackend(NystromBackend):
         return np.minimum(quad, self._traces)
 
     def embedding(self, top: TopK) -> np.ndarray:
-        return np.array(top.basis.embedding)
+        return np.array(top.basis.embedding, dtype=self.model.dtype)  # as F B's would be
 
     def _row_map_parts(self, top: TopK) -> tuple[np.ndarray, dict]:
         """A new point's row of H extends the eigenvector equation,

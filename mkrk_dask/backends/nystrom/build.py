@@ -38,6 +38,7 @@ from ...passes import (
     block_pairs,
     client_threads,
     read_rows,
+    release_memory,
     run_pass,
 )
 from ...progress import reporter
@@ -62,8 +63,9 @@ from .tasks import factor_task, kernel_gram_pair_task
 __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
 
 STORE_KIND = "nystrom"
-#: target bytes of one factor chunk (rows x R)
-_CHUNK_BYTES = 32 * 2**20
+#: target bytes of one factor chunk (rows x R): every task in flight holds a chunk, its
+#: encoded copy while it is written, and its float64 rows when it is read back
+_CHUNK_BYTES = 8 * 2**20
 #: the factor pass's checkpoint (its record counts rows done)
 _FACTOR_PROGRESS = "factor_rows"
 #: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
@@ -71,9 +73,10 @@ _KERNEL_GRAM_BLOCK = 1024
 
 
 def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
-    """Default rows per factor chunk: about 32 MiB of ``n_components`` columns (at least 256
-    rows, at most n)."""
-    return max(256, min(n, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
+    """Default rows per factor chunk: about 8 MiB of ``n_components`` columns (at least 512
+    rows, so that each chunk's Gram product ``F^T F`` stays an efficient matrix product; at
+    most n)."""
+    return min(n, max(512, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
 
 
 def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0) -> list[tuple[int, int]]:
@@ -414,7 +417,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     blas = _task_blas_threads(client, blas)
     state = checkpoint.load()
     done = 0 if state is None else state[0]
-    sums = ({"gram": np.zeros((R, R)), "traces": np.zeros(m),
+    sums = ({"gram": np.zeros((R, R), order="F"), "traces": np.zeros(m),
              "diag_correction": np.zeros((m, m))} if state is None else state[1])
     if done:
         reporter().log(f"the factors of {done:,} of {n:,} rows were done before; doing the "
@@ -443,7 +446,10 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
         run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",
                  max_in_flight=max(2, threads), ordered=True)
     shared_model.release()
-    return {"gram": 0.5 * (sums["gram"] + sums["gram"].T), "traces": sums["traces"],
+    release_memory(client)
+    # The tasks keep the upper triangle (add_gram); the lower one is its mirror.
+    upper = np.triu(sums["gram"])
+    return {"gram": upper + np.triu(upper, 1).T, "traces": sums["traces"],
             "diag_correction": 0.5 * (sums["diag_correction"] + sums["diag_correction"].T)
             }, seconds
 

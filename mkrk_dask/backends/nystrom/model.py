@@ -18,11 +18,14 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...assignment import nearest_centre, unit_rows
+from ...assignment import nearest_centre
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
 
-__all__ = ["NystromModel", "embed_rows"]
+__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS"]
+
+#: rows of the kernel blocks evaluated at once by :meth:`NystromModel.factors`
+FACTOR_BLOCK_ROWS = 1024
 
 
 def _in_memory(rows: Any, view: int) -> Any:
@@ -36,8 +39,17 @@ def _in_memory(rows: Any, view: int) -> Any:
 
 
 def embed_rows(F: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``)."""
-    return np.asarray(F, dtype=np.float64) @ B
+    """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``).
+
+    float32 factors are cast :data:`FACTOR_BLOCK_ROWS` rows at a time: a float64 copy of a
+    whole chunk would be twice the chunk."""
+    if F.dtype == np.float64:
+        return F @ B
+    out = np.empty((F.shape[0], B.shape[1]))
+    for a in range(0, F.shape[0], FACTOR_BLOCK_ROWS):
+        np.matmul(np.asarray(F[a:a + FACTOR_BLOCK_ROWS], dtype=np.float64), B,
+                  out=out[a:a + FACTOR_BLOCK_ROWS])
+    return out
 
 
 @dataclass
@@ -131,11 +143,23 @@ class NystromModel:
         diagonals ``||f_pi||^2``, taken from each block in float64 before any cast (cheaper
         than squaring all of F afterwards). ``out``: an optional ``(n_rows, R)`` buffer to
         fill (a pass reuses one, instead of mapping fresh pages for every chunk).
+
+        The kernel blocks are evaluated :data:`FACTOR_BLOCK_ROWS` rows at a time: their float64
+        temporaries (distances, one block per kernel, the products with the transforms) are
+        several times the factors' own size, and would otherwise set a pass's memory.
         """
         n = views[0].shape[0]
-        offsets = self.offsets
         if out is None:
             out = np.empty((n, self.n_components), dtype=self.dtype)
+        for a in range(0, n, FACTOR_BLOCK_ROWS):
+            b = min(a + FACTOR_BLOCK_ROWS, n)
+            self._factor_block([None if v is None else v[a:b] for v in views],
+                               None if sq_norms is None else sq_norms[a:b], out[a:b])
+        return out
+
+    def _factor_block(self, views: Sequence[Any], sq_norms: np.ndarray | None,
+                      out: np.ndarray) -> None:
+        offsets = self.offsets
         for view in sorted(self.landmarks):
             idx = [p for p, s in enumerate(self.specs) if s.view == view]
             X = views[view]
@@ -150,7 +174,6 @@ class NystromModel:
                 if sq_norms is not None:
                     sq_norms[:, p] = np.einsum("ij,ij->i", block, block)
                 out[:, offsets[p]:offsets[p + 1]] = block
-        return out
 
     def diagonal(self, views: Sequence[Any]) -> np.ndarray:
         """Exact ``K_p(x_i, x_i)`` of the given rows, shape (n_rows, m)."""
@@ -208,7 +231,8 @@ class NystromModel:
         if self.coefficients is None:
             raise ValueError("this Nystrom model has no coefficients yet (not fitted)")
         n = views[0].shape[0]
-        out = np.empty((n, self.coefficients.shape[1]))
+        # Computed in float64, kept in the factors' dtype: the fit's embedding_ is.
+        out = np.empty((n, self.coefficients.shape[1]), dtype=self.dtype)
         for a in range(0, n, self.chunk_rows):
             out[a:a + self.chunk_rows] = self._transform_block(
                 [v[a:a + self.chunk_rows] for v in views])
@@ -220,5 +244,6 @@ class NystromModel:
             raise ValueError("this Nystrom model has no cluster centres yet (not fitted)")
         rows = self.transform(views)
         if self.feature_scale is None:
-            return nearest_centre(unit_rows(rows), self.centres)
-        return nearest_centre(rows * self.feature_scale, self.centres)
+            return nearest_centre(rows, self.centres, step="spectral")
+        rows *= self.feature_scale  # as the fit scaled its embedding
+        return nearest_centre(rows, self.centres, step="features")

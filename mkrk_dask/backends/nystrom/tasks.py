@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import numpy as np
+import scipy.linalg.blas
 import scipy.sparse as sp
 
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
@@ -33,14 +34,13 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     views = [read_rows(*b, native=True) for b in blocks]
     R = model.n_components
     m = len(model.specs)
-    gram = np.zeros((R, R))
+    gram = np.zeros((R, R), order="F")  # its upper triangle: F^T F (see add_gram)
     diag = np.zeros(m)
     exact_diag_products = np.zeros((m, m))
     nystrom_diag_products = np.zeros((m, m))
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
-    # One factor buffer for all chunks of the task: a chunk's factors are ~32 MiB, above
-    # glibc's largest mmap threshold, so a fresh array would map (and fault) new pages
-    # every time.
+    # One factor buffer for all chunks of the task, instead of fresh pages mapped (and
+    # faulted) for every chunk.
     buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
@@ -58,7 +58,7 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
         if factors_array is not None:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
-        gram += F.T @ F
+        gram = add_gram(gram, F)
         t3 = time.perf_counter()
         seconds["factors"] += t1 - t0
         seconds["write"] += t2 - t1
@@ -67,10 +67,28 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
             "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
 
 
+def add_gram(gram: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """``gram + F^T F`` in the upper triangle (the lower one is not kept up to date).
+
+    float64 factors: one BLAS ``dsyrk`` into ``gram`` (Fortran order) in place, half the flops
+    of ``F.T @ F`` and no R x R temporary: 3.5x faster at R = 6000 on this machine. float32
+    factors: their float32 product (what BLAS offers for them), added in float64.
+    """
+    if F.dtype != np.float64:
+        gram += F.T @ F
+        return gram
+    # F.T of a C-ordered F is Fortran-ordered: BLAS reads it without a copy.
+    return scipy.linalg.blas.dsyrk(1.0, F.T, beta=1.0, c=gram, trans=0, lower=0,
+                                   overwrite_c=1)
+
+
 def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
                chunk: int) -> np.ndarray:
-    """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory)."""
-    out = np.empty((stop - start, B.shape[1]))
+    """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory).
+
+    Computed in float64, kept in the factors' dtype: float32 factors give a float32 H, half
+    the memory of the fit's largest array at millions of rows."""
+    out = np.empty((stop - start, B.shape[1]), dtype=factors_array.dtype)
     for a in range(start, stop, chunk):
         b = min(a + chunk, stop)
         out[a - start:b - start] = embed_rows(
