@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._malloc import malloc_trim
 from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
 from .validation import check_magnitude
@@ -116,19 +117,6 @@ def blas_threads(client: Any, threads: int | None) -> Any:
             pass
 
 
-def _malloc_trim() -> bool:
-    """Give the C heap's free pages back to the OS (glibc only; elsewhere nothing to do)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
-    try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError, TypeError):
-        return False
-    return bool(trim(0))
-
-
 def release_memory(client: Any) -> None:
     """After a pass, return the memory its tasks freed to the OS, on the workers and here.
 
@@ -138,10 +126,10 @@ def release_memory(client: Any) -> None:
     this; it costs milliseconds.
     """
     try:
-        client.run(_malloc_trim)
+        client.run(malloc_trim)
     except Exception:  # noqa: BLE001 - a lost worker frees its memory by itself
         pass
-    _malloc_trim()
+    malloc_trim()
 
 
 #: input one task of a pass over the rows reads at most (its rows of every view, as float64):

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._malloc import trims_heap
 from .kernels import (
     KernelSpec,
     block_max_sq_distance,
@@ -122,12 +123,14 @@ def distributed_scales(client: Any, sources: list[RowSource], specs: list[Kernel
     return out
 
 
+@trims_heap
 def _pair_max_task(a: tuple, b: tuple, same: bool) -> float:
     """Largest squared distance between two row blocks (runs on a worker)."""
     rows_a = read_rows(*a)
     return block_max_sq_distance(rows_a, rows_a if same else read_rows(*b))
 
 
+@trims_heap
 def _farthest_task(block: tuple, point: np.ndarray, point_sq: float) -> tuple[float, np.ndarray]:
     """The row of the block farthest from ``point`` and its squared distance."""
     rows = read_rows(*block)

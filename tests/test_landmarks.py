@@ -80,3 +80,28 @@ def test_floor_drops_tiny_and_negative_eigenvalues():
     T2, values2 = landmark_transform(1e-6 * W)
     assert T2.shape == T.shape
     np.testing.assert_allclose(values2, 1e-6 * values, rtol=1e-8)
+
+
+@pytest.mark.parametrize("rank_tol", [1e-1, 1e-2, 1e-3, 1e-6])
+def test_rank_tol_keeps_the_fewest_eigenvalues_within_the_trace_share(rank_tol):
+    rng = np.random.default_rng(2)
+    L = rng.normal(size=(60, 4))
+    W = kernel_blocks(resolve_kernels([KernelSpec("gaussian", c=1.0)], [8.0]), L, L)[0]
+    _, every = landmark_transform(W)
+    T, values = landmark_transform(W, rank_tol=rank_tol)
+    r = values.size
+    # the leading eigenvalues, and the fewest of them whose left-out trace is within the share
+    np.testing.assert_allclose(values, every[:r])
+    assert every[r:].sum() <= rank_tol * every.sum()
+    assert every[r - 1:].sum() > rank_tol * every.sum()
+    # the factor map still reproduces the kept part of W: F F^T = U_r diag(values) U_r^T
+    F = W @ T
+    assert np.linalg.norm(F @ F.T - W, 2) <= every[r] * (1 + 1e-8) + 1e-12
+    assert 1 <= r < every.size  # a smooth kernel: the tolerance cuts the rank
+
+
+def test_rank_tol_zero_keeps_every_eigenvalue_above_the_floor():
+    rng = np.random.default_rng(3)
+    L = rng.normal(size=(30, 4))
+    W = kernel_blocks(resolve_kernels([KernelSpec("gaussian", c=1.0)], [8.0]), L, L)[0]
+    assert landmark_transform(W, rank_tol=0.0)[1].size == landmark_transform(W)[1].size

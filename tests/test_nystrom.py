@@ -487,6 +487,28 @@ def test_factors_by_row_blocks_equal_one_block(client, monkeypatch):
                                rtol=1e-12, atol=1e-12)
 
 
+def test_rank_tol_cuts_smooth_kernels_and_keeps_the_fit_close(client):
+    """``rank_tol`` keeps fewer components of the smooth kernels (wide Gaussian, low-degree
+    polynomial) than of a narrow one; the fitted ranks are recorded and the fit stays close to
+    the full-rank one."""
+    views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=6, random_state=6)
+    kernels = ["gaussian(c=0.05)", "gaussian(c=2)", "polynomial(a=1,b=2)"]
+    fits = {tol: MKKMRK.paper(4, kernels=kernels, lam=LAM, solver="nystrom", n_landmarks=120,
+                              backend_options={"rank_tol": tol}, scheduler=client,
+                              random_state=0).fit(views[0])
+            for tol in (0.0, 1e-3)}
+    full, cut = fits[0.0].nystrom_ranks_, fits[1e-3].nystrom_ranks_
+    # every landmark for the narrow Gaussian; the quadratic kernel in 6 dims has rank 28
+    assert full[0] == 120 and full[2] == 28
+    assert cut[0] > cut[1] and cut[1] < full[1] // 2 and cut[2] <= 28
+    assert "Nystrom components: gaussian(c=0.05) " in fits[1e-3].summary()
+    assert np.abs(fits[1e-3].weights_ - fits[0.0].weights_).max() < 0.02
+    assert normalized_mutual_info(fits[1e-3].labels_, fits[0.0].labels_) > 0.95
+    with pytest.raises(ValueError, match="rank_tol must be < 1"):
+        MKKMRK(4, solver="nystrom", backend_options={"rank_tol": 1.0}).fit(views[0])
+
+
 def test_auto_choice():
     gib = 2**30
     choice, reason = choose_solver(500, 12, available_memory=8 * gib, free_disk=50 * gib)

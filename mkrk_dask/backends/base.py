@@ -39,10 +39,13 @@ class ApproximationReport:
         The share of every kernel's trace the approximation misses.
     missed_fraction : float
         The share of the trace of the learned ``K_w`` it misses.
+    ranks : ndarray of shape (m,), optional
+        The number of components that represent every kernel.
     """
 
     residual_fractions: np.ndarray
     missed_fraction: float
+    ranks: np.ndarray | None = None
 
 
 class RowMap(Protocol):

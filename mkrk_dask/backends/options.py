@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..landmarks import DEFAULT_REL_FLOOR, LANDMARK_METHODS
+from ..landmarks import DEFAULT_RANK_TOL, DEFAULT_REL_FLOOR, LANDMARK_METHODS
 
 __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
            "make_options", "option_names", "SOLVER_OPTIONS", "PRODUCTS", "EIGEN_METHODS",
@@ -130,6 +130,10 @@ class NystromOptions(_StoreOptions):
     landmarks : {"kmeans++", "uniform"}
     rel_floor : float
         Relative eigenvalue floor of the landmark blocks.
+    rank_tol : float
+        Each kernel keeps the fewest leading eigenvectors of its landmark block that leave out
+        at most this share of the block's trace (:func:`~mkrk_dask.landmarks.landmark_transform`),
+        so smooth kernels get small ranks; 0 keeps every eigenvalue above ``rel_floor``.
     exact_distance_max_n : int
         Largest n whose largest pairwise distance is computed exactly (else estimated).
     blas_threads : int, optional
@@ -145,6 +149,7 @@ class NystromOptions(_StoreOptions):
     n_landmarks: Any = 500
     landmarks: str = "kmeans++"
     rel_floor: float = DEFAULT_REL_FLOOR
+    rank_tol: float = DEFAULT_RANK_TOL
     exact_distance_max_n: int = 100_000
     blas_threads: int | None = None
     diagonal_correction: bool = True
@@ -164,6 +169,9 @@ class NystromOptions(_StoreOptions):
             _integer("n_landmarks", counts, 1)
         _choice("landmarks", self.landmarks, LANDMARK_METHODS)
         _real("rel_floor", self.rel_floor, positive=True)
+        _real("rank_tol", self.rank_tol, positive=False)
+        if self.rank_tol >= 1:
+            raise ValueError(f"rank_tol must be < 1, got {self.rank_tol!r}")
         _integer("exact_distance_max_n", self.exact_distance_max_n, 0)
         _integer("blas_threads", self.blas_threads, 1, allow_none=True)
         _flag("diagonal_correction", self.diagonal_correction)

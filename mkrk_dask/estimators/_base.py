@@ -350,13 +350,14 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _set_approximation(self, report: Any, result: Any) -> None:
         """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
         if report is None:
-            for name in ("nystrom_residual_", "nystrom_missed_fraction_"):
+            for name in ("nystrom_residual_", "nystrom_missed_fraction_", "nystrom_ranks_"):
                 if hasattr(self, name):
                     delattr(self, name)
             return
         residual, missed = report.residual_fractions, report.missed_fraction
         self.nystrom_residual_ = residual
         self.nystrom_missed_fraction_ = missed
+        self.nystrom_ranks_ = report.ranks
         if missed > APPROXIMATION_WARNING:
             share = result.weights**2 * residual * result.traces
             worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
@@ -558,6 +559,10 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         if hasattr(self, "nystrom_missed_fraction_"):
             lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
                          "of the combined kernel")
+            if self.nystrom_ranks_ is not None:
+                lines.append("Nystrom components: " + ", ".join(
+                    f"{name} {rank}" for name, rank in
+                    zip(self.kernel_names_, self.nystrom_ranks_, strict=True)))
             flagged = [f"{name} ({miss:.0%})" for name, miss in
                        zip(self.kernel_names_, self.nystrom_residual_, strict=True) if miss > 0.5]
             if flagged:

@@ -80,7 +80,11 @@ class MKKMRK(MultipleKernelKMeans):
     chunk_size : int, optional
         Rows per block of the stores (default chosen from n).
     n_landmarks : int, default=500
-        Nystrom landmarks per kernel.
+        Nystrom landmarks per kernel: the largest rank a kernel's factor can have. With the
+        ``backend_options`` entry ``rank_tol`` (default 0: off), each kernel keeps only the
+        fewest components that hold all but that share of the trace of its landmark block, so
+        smooth kernels cost less (``nystrom_ranks_``); see the Nystrom page of the docs for
+        its measured cost in accuracy.
     landmarks : {"kmeans++", "uniform"}, default="kmeans++"
         Nystrom landmark selection.
     dtype : {"float64", "float32"}, default="float64"
@@ -189,6 +193,9 @@ class MKKMRK(MultipleKernelKMeans):
         miss. Above :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING` a
         :class:`~mkrk_dask.NystromApproximationWarning` names the kernels responsible: the
         H-step did not see that part of ``K_w``, so the result can differ from the exact one.
+    nystrom_ranks_ : ndarray of shape (n_kernels,)
+        ``solver="nystrom"`` only: the components of every kernel's factor, chosen from the
+        eigenvalues of its landmark block (at most ``n_landmarks``; see ``rank_tol``).
 
     Examples
     --------

@@ -170,7 +170,8 @@ class NystromBackend(KernelBackend):
         return float(w2 @ (self.residual_fractions() * self._traces)) / total
 
     def approximation(self, weights: np.ndarray) -> ApproximationReport:
-        return ApproximationReport(self.residual_fractions(), self.missed_fraction(weights))
+        return ApproximationReport(self.residual_fractions(), self.missed_fraction(weights),
+                                   np.array(self.model.ranks))
 
     def _columns(self, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Columns of F whose kernel has a nonzero weight, and the weight of each column."""

@@ -136,7 +136,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             "normalize": bool(normalize), "dtype": dtype.name, "n_landmarks": counts,
             "landmarks": options.landmarks,
             "random_state": random_state if isinstance(random_state, int) else None,
-            "rel_floor": float(options.rel_floor),
+            "rel_floor": float(options.rel_floor), "rank_tol": float(options.rank_tol),
             "exact_distance_max_n": int(options.exact_distance_max_n),
             "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
             "local_threshold": float(options.local_threshold)}
@@ -231,7 +231,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         t0 = time.perf_counter()
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,
-                                           dtype)
+                                           options.rank_tol, dtype)
         info["seconds"]["landmarks"] = time.perf_counter() - t0
         R = model.n_components
         chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
@@ -456,7 +456,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
 
 def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
                  counts: list[int], method: str, random_state: Any, rel_floor: float,
-                 dtype: np.dtype) -> tuple[NystromModel, dict[int, np.ndarray]]:
+                 rank_tol: float, dtype: np.dtype) -> tuple[NystromModel, dict[int, np.ndarray]]:
     rng = check_random_state(random_state)
     landmarks: dict[int, np.ndarray] = {}
     indices: dict[int, np.ndarray] = {}
@@ -472,7 +472,7 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
         sq = row_sq_norms(L)
         W = kernel_blocks([specs[p] for p in idx], L, L, sq, sq, normalize=normalize)
         for j, p in enumerate(idx):
-            T, _ = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor)
+            T, _ = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor, rank_tol)
             if T.shape[1] == 0:
                 raise ValueError(f"kernel {specs[p].name}: the landmark block is zero")
             transforms[p] = T

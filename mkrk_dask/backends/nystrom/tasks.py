@@ -16,6 +16,7 @@ import numpy as np
 import scipy.linalg.blas
 import scipy.sparse as sp
 
+from ..._malloc import trims_heap
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
 from ...passes import read_rows
 from ...store import read_checked
@@ -25,6 +26,7 @@ from .model import NystromModel, embed_rows
 __all__ = ["factor_task", "embed_task", "kernel_gram_pair_task"]
 
 
+@trims_heap
 def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
                 factors_array: Any) -> dict[str, Any]:
     """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
@@ -82,6 +84,7 @@ def add_gram(gram: np.ndarray, F: np.ndarray) -> np.ndarray:
                                    overwrite_c=1)
 
 
+@trims_heap
 def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
                chunk: int) -> np.ndarray:
     """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory).
@@ -96,6 +99,7 @@ def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
     return out
 
 
+@trims_heap
 def kernel_gram_pair_task(block_a: tuple, block_b: tuple, same: bool, specs: list[KernelSpec],
                           normalize: bool,
                           local: tuple[Any, np.ndarray, float, np.ndarray] | None = None
