@@ -132,7 +132,7 @@ def fit(path: Path, scenario: str, args) -> dict:
                missed=float(getattr(model, "nystrom_missed_fraction_", 0.0)),
                solver=model.solver_, kernels=[s.name for s in model.kernel_specs_]
                if hasattr(model, "kernel_specs_") else None,
-               ranks=getattr(model, "nystrom_ranks_", None))
+               ranks=np.asarray(getattr(model, "nystrom_ranks_", [])).tolist())
     return out
 
 
