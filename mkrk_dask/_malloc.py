@@ -6,8 +6,9 @@ large temporaries keeps the high-water mark of its heaps as resident memory. dis
 starts its worker processes with ``MALLOC_TRIM_THRESHOLD_`` set for this reason
 (``distributed.nanny.pre-spawn-environ``); :func:`apply_worker_settings` gives the same
 setting to a process that hosts in-process workers, and :func:`trims_heap` tasks trim the
-heap when they end on any worker. On a 2 * 10^6 x 256 Nystrom fit the peak RSS went from
-0.83-1.17 GiB to 0.61 GiB (``benchmarks/results/scale/scale_api_wide.md``).
+heap when they end on any worker. On a 2 * 10^6 x 256 Nystrom fit the peak RSS of the
+process tree went from 0.83-1.17 GiB to 0.61-0.63 GiB (measured by sampling it every 0.1 s;
+``benchmarks/results/scale/scale_api_wide.md``).
 """
 
 from __future__ import annotations
