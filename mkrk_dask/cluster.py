@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._malloc import apply_worker_settings
 from .exceptions import SchedulerUnreachableError
 
 __all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster", "current_client",
@@ -58,10 +57,6 @@ def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | 
     # In-process workers talk over inproc:// (no socket); worker processes over TCP, which
     # is bound to the loopback interface.
     network = {"host": LOOPBACK} if processes else {}
-    if not processes:
-        # This process now hosts the workers: give it a worker process's heap settings, or
-        # it keeps the high-water mark of the passes' temporaries as resident memory.
-        apply_worker_settings()
     return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                         processes=processes, dashboard_address=f"{LOOPBACK}:0",
                         worker_dashboard_address=f"{LOOPBACK}:0", memory_limit=memory_limit,

@@ -65,7 +65,7 @@ __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
 STORE_KIND = "nystrom"
 #: target bytes of one factor chunk (rows x R): every task in flight holds a chunk, its
 #: encoded copy while it is written, and its float64 rows when it is read back
-_CHUNK_BYTES = 8 * 2**20
+_CHUNK_BYTES = 32 * 2**20
 #: the factor pass's checkpoint (its record counts rows done)
 _FACTOR_PROGRESS = "factor_rows"
 #: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
@@ -73,7 +73,7 @@ _KERNEL_GRAM_BLOCK = 1024
 
 
 def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
-    """Default rows per factor chunk: about 8 MiB of ``n_components`` columns (at least 512
+    """Default rows per factor chunk: about 32 MiB of ``n_components`` columns (at least 512
     rows, so that each chunk's Gram product ``F^T F`` stays an efficient matrix product; at
     most n)."""
     return min(n, max(512, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))

@@ -25,7 +25,7 @@ from .local import local_residual
 __all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS"]
 
 #: rows of the kernel blocks evaluated at once by :meth:`NystromModel.factors`
-FACTOR_BLOCK_ROWS = 1024
+FACTOR_BLOCK_ROWS = 4096
 
 
 def _in_memory(rows: Any, view: int) -> Any:

@@ -23,7 +23,10 @@ from ...store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 
-__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task"]
+__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task", "GRAM_BYTES"]
+
+#: factors per Gram update in a factor task (whole store chunks; at least one)
+GRAM_BYTES = 32 * 2**20
 
 
 @trims_heap
@@ -44,11 +47,13 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     exact_diag_products = np.zeros((m, m))
     nystrom_diag_products = np.zeros((m, m))
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
-    # One factor buffer for all chunks of the task, instead of fresh pages mapped (and
-    # faulted) for every chunk.
-    buffer = np.empty((min(chunk, stop - start), R), dtype=model.dtype)
-    for a in range(0, stop - start, chunk):
-        b = min(a + chunk, stop - start)
+    # Whole chunks at a time, about GRAM_BYTES of factors: each Gram update reads and writes
+    # the R x R sums, which costs as much as the product of a few hundred rows. One factor
+    # buffer serves them all, instead of fresh pages mapped (and faulted) every time.
+    step = chunk * max(1, GRAM_BYTES // (chunk * R * np.dtype(model.dtype).itemsize))
+    buffer = np.empty((min(step, stop - start), R), dtype=model.dtype)
+    for a in range(0, stop - start, step):
+        b = min(a + step, stop - start)
         part = [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
                 for v in views]
         t0 = time.perf_counter()
