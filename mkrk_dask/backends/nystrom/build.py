@@ -58,7 +58,7 @@ from ..options import NystromOptions
 from . import local as local_part
 from .local import LOCAL_RESULTS, NO_ENTRIES, LocalPart, load_local
 from .model import NystromModel
-from .tasks import factor_task, kernel_gram_pair_task
+from .tasks import factor_task, gram_order, kernel_gram_pair_task
 
 __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
 
@@ -417,7 +417,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     blas = _task_blas_threads(client, blas)
     state = checkpoint.load()
     done = 0 if state is None else state[0]
-    sums = ({"gram": np.zeros((R, R), order="F"), "traces": np.zeros(m),
+    sums = ({"gram": np.zeros((R, R), order=gram_order(model.dtype)), "traces": np.zeros(m),
              "diag_correction": np.zeros((m, m))} if state is None else state[1])
     if done:
         reporter().log(f"the factors of {done:,} of {n:,} rows were done before; doing the "

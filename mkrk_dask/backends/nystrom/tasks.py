@@ -23,7 +23,8 @@ from ...store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 
-__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task", "GRAM_BYTES"]
+__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task", "add_gram", "gram_order",
+           "GRAM_BYTES"]
 
 #: factors per Gram update in a factor task (whole store chunks; at least one)
 GRAM_BYTES = 32 * 2**20
@@ -39,10 +40,7 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     views = [read_rows(*b, native=True) for b in blocks]
     R = model.n_components
     m = len(model.specs)
-    gram = np.zeros((R, R), order="F")  # its upper triangle: F^T F (see add_gram)
-    # float32 factors: one R x R product buffer for all chunks (at R = 6000, 144 MB of fresh
-    # pages per chunk otherwise)
-    work = np.zeros((R, R), dtype=np.float32, order="F") if model.dtype == np.float32 else None
+    gram = np.zeros((R, R), order=gram_order(model.dtype))  # F^T F: see add_gram
     diag = np.zeros(m)
     exact_diag_products = np.zeros((m, m))
     nystrom_diag_products = np.zeros((m, m))
@@ -68,7 +66,7 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
         if factors_array is not None:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
-        gram = add_gram(gram, F, work)
+        gram = add_gram(gram, F)
         t3 = time.perf_counter()
         seconds["factors"] += t1 - t0
         seconds["write"] += t2 - t1
@@ -77,25 +75,28 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
             "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
 
 
-def add_gram(gram: np.ndarray, F: np.ndarray, work: np.ndarray | None = None) -> np.ndarray:
-    """``gram + F^T F`` in the upper triangle (the lower one is not kept up to date).
+def gram_order(dtype: Any) -> str:
+    """Memory order of the Gram sums of factors of ``dtype`` (that of :func:`add_gram`'s
+    product, so that adding it up never strides across rows)."""
+    return "F" if np.dtype(dtype) == np.float64 else "C"
 
-    One BLAS ``syrk`` (half the flops of ``F.T @ F``), in place: float64 factors straight into
-    ``gram`` (Fortran order), 3.5x faster than ``gram += F.T @ F`` at R = 6000 on this
-    machine; float32 factors into ``work`` (an R x R float32 Fortran-ordered buffer whose
-    lower triangle stays zero; default a new one), then added to ``gram`` in float64, so the
-    sum over chunks does not accumulate float32 round-off.
+
+def add_gram(gram: np.ndarray, F: np.ndarray) -> np.ndarray:
+    """``gram + F^T F``, at least in the upper triangle (the one the sums are read from).
+
+    float64 factors: one BLAS ``dsyrk`` into ``gram`` (Fortran order) in place, half the
+    flops of ``F.T @ F`` and no R x R temporary: 3.5x faster than ``gram += F.T @ F`` at
+    R = 6000 on this machine. float32 factors: their float32 product (numpy's matmul of
+    ``F.T`` and ``F`` is itself a ``syrk``), added in float64 to a C-ordered ``gram``, so the
+    sum over chunks does not accumulate float32 round-off. (An ``ssyrk`` into a reused
+    buffer measured no faster over a whole pass.)
     """
+    if F.dtype != np.float64:
+        gram += F.T @ F
+        return gram
     # F.T of a C-ordered F is Fortran-ordered: BLAS reads it without a copy.
-    if F.dtype == np.float64:
-        return scipy.linalg.blas.dsyrk(1.0, F.T, beta=1.0, c=gram, trans=0, lower=0,
-                                       overwrite_c=1)
-    if work is None:
-        work = np.zeros((F.shape[1],) * 2, dtype=np.float32, order="F")
-    work = scipy.linalg.blas.ssyrk(1.0, F.T, beta=0.0, c=work, trans=0, lower=0,
+    return scipy.linalg.blas.dsyrk(1.0, F.T, beta=1.0, c=gram, trans=0, lower=0,
                                    overwrite_c=1)
-    gram += work
-    return gram
 
 
 @trims_heap
