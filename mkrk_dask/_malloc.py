@@ -7,8 +7,7 @@ memory creeps up from task to task. :func:`trims_heap` tasks call ``malloc_trim`
 end, on whichever worker ran them: one call, and the page faults of the next task's first
 allocations. A low fixed trim threshold (``MALLOC_TRIM_THRESHOLD_=65536``, which distributed
 gives its worker processes) bounds the heap harder, but maps and faults every temporary
-above 128 KiB afresh: on the 12-kernel Nystrom build at n = 10^5 the factor evaluation took
-42.6 s of task time with it, 25.4 s without (4,096- and 1,024-row kernel blocks; one session).
+above 128 KiB afresh, which slowed the Nystrom build noticeably.
 """
 
 from __future__ import annotations

@@ -85,11 +85,10 @@ def add_gram(gram: np.ndarray, F: np.ndarray) -> np.ndarray:
     """``gram + F^T F``, at least in the upper triangle (the one the sums are read from).
 
     float64 factors: one BLAS ``dsyrk`` into ``gram`` (Fortran order) in place, half the
-    flops of ``F.T @ F`` and no R x R temporary: 3.5x faster than ``gram += F.T @ F`` at
-    R = 6000 on this machine. float32 factors: their float32 product (numpy's matmul of
-    ``F.T`` and ``F`` is itself a ``syrk``), added in float64 to a C-ordered ``gram``, so the
-    sum over chunks does not accumulate float32 round-off. (An ``ssyrk`` into a reused
-    buffer measured no faster over a whole pass.)
+    flops of ``F.T @ F`` and no R x R temporary to allocate and add. float32 factors: their
+    float32 product (numpy's matmul of ``F.T`` and ``F`` is itself a ``syrk``), added in
+    float64 to a C-ordered ``gram``, so the sum over chunks does not accumulate float32
+    round-off. (An ``ssyrk`` into a reused buffer measured no faster over a whole pass.)
     """
     if F.dtype != np.float64:
         gram += F.T @ F
