@@ -10,6 +10,7 @@ for a quick check that a benchmark still runs.
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import hashlib
 import importlib.util
@@ -21,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import psutil
@@ -229,3 +231,36 @@ def reference_implementation() -> ModuleType:
     sys.modules[name] = module  # its dataclasses look their module up while being made
     spec.loader.exec_module(module)
     return module
+
+
+def exact_benchmark_parser(description: str, *, lam: float, repeats: int,
+                           report: str) -> argparse.ArgumentParser:
+    """The arguments every exact-backend benchmark on a paper dataset takes (its own are
+    added by the caller): the dataset, lambda, repeats, the BLAS thread limits to measure in
+    turn and the report's path (``exact/<report>.md``)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--data-dir", default=None, help="folder with the datasets")
+    parser.add_argument("--dataset", default="coil20")
+    parser.add_argument("--lam", type=float, default=lam)
+    parser.add_argument("--repeats", type=int, default=repeats)
+    parser.add_argument("--threads", default="default",
+                        help="comma list of BLAS/OpenMP thread limits to measure in turn, "
+                             "e.g. 'default,1' (threadpoolctl)")
+    parser.add_argument("--out", default=str(results_dir("exact") / f"{report}.md"))
+    return parser
+
+
+def thread_limits(spec: str) -> list[tuple[str, int | None]]:
+    """``"default,1"`` -> ``[("default", None), ("1", 1)]``: threadpoolctl limits."""
+    return [(s, None if s == "default" else int(s)) for s in spec.split(",")]
+
+
+def load_or_skip(name: str, data_dir: str | None) -> Any:
+    """The dataset, or None (with a line saying why) when it is not on this machine."""
+    from mkrk_dask.datasets import load_dataset
+
+    try:
+        return load_dataset(name, data_dir)
+    except FileNotFoundError as exc:
+        print(f"skipped: {exc}")
+        return None

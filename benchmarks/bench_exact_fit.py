@@ -35,12 +35,18 @@ from threadpoolctl import threadpool_limits
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.validation import check_views, prepare_precomputed
 
-from _common import now, reference_implementation, results_dir, write_report
+from _common import (
+    exact_benchmark_parser,
+    load_or_skip,
+    now,
+    reference_implementation,
+    thread_limits,
+    write_report,
+)
 
 reference = reference_implementation()
 #: idle time before each timed side: OpenBLAS's threads busy-wait for a while after a threaded
@@ -171,23 +177,14 @@ def section(label: str, res: dict, repeats: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=None, help="folder with the datasets")
-    parser.add_argument("--dataset", default="coil20")
-    parser.add_argument("--lam", type=float, default=2.0**-15)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser = exact_benchmark_parser(__doc__.split("\n")[0], lam=2.0**-15, repeats=5,
+                                    report="exact_fit")
     parser.add_argument("--seed", type=int, default=0, help="seed of both final k-means")
-    parser.add_argument("--threads", default="default",
-                        help="comma list of BLAS/OpenMP thread limits to measure in turn, "
-                             "e.g. 'default,1' (threadpoolctl)")
-    parser.add_argument("--out", default=str(results_dir("exact") / "exact_fit.md"))
     args = parser.parse_args(argv)
     started = now()
 
-    try:
-        data = load_dataset(args.dataset, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"skipped: {exc}")
+    data = load_or_skip(args.dataset, args.data_dir)
+    if data is None:
         return 0
     k = data.n_classes
     t = time.perf_counter()
@@ -199,8 +196,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{build:.1f}s (not timed)", flush=True)
 
     sections = []
-    for setting in args.threads.split(","):
-        limit = None if setting == "default" else int(setting)
+    for setting, limit in thread_limits(args.threads):
         print(f"-- BLAS/OpenMP threads: {setting}", flush=True)
         with threadpool_limits(limit):
             sections.append((f"BLAS/OpenMP threads: {setting}", measure(K, data.y, k, args)))

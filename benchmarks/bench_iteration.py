@@ -21,7 +21,6 @@ Writes ``benchmarks/results/exact/iteration.md``. The reference is ``tests/refer
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
@@ -30,13 +29,19 @@ from threadpoolctl import threadpool_limits
 
 from mkrk_dask.backends.base import TopK
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.datasets import load_dataset
 from mkrk_dask.eigen import top_k_dense
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.qp import RepresentativeQP
 from mkrk_dask.validation import check_views
 
-from _common import now, reference_implementation, results_dir, write_report
+from _common import (
+    exact_benchmark_parser,
+    load_or_skip,
+    now,
+    reference_implementation,
+    thread_limits,
+    write_report,
+)
 
 reference = reference_implementation()
 #: idle time before each timed side (see ``measure``)
@@ -117,25 +122,16 @@ def median_times(runs: list[dict[str, float]]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--data-dir", default=None, help="folder with the datasets")
-    parser.add_argument("--dataset", default="coil20")
-    parser.add_argument("--lam", type=float, default=2.0**-10)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--threads", default="default",
-                        help="comma list of BLAS/OpenMP thread limits to measure in turn, "
-                             "e.g. 'default,1' (threadpoolctl)")
+    parser = exact_benchmark_parser(__doc__.split("\n")[0], lam=2.0**-10, repeats=3,
+                                    report="iteration")
     parser.add_argument("--eigen-methods", default="auto",
                         help="comma list of the exact backend's eigen_method to measure in turn "
                              "(auto, lapack, krylov, lanczos)")
-    parser.add_argument("--out", default=str(results_dir("exact") / "iteration.md"))
     args = parser.parse_args(argv)
     started = now()
 
-    try:
-        data = load_dataset(args.dataset, args.data_dir)
-    except FileNotFoundError as exc:
-        print(f"skipped: {exc}")
+    data = load_or_skip(args.dataset, args.data_dir)
+    if data is None:
         return 0
     k = data.n_classes
     t = time.perf_counter()
@@ -154,8 +150,7 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
 
     sections = []
-    for setting in args.threads.split(","):
-        limit = None if setting == "default" else int(setting)
+    for setting, limit in thread_limits(args.threads):
         for method in args.eigen_methods.split(","):
             backend.eigen_method = method
             label = f"BLAS/OpenMP threads: {setting}, library eigensolver: {method}"
