@@ -17,7 +17,7 @@ __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeate
            "nearest_centre", "lloyd_centres"]
 
 
-#: the final steps: the paper's spectral one, or k-means on the features of the top 2k eigenpairs
+#: the final steps: the paper's spectral one, or k-means on the features of the top eigenpairs
 FINAL_STEPS = ("features", "spectral")
 #: rows per block of :func:`nearest_centre`
 _BLOCK_ROWS = 65536

@@ -10,11 +10,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.estimators._dictionary import (
-    auto_dictionary,
-    candidate_geometries,
-    within_share,
-)
+from mkrk_dask.consensus import within_share
+from mkrk_dask.estimators._dictionary import auto_dictionary, candidate_geometries
 from mkrk_dask.kernels import as_kernel_specs
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.scales import median_scales, sample_rows
@@ -54,9 +51,11 @@ def test_features_final_step_against_dense_eigenpairs():
     np.testing.assert_allclose(model.weights_, 0.25, atol=1e-9)  # every kernel itself
     K = ExactBackend.from_views([X], specs).kernels.mean(axis=0) / 4  # sum_p w_p^2 K_p
     values, vectors = np.linalg.eigh(K)
-    top = vectors[:, -8:] * np.sqrt(values[-8:])
-    assert model.embedding_.shape == (300, 8)
-    # the same rank-8 Gram matrix, whatever the signs and rotations of the eigenvectors
+    rank = model.n_components_
+    assert sorted(model.component_scores_) == [8, 16, 32] and rank in (8, 16, 32)
+    top = vectors[:, -rank:] * np.sqrt(values[-rank:])
+    assert model.embedding_.shape == (300, rank)
+    # the same rank-r Gram matrix, whatever the signs and rotations of the eigenvectors
     np.testing.assert_allclose(model.embedding_ @ model.embedding_.T, top @ top.T, atol=1e-8)
     reference = KMeans(4, n_init=10, random_state=0).fit_predict(model.embedding_)
     assert adjusted_rand_score(reference, model.labels_) == pytest.approx(1.0)

@@ -82,6 +82,12 @@ class TopK:
         #: the kernel weights ``K_w`` was formed with (set by the loop)
         self.weights = weights
 
+    def leading(self, count: int) -> TopK:
+        """The top ``count`` eigenpairs alone (the basis's leading columns)."""
+        basis = self.basis
+        basis = basis.leading(count) if hasattr(basis, "leading") else basis[:, :count]
+        return TopK(self.eigenvalues[:count], basis, weights=self.weights)
+
 
 class KernelBackend(ABC):
     """Abstract backend. ``n_samples`` and ``n_kernels`` are set by subclasses."""

@@ -113,7 +113,8 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
                 if getattr(args, "paper", False) and key != "solver"}
     given = {"lam": getattr(args, "lam", None), "kernels": _kernels_arg(args.kernels),
              "dissimilarity": args.dissimilarity, "lam_scaling": args.lam_scaling,
-             "final_step": args.final_step}
+             "final_step": args.final_step,
+             "n_components": getattr(args, "n_components", None)}
     known = cls().get_params()
     for key, value in given.items():
         if value is not None and key not in known:

@@ -75,6 +75,15 @@ def _lam_type(text: str) -> float:
     return values[0]
 
 
+def _components(text: str) -> int | str:
+    """argparse type of ``--n-components``: ``auto`` or a positive integer."""
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"'auto' or a positive integer expected, got {text!r}")
+    return int(text)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with errors in one line (and exit code 2)."""
 
@@ -185,8 +194,12 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                    help="'normalized' (default) makes lambda independent of n and of the "
                         "scales of C; 'none' is the paper's")
     g.add_argument("--final-step", choices=FINAL_STEPS, default=None,
-                   help="k-means on the features of the top 2k eigenpairs (default) or on the "
+                   help="k-means on the features of the top eigenpairs (default) or on the "
                         "unit rows of the top k eigenvectors (spectral: the paper's)")
+    g.add_argument("--n-components", type=_components, default=None,
+                   help="eigenpairs of the features final step: 'auto' (default: 2k, 4k and "
+                        "8k tried, the partition that agrees most with the others kept) or a "
+                        "positive integer")
     g.add_argument("--tol", type=float, default=1e-5,
                    help="stop when the objective changes by less than this between "
                         "iterations (see --tol-mode)")

@@ -28,13 +28,12 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
 )
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
-from ..assignment import FINAL_STEPS, assign_clusters, lloyd_centres, nearest_centre
+from ..assignment import FINAL_STEPS, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..cluster import is_client
@@ -57,6 +56,7 @@ from ..validation import (
     kernel_stack,
     materialize,
 )
+from ._final import final_embedding
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
 
@@ -109,6 +109,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         "dtype": [StrOptions({"float64", "float32"}), type],
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEPS))],
+        "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
@@ -128,6 +129,14 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if not (self.n_components == "auto" or (
+                isinstance(self.n_components, numbers.Integral)
+                and not isinstance(self.n_components, bool) and self.n_components >= 1)):
+            raise ValueError(f"n_components must be 'auto' or a positive integer, got "
+                             f"{self.n_components!r}")
+        if self.final_step == "spectral" and self.n_components != "auto":
+            raise ValueError("n_components applies to final_step='features' only (the "
+                             "spectral step clusters the top n_clusters eigenvectors)")
         if self.backend_options is not None and not isinstance(self.backend_options, dict):
             raise ValueError(f"backend_options must be a dict or None, got "
                              f"{type(self.backend_options).__name__}")
@@ -320,15 +329,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             try:
                 result = self._run(backend)
                 looped = time.perf_counter()
-                top = result.top
-                if self.final_step == "features":
-                    # k-means on the features of the top 2k eigenpairs of K_w: the rank-2k
-                    # kernel k-means, which keeps what the unit rows of H throw away (the
-                    # eigenvalues and the directions past k).
-                    top = backend.top_k(result.weights, max(
-                        self.n_clusters, min(2 * self.n_clusters, n_samples - 1)))
-                    top.weights = np.array(result.weights)
-                embedding = backend.embedding(top)
+                top, embedding, labels = final_embedding(self, backend, result, n_samples)
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
@@ -337,9 +338,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         embedded = time.perf_counter()
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step == "features" else None)
-        if self.feature_scale_ is not None:
-            embedding *= self.feature_scale_[None, :]  # in place: n x 2k can be large
-        self._set_fitted(result, embedding, backend.kernel_specs)
+        self._set_fitted(result, embedding, backend.kernel_specs, labels)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)
         self.timings_.update(build=built - started, embedding=embedded - looped,
@@ -467,7 +466,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         return nearest_centre(self.transform(X), self.cluster_centers_, step=self.final_step)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
-                    specs: list[KernelSpec] | None) -> None:
+                    specs: list[KernelSpec] | None, labels: np.ndarray) -> None:
         self.weights_ = result.weights
         self.embedding_ = embedding
         self.objective_history_ = result.objective_history
@@ -481,16 +480,15 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                               else [f"K{p}" for p in range(len(result.weights))])
         self.solver_ = getattr(self, "_solver_used", self.solver)
         self._set_method_fitted(result)
-        self.labels_ = assign_clusters(embedding, self.n_clusters, n_init=self.n_init,
-                                       step=self.final_step, dtype=self._kmeans_dtype(),
-                                       random_state=check_random_state(self.random_state))
+        self.labels_ = labels
 
     def _kmeans_dtype(self) -> np.dtype:
         """float32 rows for the final k-means where the user chose float32 storage (the
         scaled backends): at millions of rows its copy of H, and sklearn's temporaries of the
         same size, are what sets the fit's peak memory. ``predict``'s centres are polished in
         float64 (:func:`~mkrk_dask.assignment.lloyd_centres`)."""
-        if self.solver_ != "exact" and np.dtype(self.dtype) == np.float32:
+        if getattr(self, "_solver_used", self.solver) != "exact" and (
+                np.dtype(self.dtype) == np.float32):
             return np.dtype(np.float32)
         return np.dtype(np.float64)
 
@@ -574,8 +572,13 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _summary_choices(self) -> list[str]:
         """What the default path chose, and why."""
         lines = [f"final step: {self.final_step}"
-                 + (" (k-means on the features of the top 2k eigenpairs)"
+                 + (f" (k-means on the features of the top {self.n_components_} eigenpairs)"
                     if self.final_step == "features" else " (unit rows of H, the paper's)")]
+        if len(getattr(self, "component_scores_", {})) > 1:
+            agreement = ", ".join(f"{rank} {score['agreement']:.4f}"
+                                  for rank, score in self.component_scores_.items())
+            lines.append(f"eigenpairs: {self.n_components_}, the rank whose partition agrees "
+                         f"most with the others tried (mean NMI: {agreement})")
         if hasattr(self, "solver_reason_"):
             lines.append(f"solver: {self.solver_} ({self.solver_reason_})")
         if hasattr(self, "dictionary_"):

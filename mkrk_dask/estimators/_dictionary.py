@@ -11,10 +11,12 @@ The angular geometry is a candidate only for non-negative data (there the origin
 rows do not all have unit length already (then the two geometries coincide). For such data
 there are three candidate dictionaries: Euclidean, angular, and ``mixed`` (the cosine kernel
 and the Gaussians of both geometries, for data where neither geometry alone tells the whole
-story). Each is fitted and the one whose final clusters leave the smallest share of the
-scatter of its own features within clusters is kept: the normalised kernel k-means objective,
-computed without labels. A ``store`` given holds one store per candidate
-(``<store>/euclidean``, ``<store>/angular``, ``<store>/mixed``).
+story). Each is fitted on a uniform sample of at most ``GEOMETRY_SAMPLE_ROWS`` rows (in memory,
+so that the choice costs the same at every n) and the one whose final clusters leave the
+smallest share of the scatter of their features within clusters (the normalised kernel k-means
+objective at rank 2k, computed without labels) is kept and fitted on all rows. A ``store``
+given holds the store of the geometry kept (``<store>/euclidean``, ``<store>/angular`` or
+``<store>/mixed``; on data no larger than the sample, one per candidate).
 """
 
 from __future__ import annotations
@@ -25,17 +27,20 @@ from typing import Any
 import numpy as np
 from sklearn.base import clone
 
+from ..consensus import candidate_components
 from ..kernels import KernelSpec
 from ..scales import sample_rows
 from ..validation import is_multiview
 
-__all__ = ["GEOMETRIES", "WIDTHS", "auto_dictionary", "candidate_geometries", "within_share",
-           "fit_auto_dictionary"]
+__all__ = ["GEOMETRIES", "GEOMETRY_SAMPLE_ROWS", "WIDTHS", "auto_dictionary",
+           "candidate_geometries", "fit_auto_dictionary"]
 
 #: the candidate dictionaries, in the order they are fitted
 GEOMETRIES = ("euclidean", "angular", "mixed")
 #: Gaussian widths, in multiples of the median pairwise distance of the view
 WIDTHS = (0.5, 1.0, 2.0)
+#: most rows the candidate geometries are compared on (a uniform sample of larger data)
+GEOMETRY_SAMPLE_ROWS = 4000
 
 
 def auto_dictionary(geometry: str, n_views: int) -> list[KernelSpec]:
@@ -65,17 +70,6 @@ def candidate_geometries(views: list) -> tuple[list[str], str]:
                               "share of the scatter of its features kept")
 
 
-def within_share(features: np.ndarray, labels: np.ndarray) -> float:
-    """Within-cluster scatter over total scatter of ``features`` (0: tight clusters)."""
-    Z = np.asarray(features, dtype=np.float64)
-    total = float(np.sum((Z - Z.mean(axis=0)) ** 2))
-    within = 0.0
-    for label in np.unique(labels):
-        members = Z[labels == label]
-        within += float(np.sum((members - members.mean(axis=0)) ** 2))
-    return within / total if total > 0 else 0.0
-
-
 def _substore(store: Any, name: str) -> Any:
     """``store/name`` for a path or a URL."""
     if isinstance(store, str) and "://" in store:
@@ -83,28 +77,58 @@ def _substore(store: Any, name: str) -> Any:
     return Path(store) / name
 
 
+def _geometry_twin(estimator: Any, geometry: str, n_views: int, sampled: bool) -> Any:
+    """A copy of ``estimator`` with the dictionary of ``geometry``; on a sample of rows it
+    runs in memory (exact), without the store and backend options meant for all rows."""
+    twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, n_views))
+    if sampled:
+        twin.set_params(solver="exact", store=None, backend_options=None, verbose=0)
+        if estimator.final_step == "features" and estimator.n_components == "auto":
+            # the comparison is made at the smallest rank: the others need not be tried
+            twin.set_params(n_components=candidate_components(
+                estimator.n_clusters, GEOMETRY_SAMPLE_ROWS)[0])
+    elif estimator.store is not None:
+        # One store per geometry, side by side under the one given, each reused later.
+        twin.set_params(store=_substore(estimator.store, geometry))
+    return twin
+
+
 def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
-    """Fit ``estimator`` (``kernels="auto"``) on ``X``: one fit per candidate geometry, the
-    label-free best kept. The choice and its reasons go on the estimator (``dictionary_``,
+    """Fit ``estimator`` (``kernels="auto"``) on ``X``: every candidate geometry is fitted
+    on a uniform sample of at most :data:`GEOMETRY_SAMPLE_ROWS` rows (all rows of a smaller
+    data set), the one whose clusters leave the smallest within-cluster share of the scatter
+    is kept, and only it is fitted on all rows (when the sample was all rows, its fit is the
+    result). The choice and its reasons go on the estimator (``dictionary_``,
     ``dictionary_scores_``, ``dictionary_reason_``)."""
     estimator._check_params()
     # Validate X once (the estimator records n_features_in_ / feature_names_in_); every
     # candidate then fits the validated views instead of converting X again.
     views, _, _ = estimator._prepare_input(X)
-    data = views if is_multiview(X) else views[0]
+    multiview = is_multiview(X)
     geometries, reason = candidate_geometries(views)
+    n_samples = views[0].shape[0]
+    sampled = len(geometries) > 1 and n_samples > GEOMETRY_SAMPLE_ROWS
+    if sampled:
+        rows = [sample_rows(view, GEOMETRY_SAMPLE_ROWS) for view in views]
+        reason += (f" (compared on a uniform sample of {GEOMETRY_SAMPLE_ROWS:,} of the "
+                   f"{n_samples:,} rows)")
+    else:
+        rows = views
     fits: dict[str, Any] = {}
     scores: dict[str, float] = {}
     for geometry in geometries:
-        twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, len(views)))
-        if estimator.store is not None:
-            # One store per geometry, side by side under the one given, each reused later.
-            twin.set_params(store=_substore(estimator.store, geometry))
-        fits[geometry] = twin.fit(data)
-        scores[geometry] = within_share(twin.embedding_, twin.labels_)
+        twin = _geometry_twin(estimator, geometry, len(views), sampled)
+        fits[geometry] = twin.fit(rows if multiview else rows[0])
+        # Compared at one rank for every geometry (the smallest tried: 2k), whatever rank
+        # each fit then keeps.
+        scores[geometry] = twin.component_scores_[min(twin.component_scores_)]["within_share"]
     chosen = min(scores, key=scores.get)
+    result = fits[chosen]
+    if sampled:
+        twin = _geometry_twin(estimator, chosen, len(views), False)
+        result = twin.fit(views if multiview else views[0])
     params = estimator.get_params(deep=False)
-    for name, value in vars(fits[chosen]).items():
+    for name, value in vars(result).items():
         if name not in params:
             setattr(estimator, name, value)
     estimator.dictionary_ = chosen

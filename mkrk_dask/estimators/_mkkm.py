@@ -70,6 +70,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         kernels: Any = "auto",
         solver: str = "auto",
         final_step: str = "features",
+        n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
         tol_mode: str = "absolute",
@@ -90,6 +91,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.kernels = kernels
         self.solver = solver
         self.final_step = final_step
+        self.n_components = n_components
         self.normalize = normalize
         self.tol = tol
         self.tol_mode = tol_mode
@@ -178,6 +180,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         kernels: Any = "auto",
         solver: str = "auto",
         final_step: str = "features",
+        n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
         tol_mode: str = "absolute",
@@ -201,6 +204,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.kernels = kernels
         self.solver = solver
         self.final_step = final_step
+        self.n_components = n_components
         self.normalize = normalize
         self.tol = tol
         self.tol_mode = tol_mode

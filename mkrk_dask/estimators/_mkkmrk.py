@@ -219,6 +219,7 @@ class MKKMRK(MultipleKernelKMeans):
         lam_scaling: str = "normalized",
         solver: str = "auto",
         final_step: str = "features",
+        n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
         tol_mode: str = "absolute",
@@ -243,6 +244,7 @@ class MKKMRK(MultipleKernelKMeans):
         self.lam_scaling = lam_scaling
         self.solver = solver
         self.final_step = final_step
+        self.n_components = n_components
         self.normalize = normalize
         self.tol = tol
         self.tol_mode = tol_mode

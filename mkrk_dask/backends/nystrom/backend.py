@@ -49,6 +49,9 @@ class NystromBasis:
         self.coefficients = coefficients
         self.vectors = vectors
 
+    def leading(self, count: int) -> NystromBasis:
+        return NystromBasis(self.coefficients[:, :count], self.vectors[:, :count])
+
 
 class NystromBackend(KernelBackend):
     """Nystrom factors in a Zarr store, their Gram matrix in memory; see the module docstring.

@@ -93,6 +93,9 @@ class LocalBasis:
     embedding: np.ndarray
     weights: np.ndarray
 
+    def leading(self, count: int) -> LocalBasis:
+        return LocalBasis(self.embedding[:, :count], self.weights)
+
 
 def local_residual(kernel_block: np.ndarray, Fa: np.ndarray, Fb: np.ndarray, threshold: float
                    ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,63 @@
+"""The final step of a fit: the embedding of the learned kernel and its k-means partition.
+
+``final_step="spectral"`` (the paper's) clusters the unit rows of the top-k eigenvectors H.
+``final_step="features"`` clusters the features ``V sqrt(mu)`` of the top ``n_components``
+eigenpairs; ``n_components="auto"`` computes the largest candidate rank once and keeps the
+partition that agrees most with those of the other ranks (:mod:`mkrk_dask.consensus`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils import check_random_state
+
+from ..assignment import assign_clusters
+from ..consensus import candidate_components, choose_partition, within_share
+
+__all__ = ["component_candidates", "final_embedding"]
+
+
+def component_candidates(estimator: Any, n_samples: int) -> list[int]:
+    """The ranks the final step of ``estimator`` tries (one unless ``n_components="auto"``)."""
+    if estimator.final_step == "spectral":
+        return [estimator.n_clusters]
+    if estimator.n_components == "auto":
+        return candidate_components(estimator.n_clusters, n_samples)
+    return [max(1, min(int(estimator.n_components), n_samples - 1))]
+
+
+def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
+                    ) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(top, embedding, labels)`` of the final step; records ``n_components_`` and
+    ``component_scores_`` on ``estimator``."""
+    def cluster(rows: np.ndarray) -> np.ndarray:
+        # The same seed for every candidate: the chosen one's labels are what a fit with its
+        # rank given explicitly returns.
+        return assign_clusters(rows, estimator.n_clusters, n_init=estimator.n_init,
+                               step=estimator.final_step, dtype=estimator._kmeans_dtype(),
+                               random_state=check_random_state(estimator.random_state))
+
+    ranks = component_candidates(estimator, n_samples)
+    if estimator.final_step == "spectral":
+        top = result.top
+        embedding = backend.embedding(top)
+        estimator.n_components_, estimator.component_scores_ = top.eigenvalues.size, {}
+        return top, embedding, cluster(embedding)
+    top = backend.top_k(result.weights, ranks[-1])
+    top.weights = np.array(result.weights)
+    embedding = backend.embedding(top)
+    embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
+    partitions = [cluster(embedding[:, :rank]) for rank in ranks]
+    best, agreement = choose_partition(partitions)
+    estimator.component_scores_ = {
+        rank: {"agreement": float(agreement[i]),
+               "within_share": within_share(embedding[:, :rank], partitions[i])}
+        for i, rank in enumerate(ranks)}
+    rank = ranks[best]
+    estimator.n_components_ = rank
+    if rank < embedding.shape[1]:
+        top = top.leading(rank)
+        embedding = np.ascontiguousarray(embedding[:, :rank])
+    return top, embedding, partitions[best]

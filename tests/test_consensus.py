@@ -1,0 +1,103 @@
+"""The label-free choice of the final step's rank (n_components="auto") and of the geometry on a
+sample of rows, against independent references (scikit-learn's NMI, explicit fits)."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.metrics import normalized_mutual_info_score
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.consensus import (
+    CANDIDATE_BYTES,
+    agreement_scores,
+    candidate_components,
+    choose_partition,
+    within_share,
+)
+from mkrk_dask.estimators import _dictionary
+from mkrk_dask.estimators._dictionary import auto_dictionary
+
+DIGITS, _ = load_digits(return_X_y=True)
+X = DIGITS[:400]
+
+
+def test_agreement_is_the_mean_nmi_with_the_others():
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 4, 200)
+    near = base.copy()
+    near[:10] = (near[:10] + 1) % 4
+    partitions = [base, near, rng.integers(0, 4, 200)]
+    scores = agreement_scores(partitions)
+    for i, p in enumerate(partitions):
+        expected = np.mean([normalized_mutual_info_score(p, q)
+                            for j, q in enumerate(partitions) if j != i])
+        assert scores[i] == pytest.approx(expected, abs=1e-12)
+    best, _ = choose_partition(partitions)
+    assert best in (0, 1) and scores[2] < scores[best]
+    # a tie (two partitions agree equally with each other) goes to the first: the smallest rank
+    assert choose_partition([base, near])[0] == 0
+    assert choose_partition([base])[0] == 0 and agreement_scores([base]) == pytest.approx([1])
+
+
+def test_within_share_by_blocks_matches_the_plain_formula(monkeypatch):
+    Z = np.random.default_rng(1).normal(size=(500, 4)).astype(np.float32)
+    labels = np.random.default_rng(2).integers(0, 5, 500)
+    Zd = Z.astype(np.float64)
+    within = sum(((Zd[labels == c] - Zd[labels == c].mean(0)) ** 2).sum() for c in range(5))
+    expected = within / ((Zd - Zd.mean(0)) ** 2).sum()
+    monkeypatch.setattr("mkrk_dask.consensus._BLOCK_ROWS", 64)  # several blocks
+    assert within_share(Z, labels) == pytest.approx(expected, rel=1e-9)
+
+
+def test_candidate_ranks_stay_below_n_and_within_the_memory_bound():
+    assert candidate_components(10, 5000) == [20, 40, 80]
+    assert candidate_components(10, 300) == [20, 40]  # 8k would be more than n / 4
+    assert candidate_components(10, 30) == [20]
+    assert candidate_components(4, 5) == [4]
+    big = CANDIDATE_BYTES // (8 * 40) + 1  # 40 columns no longer fit, 20 still do
+    assert candidate_components(10, big) == [20]
+
+
+def test_auto_rank_is_the_fit_with_that_rank_given():
+    auto = MKKMRK(10, random_state=0).fit(X)
+    assert sorted(auto.component_scores_) == [20, 40, 80]
+    scores = {r: s["agreement"] for r, s in auto.component_scores_.items()}
+    assert auto.n_components_ == max(scores, key=scores.get)
+    fixed = MKKMRK(10, random_state=0, kernels=auto.kernels_,
+                   n_components=auto.n_components_).fit(X)
+    np.testing.assert_array_equal(auto.labels_, fixed.labels_)
+    np.testing.assert_allclose(auto.embedding_, fixed.embedding_, atol=1e-10)
+    assert auto.embedding_.shape == (400, auto.n_components_)
+    np.testing.assert_array_equal(auto.predict(X), auto.labels_)
+    assert f"top {auto.n_components_} eigenpairs" in auto.summary()
+    assert "agrees most" in auto.summary()
+
+
+def test_n_components_is_checked():
+    for bad in (0, -3, "many", 2.5, True):
+        with pytest.raises(ValueError, match="n_components"):
+            MKKMRK(3, n_components=bad).fit(X[:50])
+    with pytest.raises(ValueError, match="final_step='features' only"):
+        MKKMRK(3, n_components=6, final_step="spectral").fit(X[:50])
+
+
+def test_auto_rank_on_nystrom_predicts_its_own_labels(client):
+    model = MKKMRK(10, kernels=auto_dictionary("euclidean", 1), solver="nystrom",
+                   n_landmarks=100, scheduler=client, random_state=0).fit(X)
+    assert model.n_components_ in model.component_scores_
+    assert model.embedding_.shape == (400, model.n_components_)
+    np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_geometry_is_chosen_on_a_sample_then_fitted_on_all_rows(monkeypatch):
+    monkeypatch.setattr(_dictionary, "GEOMETRY_SAMPLE_ROWS", 150)
+    model = MKKMRK(10, random_state=0).fit(X)
+    assert set(model.dictionary_scores_) == {"euclidean", "angular", "mixed"}
+    assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
+    assert "sample of 150 of the 400 rows" in model.dictionary_reason_
+    # the result is the chosen dictionary fitted on every row
+    direct = MKKMRK(10, kernels=auto_dictionary(model.dictionary_, 1), random_state=0).fit(X)
+    assert model.labels_.shape == (400,)
+    np.testing.assert_array_equal(model.labels_, direct.labels_)
+    assert model.n_components_ == direct.n_components_
