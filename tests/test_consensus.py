@@ -101,3 +101,18 @@ def test_geometry_is_chosen_on_a_sample_then_fitted_on_all_rows(monkeypatch):
     assert model.labels_.shape == (400,)
     np.testing.assert_array_equal(model.labels_, direct.labels_)
     assert model.n_components_ == direct.n_components_
+
+
+# the narrowest kernel's Nystrom warning is not what is tested here
+@pytest.mark.filterwarnings("ignore::mkrk_dask.exceptions.NystromApproximationWarning")
+def test_geometry_sample_of_a_lazy_input_on_nystrom(monkeypatch, client):
+    import dask.array as da
+
+    monkeypatch.setattr(_dictionary, "GEOMETRY_SAMPLE_ROWS", 150)
+    lazy = da.from_array(X, chunks=(100, 64))
+    model = MKKMRK(10, solver="nystrom", n_landmarks=200, scheduler=client,
+                   random_state=0).fit(lazy)
+    assert "sample of 150 of the 400 rows" in model.dictionary_reason_
+    assert model.solver_ == "nystrom" and model.labels_.shape == (400,)
+    assert model.n_components_ in model.component_scores_
+    np.testing.assert_array_equal(model.predict(lazy), model.labels_)

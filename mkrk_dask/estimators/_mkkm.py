@@ -40,14 +40,15 @@ class MKKM(MultipleKernelKMeans):
     ----------
     n_clusters : int, default=8
         Number of clusters k.
-    kernels, solver, final_step, normalize, tol, tol_mode, max_iter, n_init, store,
+    kernels, solver, final_step, n_components, normalize, tol, tol_mode, max_iter, n_init, store,
     storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, backend_options,
     random_state, verbose
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
 
     Attributes
     ----------
-    labels_, weights_, embedding_, feature_scale_, objective_history_, n_iter_, converged_, \
+    labels_, weights_, embedding_, feature_scale_, n_components_, component_scores_, \
+objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.
 
@@ -140,7 +141,7 @@ class MKKMMR(MultipleKernelKMeans):
     qp_gap_tol : float, default=1e-8
         Every weight step must have a duality gap below ``qp_gap_tol`` times its objective,
         else an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
-    kernels, solver, final_step, normalize, tol, tol_mode, max_iter, n_init, store,
+    kernels, solver, final_step, n_components, normalize, tol, tol_mode, max_iter, n_init, store,
     storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, backend_options,
     random_state, verbose
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
@@ -153,7 +154,8 @@ class MKKMMR(MultipleKernelKMeans):
         Certified duality gap of every weight step, relative to its objective.
     lam_effective_ : float
         The lambda the weight step used.
-    labels_, weights_, embedding_, feature_scale_, objective_history_, n_iter_, converged_, \
+    labels_, weights_, embedding_, feature_scale_, n_components_, component_scores_, \
+objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.
 

@@ -51,9 +51,15 @@ class MKKMRK(MultipleKernelKMeans):
         ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
         scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
     final_step : {"features", "spectral"}, default="features"
-        ``"features"``: k-means on the features ``V sqrt(mu)`` of the top 2k eigenpairs of
-        ``K_w`` (a rank-2k kernel k-means). ``"spectral"``: the paper's, k-means on the unit
-        rows of the top-k eigenvectors H.
+        ``"features"``: k-means on the features ``V sqrt(mu)`` of the top ``n_components``
+        eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: the paper's,
+        k-means on the unit rows of the top-k eigenvectors H.
+    n_components : "auto" or int, default="auto"
+        Eigenpairs of the ``"features"`` final step. ``"auto"``: 2k, 4k and 8k are tried on
+        one eigendecomposition (4k and 8k only up to n / 4 and where their float64 features
+        fit in 256 MiB) and the partition with the highest mean NMI with the others is kept
+        (a label-free consensus; ``n_components_``, ``component_scores_``). An integer fixes
+        the rank (2k was the default before). Not settable with ``"spectral"``.
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
@@ -130,9 +136,15 @@ class MKKMRK(MultipleKernelKMeans):
         Learned kernel weights (sum to 1).
     representation_ : ndarray of shape (n_kernels, n_kernels)
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
-    embedding_ : ndarray of shape (n_samples, n_clusters) or (n_samples, 2 * n_clusters)
+    embedding_ : ndarray of shape (n_samples, n_components_)
         What the final k-means clustered: H, the top-k eigenvectors of the combined kernel
-        (``final_step="spectral"``), or the features of its top 2k eigenpairs.
+        (``final_step="spectral"``), or the features of its top ``n_components_`` eigenpairs.
+    n_components_ : int
+        Eigenpairs the final k-means saw (k for ``final_step="spectral"``).
+    component_scores_ : dict
+        ``final_step="features"``: for every rank tried, ``{"agreement": mean NMI of its
+        partition with the others', "within_share": within-cluster share of the scatter of
+        its features}``.
     feature_scale_ : ndarray or None
         ``sqrt`` of those eigenvalues (``final_step="features"``), which :meth:`transform`
         applies to the rows of H.
