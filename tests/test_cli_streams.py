@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -67,7 +68,10 @@ def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path:
     assert "fitting MKKM-RK" in default.err and "iter   1" in default.err
     assert main([*argv, "-v"]) == 0
     verbose = capsys.readouterr()
-    assert verbose.out == default.out
+    # the same results; the memory and disk free at each run (in the solver's reason) vary
+    machine = re.compile(r"[\d.]+ GiB (memory available|free disk)")
+    assert machine.sub("", verbose.out) == machine.sub("", default.out)
+    assert machine.search(default.out)  # the mask hides a figure, not the whole line
     assert len(verbose.err.splitlines()) > len(default.err.splitlines())
 
 
