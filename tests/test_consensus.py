@@ -116,3 +116,18 @@ def test_geometry_sample_of_a_lazy_input_on_nystrom(monkeypatch, client):
     assert model.solver_ == "nystrom" and model.labels_.shape == (400,)
     assert model.n_components_ in model.component_scores_
     np.testing.assert_array_equal(model.predict(lazy), model.labels_)
+
+
+@pytest.mark.parametrize("sample_rows", [None, 150])
+def test_spectral_step_with_the_default_dictionary(monkeypatch, sample_rows):
+    if sample_rows is not None:
+        monkeypatch.setattr(_dictionary, "GEOMETRY_SAMPLE_ROWS", sample_rows)
+    model = MKKMRK(10, final_step="spectral", random_state=0).fit(X)
+    assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
+    assert model.n_components_ == 10 and model.embedding_.shape == (400, 10)
+    assert list(model.component_scores_) == [10]
+    assert model.component_scores_[10]["agreement"] == 1.0
+    if model.n_labels_polished_ == 0:
+        assert model.component_scores_[10]["within_share"] == pytest.approx(
+            within_share(model.embedding_, model.labels_))
+    assert "eigenpairs:" not in model.summary()  # one rank: nothing chosen

@@ -20,9 +20,8 @@ __all__ = ["component_candidates", "final_embedding"]
 
 
 def component_candidates(estimator: Any, n_samples: int) -> list[int]:
-    """The ranks the final step of ``estimator`` tries (one unless ``n_components="auto"``)."""
-    if estimator.final_step == "spectral":
-        return [estimator.n_clusters]
+    """The ranks the features final step of ``estimator`` tries (one unless
+    ``n_components="auto"``)."""
     if estimator.n_components == "auto":
         return candidate_components(estimator.n_clusters, n_samples)
     return [max(1, min(int(estimator.n_components), n_samples - 1))]
@@ -31,7 +30,8 @@ def component_candidates(estimator: Any, n_samples: int) -> list[int]:
 def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
                     ) -> tuple[Any, np.ndarray, np.ndarray]:
     """``(top, embedding, labels)`` of the final step; records ``n_components_`` and
-    ``component_scores_`` on ``estimator``."""
+    ``component_scores_`` (one entry per rank tried, the spectral step's k included: the
+    default dictionary compares geometries by its within-cluster share) on ``estimator``."""
     def cluster(rows: np.ndarray) -> np.ndarray:
         # The same seed for every candidate: the chosen one's labels are what a fit with its
         # rank given explicitly returns.
@@ -39,16 +39,16 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
                                step=estimator.final_step, dtype=estimator._kmeans_dtype(),
                                random_state=check_random_state(estimator.random_state))
 
-    ranks = component_candidates(estimator, n_samples)
     if estimator.final_step == "spectral":
-        top = result.top
+        top = result.top  # the loop's top-k eigenvectors: no other rank is tried
         embedding = backend.embedding(top)
-        estimator.n_components_, estimator.component_scores_ = top.eigenvalues.size, {}
-        return top, embedding, cluster(embedding)
-    top = backend.top_k(result.weights, ranks[-1])
-    top.weights = np.array(result.weights)
-    embedding = backend.embedding(top)
-    embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
+        ranks = [top.eigenvalues.size]
+    else:
+        ranks = component_candidates(estimator, n_samples)
+        top = backend.top_k(result.weights, ranks[-1])
+        top.weights = np.array(result.weights)
+        embedding = backend.embedding(top)
+        embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
     partitions = [cluster(embedding[:, :rank]) for rank in ranks]
     best, agreement = choose_partition(partitions)
     estimator.component_scores_ = {

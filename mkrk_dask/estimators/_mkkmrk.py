@@ -59,7 +59,8 @@ class MKKMRK(MultipleKernelKMeans):
         one eigendecomposition (4k and 8k only up to n / 4 and where their float64 features
         fit in 256 MiB) and the partition with the highest mean NMI with the others is kept
         (a label-free consensus; ``n_components_``, ``component_scores_``). An integer fixes
-        the rank (2k was the default before). Not settable with ``"spectral"``.
+        the rank (at most n_samples - 1; 2k was the default before). Not settable with
+        ``"spectral"``.
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
@@ -142,9 +143,9 @@ class MKKMRK(MultipleKernelKMeans):
     n_components_ : int
         Eigenpairs the final k-means saw (k for ``final_step="spectral"``).
     component_scores_ : dict
-        ``final_step="features"``: for every rank tried, ``{"agreement": mean NMI of its
-        partition with the others', "within_share": within-cluster share of the scatter of
-        its features}``.
+        For every rank tried (k alone for ``final_step="spectral"``), ``{"agreement": mean
+        NMI of its partition with the others' (1 for a single rank), "within_share":
+        within-cluster share of the scatter of its embedding}``.
     feature_scale_ : ndarray or None
         ``sqrt`` of those eigenvalues (``final_step="features"``), which :meth:`transform`
         applies to the rows of H.
