@@ -233,6 +233,12 @@ def reference_implementation() -> ModuleType:
     return module
 
 
+#: idle time before each timed side of an exact-backend benchmark: OpenBLAS's worker threads
+#: busy-wait for a while after a threaded call, and on 2 cores one side's would otherwise take
+#: the core of the other side's next call
+SETTLE_SECONDS = 0.5
+
+
 def exact_benchmark_parser(description: str, *, lam: float, repeats: int,
                            report: str) -> argparse.ArgumentParser:
     """The arguments every exact-backend benchmark on a paper dataset takes (its own are

@@ -40,6 +40,7 @@ from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.validation import check_views, prepare_precomputed
 
 from _common import (
+    SETTLE_SECONDS,
     exact_benchmark_parser,
     load_or_skip,
     now,
@@ -49,9 +50,6 @@ from _common import (
 )
 
 reference = reference_implementation()
-#: idle time before each timed side: OpenBLAS's threads busy-wait for a while after a threaded
-#: call, and would otherwise take a core from the next side (see bench_iteration.py)
-SETTLE_SECONDS = 0.5
 #: the library's phases, as its ``timings_`` name them
 LIBRARY_PHASES = (("build (checks, normalised copy, PSD test)", "build"),
                   ("C (fip)", "dissimilarity"), ("H-step", "h_step"),

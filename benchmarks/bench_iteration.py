@@ -35,6 +35,7 @@ from mkrk_dask.qp import RepresentativeQP
 from mkrk_dask.validation import check_views
 
 from _common import (
+    SETTLE_SECONDS,
     exact_benchmark_parser,
     load_or_skip,
     now,
@@ -44,8 +45,6 @@ from _common import (
 )
 
 reference = reference_implementation()
-#: idle time before each timed side (see ``measure``)
-SETTLE_SECONDS = 0.5
 
 
 def library_iteration(backend: ExactBackend, C: np.ndarray, lam: float, k: int,
@@ -99,10 +98,7 @@ def measure(backend, kernels, C, C_ref, args, k):
     for rep in range(args.repeats):
         for case, (w, Y, H, dprev) in (("cold", (w0, Y0, None, None)),
                                        ("warm", (w1, Y1, H1, d1))):
-            # A pause before each side: OpenBLAS's worker threads busy-wait for a while after a
-            # threaded call, and on 2 cores the reference's would otherwise steal the core of
-            # the library's next (single-threaded) eigensolver, and vice versa.
-            time.sleep(SETTLE_SECONDS)
+            time.sleep(SETTLE_SECONDS)  # see SETTLE_SECONDS in _common
             r_times, r_out = reference_timed(kernels, C_ref, args.lam, k, w, Y)
             time.sleep(SETTLE_SECONDS)
             l_times, l_out = library_iteration(backend, C, args.lam, k, w, H, dprev)
