@@ -11,12 +11,13 @@ The angular geometry is a candidate only for non-negative data (there the origin
 rows do not all have unit length already (then the two geometries coincide). For such data
 there are three candidate dictionaries: Euclidean, angular, and ``mixed`` (the cosine kernel
 and the Gaussians of both geometries, for data where neither geometry alone tells the whole
-story). Each is fitted on a uniform sample of at most ``GEOMETRY_SAMPLE_ROWS`` rows (in memory,
-so that the choice costs the same at every n) and the one whose final clusters leave the
-smallest share of the scatter of their features within clusters (the normalised kernel k-means
-objective at rank 2k, computed without labels) is kept and fitted on all rows. A ``store``
-given holds the store of the geometry kept (``<store>/euclidean``, ``<store>/angular`` or
-``<store>/mixed``; on data no larger than the sample, one per candidate).
+story). Each is fitted on a uniform sample of at most ``GEOMETRY_SAMPLE_ROWS`` rows (in memory
+where its kernels fit, so that the choice costs the same at every n) and the one whose final
+clusters leave the smallest share of the scatter of their features within clusters (the
+normalised kernel k-means objective at rank 2k, computed without labels) is kept and fitted on
+all rows. A ``store`` given holds the store of the geometry kept (``<store>/euclidean``,
+``<store>/angular`` or ``<store>/mixed``; on data no larger than the sample, one per
+candidate).
 """
 
 from __future__ import annotations
@@ -79,10 +80,11 @@ def _substore(store: Any, name: str) -> Any:
 
 def _geometry_twin(estimator: Any, geometry: str, n_views: int, sampled: bool) -> Any:
     """A copy of ``estimator`` with the dictionary of ``geometry``; on a sample of rows it
-    runs in memory (exact), without the store and backend options meant for all rows."""
+    chooses its own backend (``solver="auto"``: in memory unless the sample's kernels would not
+    fit, as with many views), without the store and backend options meant for all rows."""
     twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, n_views))
     if sampled:
-        twin.set_params(solver="exact", store=None, backend_options=None, verbose=0)
+        twin.set_params(solver="auto", store=None, backend_options=None, verbose=0)
         if estimator.final_step == "features" and estimator.n_components == "auto":
             # the comparison is made at the smallest rank: the others need not be tried
             twin.set_params(n_components=candidate_components(
