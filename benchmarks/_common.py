@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -31,10 +32,12 @@ import mkrk_dask
 from mkrk_dask.assignment import repeated_assignments
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.results import machine_line, report_header, write_text
+from mkrk_dask.scales import sample_rows
 
 __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", "now",
-           "write_report", "PeakRSS", "fmt_bytes", "dir_nbytes", "evict_from_page_cache",
-           "read_rate", "scores", "reference_implementation"]
+           "write_report", "PeakRSS", "measured_child", "fmt_bytes", "dir_nbytes",
+           "evict_from_page_cache", "read_rate", "scores", "median_rbf_gamma",
+           "reference_implementation"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -156,6 +159,28 @@ class PeakRSS:
         self.stop()
 
 
+def measured_child(cmd: list[str], *, env: dict | None = None,
+                   timeout: float | None = None) -> dict:
+    """Run ``cmd`` as a fresh process (in its own session) and sample its tree's peak RSS.
+
+    Returns ``code`` (None when stopped), ``wall`` seconds, ``peak_rss`` bytes and
+    ``timed_out``. After ``timeout`` seconds the whole process group is killed, so that a
+    method that runs too long is reported as such instead of holding up the run.
+    """
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    timed_out = False
+    with PeakRSS(proc.pid) as peak:
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out, code = True, None
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return dict(code=code, wall=time.perf_counter() - t0, peak_rss=peak.peak,
+                timed_out=timed_out)
+
+
 def fmt_bytes(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(n) < 1024 or unit == "TiB":
@@ -215,6 +240,15 @@ def scores(y: np.ndarray, H: np.ndarray, k: int, repeats: int,
     nmi = [normalized_mutual_info(y, lab) for lab in labels]
     acc = [clustering_accuracy(y, lab) for lab in labels]
     return 100 * np.mean(nmi), 100 * np.mean(acc)
+
+
+def median_rbf_gamma(X: Any) -> float:
+    """The peers' rbf width: 1 / the median squared distance between the rows of a uniform
+    sample of X (``mkrk_dask.scales.sample_rows``: numpy, dask or Zarr)."""
+    sample = sample_rows(X)
+    sq = np.sum(sample**2, axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * sample @ sample.T, 0)
+    return 1.0 / float(np.median(d2[np.triu_indices(len(sample), 1)]))
 
 
 def reference_implementation() -> ModuleType:

@@ -46,9 +46,8 @@ from mkrk_dask import MKKMRK, lambda_search
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
-from mkrk_dask.scales import sample_rows
 
-from _common import now, results_dir, write_report
+from _common import median_rbf_gamma, now, results_dir, write_report
 
 DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
 HELD_OUT = ("sklearn:iris", "sklearn:wine", "sklearn:breast_cancer", "sklearn:digits")
@@ -115,10 +114,7 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds
     print(name, "default", methods["default"], flush=True)
 
     X = np.hstack(views)
-    sample = sample_rows(X)
-    sq = np.sum(sample**2, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * sample @ sample.T, 0)
-    gamma = 1.0 / float(np.median(d2[np.triu_indices(len(sample), 1)]))
+    gamma = median_rbf_gamma(X)
     for kind in ("KMeans", "Nystroem(cosine)+KMeans", "Nystroem(rbf)+KMeans"):
         methods[kind] = _record([_sklearn(X, y, k, s, kind, gamma) for s in range(seeds)])
         print(name, kind, methods[kind], flush=True)

@@ -6,16 +6,19 @@ process (``--data``, reused when it is there). The timed part is what a user run
     MKKMRK(...).fit([da.from_zarr(view) for view in views])
 
 in a fresh process whose whole process tree's peak resident memory is sampled from start to
-finish (imports, the embedded LocalCluster, the fit, the scores). Two scenarios:
+finish (imports, the embedded LocalCluster, the fit, the scores). Three scenarios:
 
 - ``multiview``: 4 views of d = 64, m = 12 kernels (per view Gaussian c = 0.1, 1 and a
   polynomial), the paper's fip and lambda; ``scale_nystrom_r500.md``'s configuration, which
   called the backend internals on data persisted in memory.
+- ``default``: the same 4 views in float32, ``MKKMRK(10, random_state=seed)`` with every
+  other parameter at its default (issue 17's n = 10^6 with the default dictionary).
 - ``wide``: one view of d = 256 in float32 (2 GB at n = 2 * 10^6), 3 kernels, the estimator's
   defaults otherwise.
 
     python benchmarks/bench_scale_api.py --scenario multiview --n 100000 1000000 --landmarks 500
     python benchmarks/bench_scale_api.py --scenario wide --n 2000000
+    python benchmarks/bench_scale_api.py --scenario default --n 1000000
 """
 
 from __future__ import annotations
@@ -23,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import PeakRSS, dir_nbytes, fmt_bytes, now, write_report
+from _common import dir_nbytes, fmt_bytes, measured_child, now, write_report
 
 K = 10
 SCENARIOS = {
@@ -41,9 +43,10 @@ SCENARIOS = {
                       kernels=[f"{k}@{v}" for v in range(4)
                                for k in ("gaussian(c=0.1)", "gaussian(c=1)",
                                          "polynomial(a=1,b=2)")]),
-    # the multiview data with the estimator's defaults throughout (kernels="auto", ...)
+    # the multiview layout in float32 (10 GB at n = 10^7) with the estimator's defaults
+    # throughout (kernels="auto", ...); also bench_scaling.py's data
     "default": dict(views=dict(n_informative=2, n_noise=1, n_redundant=1, n_features=64),
-                    dtype="float64", kernels=None),
+                    dtype="float32", kernels=None),
     "wide": dict(views=dict(n_informative=1, n_noise=0, n_redundant=0, n_features=256),
                  dtype="float32",
                  kernels=["gaussian(c=0.1)", "gaussian(c=1)", "polynomial(a=1,b=2)"]),
@@ -136,24 +139,26 @@ def fit(path: Path, scenario: str, args) -> dict:
     return out
 
 
-def measured_fit(path: Path, scenario: str, argv: list[str], mmap_threshold: int = 0) -> dict:
+def measured_fit(path: Path, scenario: str, argv: list[str], mmap_threshold: int = 0,
+                 timeout: float | None = None) -> dict:
     """Run :func:`fit` in a fresh interpreter; sample its process tree's peak RSS. With
     ``mmap_threshold``, glibc maps every allocation above it on its own (and returns it when
-    freed), instead of keeping freed memory in its heaps."""
+    freed), instead of keeping freed memory in its heaps. A run stopped after ``timeout``
+    seconds returns ``{"timed_out": True, ...}``."""
     cmd = [sys.executable, __file__, "--child", str(path), "--scenario", scenario, *argv]
     env = dict(os.environ)
     if mmap_threshold:
         env["MALLOC_MMAP_THRESHOLD_"] = str(mmap_threshold)
     with tempfile.NamedTemporaryFile("r", suffix=".json") as result:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([*cmd, "--result", result.name], env=env)
-        with PeakRSS(proc.pid) as peak:
-            code = proc.wait()
-        wall = time.perf_counter() - t0
-        if code:
-            raise SystemExit(f"the fit at {path} failed (exit {code})")
+        run = measured_child([*cmd, "--result", result.name], env=env, timeout=timeout)
+        if run["timed_out"]:
+            return dict(timed_out=True, peak_rss=run["peak_rss"], process=run["wall"])
+        if run["code"]:
+            raise SystemExit(f"the fit at {path} failed (exit {run['code']})")
         out = json.load(open(result.name))
-    out.update(peak_rss=peak.peak, process=wall)
+    if "error" in out and timeout is None:
+        raise SystemExit(f"the fit at {path} failed: {out['error']}")
+    out.update(peak_rss=run["peak_rss"], process=run["wall"], timed_out=False)
     return out
 
 
@@ -178,7 +183,11 @@ def main() -> None:
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args()
     if args.child:
-        Path(args.result).write_text(json.dumps(fit(Path(args.child), args.scenario, args)))
+        try:
+            out = fit(Path(args.child), args.scenario, args)
+        except Exception as exc:  # reported by the parent (e.g. a problem that fits nowhere)
+            out = {"error": f"{type(exc).__name__}: {exc}"}
+        Path(args.result).write_text(json.dumps(out))
         return
     started = now()
     passthrough = [a for flag in ("--landmarks", "--lam", "--n-init", "--seed",
