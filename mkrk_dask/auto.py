@@ -2,9 +2,11 @@
 
 - exact: the m dense kernels (``8 m n^2`` bytes) fit in at most half of the available memory,
   and ``n <= 12,000`` (the dense eigensolver and the O(m n^2) passes stay fast);
-- Nystrom otherwise: its factors (``8 n R`` bytes, R = landmarks per kernel x m) go to a
-  temporary store on disk and are read a block of rows at a time, so it needs a fraction of
-  the free disk space and memory for one ``R x R`` Gram matrix.
+- Nystrom otherwise: its factors (``8 n R`` bytes in float64, R = landmarks per kernel x m) go
+  to a temporary store on disk and are read a block of rows at a time, so it needs a fraction
+  of the free disk space and memory for one ``R x R`` Gram matrix. With the estimators'
+  ``dtype="auto"``, factors that fit the disk only in float32 are stored in float32 (half the
+  bytes; the arithmetic stays float64).
 
 The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
 never chosen automatically: where it fits and exact does not, Nystrom gives nearly the same
@@ -32,8 +34,8 @@ def _gib(n_bytes: float) -> str:
 
 
 def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
-                  available_memory: int | None = None, free_disk: int | None = None
-                  ) -> tuple[str, str]:
+                  available_memory: int | None = None, free_disk: int | None = None,
+                  itemsize: int = 8) -> tuple[str, str]:
     """Choose the backend for ``n_samples`` samples and ``n_kernels`` kernels.
 
     Parameters
@@ -46,6 +48,8 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
     free_disk : int, optional
         Free bytes where a temporary store would go (default: free space of
         ``tempfile.gettempdir()``).
+    itemsize : {8, 4}
+        Bytes per stored Nystrom factor entry (float64 or float32 storage).
 
     Returns
     -------
@@ -74,17 +78,18 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
         return "exact", (f"{facts}; they fit in {MEMORY_FRACTION:.0%} of memory and "
                          f"n <= {EXACT_MAX_N}")
     R = n_landmarks * n_kernels
-    factor_bytes = 8.0 * n_samples * R
+    factor_bytes = float(itemsize) * n_samples * R
     gram_bytes = 8.0 * 3 * R * R  # the Gram matrix, its eigenvectors and a work copy
     why = (f"n > {EXACT_MAX_N}" if n_samples > EXACT_MAX_N
            else f"more than {MEMORY_FRACTION:.0%} of memory")
     if factor_bytes <= DISK_FRACTION * free_disk and gram_bytes <= available_memory:
         return "nystrom", (f"{facts}; exact ruled out ({why}); the Nystrom factors need "
-                           f"{_gib(factor_bytes)} on disk (8 n R bytes, R = {R})")
-    fit_landmarks = int(min(DISK_FRACTION * free_disk / (8.0 * n_samples * n_kernels),
+                           f"{_gib(factor_bytes)} on disk ({itemsize} n R bytes, R = {R})")
+    fit_landmarks = int(min(DISK_FRACTION * free_disk / (itemsize * n_samples * n_kernels),
                             (available_memory / (24.0 * n_kernels**2)) ** 0.5))
     raise ProblemTooLargeError(
         f"{facts}: the problem fits no backend: exact needs {_gib(kernel_bytes)} of memory, "
-        f"Nystrom with {n_landmarks} landmarks per kernel {_gib(factor_bytes)} of disk and "
+        f"Nystrom with {n_landmarks} landmarks per kernel {_gib(factor_bytes)} of disk "
+        f"({'float64' if itemsize == 8 else 'float32'} factors) and "
         f"{_gib(gram_bytes)} of memory; n_landmarks <= {max(fit_landmarks, 0)} would fit, or a "
         "store on a larger disk or object store (store=...)")

@@ -86,7 +86,7 @@ def _params(estimator: Any) -> dict[str, Any]:
             value = [v.to_dict() if isinstance(v, KernelSpec) else v for v in value]
         elif name == "random_state" and not isinstance(value, int | type(None)):
             value = None
-        elif name == "dtype":
+        elif name == "dtype" and not (isinstance(value, str) and value == "auto"):
             value = np.dtype(value).name
         elif isinstance(value, os.PathLike):
             value = os.fspath(value)

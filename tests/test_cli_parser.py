@@ -7,7 +7,7 @@ import argparse
 
 import pytest
 
-from mkrk_dask.backends.options import STORE_DTYPES
+from mkrk_dask.backends.options import DTYPE_CHOICES
 from mkrk_dask.cli import UserError, build_parser, main, parse_lams
 from mkrk_dask.cli.parser import COMMANDS
 from mkrk_dask.dissimilarity import MEASURES
@@ -71,7 +71,7 @@ def test_choices_follow_the_library() -> None:
     assert _choices("fit", "dissimilarity") == tuple(MEASURES)
     assert _choices("fit", "lam_scaling") == tuple(LAM_SCALINGS)
     assert _choices("fit", "tol_mode") == tuple(TOL_MODES)
-    assert _choices("build", "dtype") == tuple(STORE_DTYPES)
+    assert _choices("build", "dtype") == tuple(DTYPE_CHOICES)
     assert _choices("fit", "landmarks") == tuple(LANDMARK_METHODS)
     assert _sub("reproduce").get_default("datasets") == list(DATASETS)
 

@@ -535,6 +535,40 @@ def test_gram_sums_equal_the_plain_products(dtype):
         assert not np.tril(gram, -1).any()
 
 
+def test_auto_dtype_stores_float32_factors_only_where_float64_ones_do_not_fit(
+        client, monkeypatch, tmp_path):
+    """dtype="auto": float64 factors where they fit the disk budget, float32 where only those
+    do (the reason says so), and an explicit float64 is refused there, not silently halved."""
+    import shutil
+    import tempfile
+
+    import mkrk_dask.auto as auto
+    from mkrk_dask.exceptions import ProblemTooLargeError
+
+    n, landmarks = 13_000, 20  # n > EXACT_MAX_N: Nystrom; 2 kernels of 20 landmarks: R = 40
+    views, y, _ = make_multiview_blobs(n, 3, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=4, random_state=0)
+    X = views[0]
+    free = shutil.disk_usage(tempfile.gettempdir()).free
+    # Room for 6 n R bytes: float32 factors (4 n R) fit, float64 ones (8 n R) do not.
+    monkeypatch.setattr(auto, "DISK_FRACTION", 6.0 * n * 2 * landmarks / free)
+    params = dict(kernels=["gaussian(c=1)", "polynomial(a=1,b=2)"], n_landmarks=landmarks,
+                  scheduler=client, random_state=0, lam=1.0, max_iter=5)
+    model = MKKMRK(3, **params).fit(X)
+    assert model.solver_ == "nystrom" and model.dtype_ == "float32"
+    assert "float32 factors" in model.solver_reason_ and "4 n R bytes" in model.solver_reason_
+    assert model.embedding_.dtype == np.float32
+    assert normalized_mutual_info(y, model.labels_) > 0.9
+    with pytest.raises(ProblemTooLargeError, match="float64 factors") as caught:
+        MKKMRK(3, dtype="float64", **params).fit(X)
+    assert "\n" not in str(caught.value)
+    # An explicit float32 is checked with its own size (it fits).
+    assert MKKMRK(3, dtype="float32", **params).fit(X).dtype_ == "float32"
+    # With room for float64 factors, "auto" keeps float64.
+    monkeypatch.setattr(auto, "DISK_FRACTION", 0.8)
+    assert MKKMRK(3, **params).fit(X).dtype_ == "float64"
+
+
 def test_auto_choice():
     gib = 2**30
     choice, reason = choose_solver(500, 12, available_memory=8 * gib, free_disk=50 * gib)

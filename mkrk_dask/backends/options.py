@@ -18,11 +18,13 @@ from ..landmarks import DEFAULT_RANK_TOL, DEFAULT_REL_FLOOR, LANDMARK_METHODS
 
 __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
            "make_options", "option_names", "SOLVER_OPTIONS", "PRODUCTS", "EIGEN_METHODS",
-           "STORE_DTYPES"]
+           "STORE_DTYPES", "DTYPE_CHOICES"]
 
 PRODUCTS = ("combined", "fused")
 EIGEN_METHODS = ("auto", "lapack", "lanczos")
 STORE_DTYPES = ("float64", "float32")
+#: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
+DTYPE_CHOICES = ("auto", *STORE_DTYPES)
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..assignment import FINAL_STEPS
-from ..backends.options import STORE_DTYPES
+from ..backends.options import DTYPE_CHOICES
 from ..dissimilarity import MEASURES
 from ..estimators import ESTIMATORS
 from ..landmarks import LANDMARK_METHODS
@@ -258,8 +258,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
                    help="workers of the embedded local cluster (default 1, threads = cores)")
     g.add_argument("--chunk-size", type=int, default=None, metavar="ROWS",
                    help="rows per block of the store (default: chosen from n and the memory)")
-    g.add_argument("--dtype", choices=STORE_DTYPES, default="float64",
-                   help="storage precision of the store")
+    g.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto",
+                   help="storage precision of the store (auto: float64, or float32 where "
+                   "solver auto finds only float32 Nystrom factors fit the disk)")
     g.add_argument("--n-landmarks", type=int, default=500, metavar="R",
                    help="Nystrom landmarks per kernel")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",

@@ -18,6 +18,7 @@ import numbers
 import os
 import time
 import warnings
+from functools import partial
 from numbers import Integral, Real
 from typing import Any
 
@@ -36,8 +37,9 @@ from .. import progress
 from ..assignment import FINAL_STEPS, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
+from ..backends.options import DTYPE_CHOICES
 from ..cluster import is_client
-from ..exceptions import NystromApproximationWarning
+from ..exceptions import NystromApproximationWarning, ProblemTooLargeError
 from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
@@ -106,7 +108,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
         "n_landmarks": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "landmarks": [StrOptions(set(LANDMARK_METHODS))],
-        "dtype": [StrOptions({"float64", "float32"}), type],
+        "dtype": [StrOptions(set(DTYPE_CHOICES)), type],
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEPS))],
         "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
@@ -165,6 +167,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         names = set(option_names(solver))
         settings = {key: getattr(self, key) for key in ("chunk_size", "dtype", "n_landmarks",
                                                           "landmarks") if key in names}
+        if "dtype" in settings:
+            settings["dtype"] = self._storage_dtype()
         extra = dict(self.backend_options or {})
         # backend_options may set what the parameter leaves at its default, not both.
         defaults = {k: v.default for k, v in inspect.signature(type(self)).parameters.items()}
@@ -223,13 +227,31 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         specs = None if auto else as_kernel_specs(self.kernels, n_views=len(views))
         return views, specs, int(views[0].shape[0])
 
+    def _storage_dtype(self) -> Any:
+        """The storage precision: ``dtype``, or what ``dtype="auto"`` resolved to (float64
+        unless ``solver="auto"`` found the Nystrom factors fit the disk only in float32)."""
+        if isinstance(self.dtype, str) and self.dtype == "auto":
+            return getattr(self, "_dtype_used", "float64")
+        return self.dtype
+
     def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
+        self._dtype_used = "float64"
         if self.solver != "auto":
             return self.solver
         from ..auto import choose_solver
 
         counts = np.atleast_1d(np.asarray(self.n_landmarks))
-        choice, reason = choose_solver(n_samples, n_kernels, n_landmarks=int(counts.max()))
+        choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()))
+        try:
+            choice, reason = choose(itemsize=np.dtype(self._storage_dtype()).itemsize)
+        except ProblemTooLargeError:
+            if not (isinstance(self.dtype, str) and self.dtype == "auto"):
+                raise
+            # Half the bytes on disk (the arithmetic stays float64): float32 factors, whose
+            # accuracy against exact is measured in benchmarks/results/nystrom.
+            choice, reason = choose(itemsize=4)
+            self._dtype_used = "float32"
+            reason += "; dtype='auto': float32 factors (float64 ones would not fit the disk)"
         progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
                                 f"{reason}")
         self.solver_reason_ = reason
@@ -479,6 +501,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self.kernel_names_ = ([s.name for s in specs] if specs is not None
                               else [f"K{p}" for p in range(len(result.weights))])
         self.solver_ = getattr(self, "_solver_used", self.solver)
+        self.dtype_ = str(np.dtype(self._storage_dtype()))
         self._set_method_fitted(result)
         self.labels_ = labels
 
@@ -488,7 +511,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         same size, are what sets the fit's peak memory. ``predict``'s centres are polished in
         float64 (:func:`~mkrk_dask.assignment.lloyd_centres`)."""
         if getattr(self, "_solver_used", self.solver) != "exact" and (
-                np.dtype(self.dtype) == np.float32):
+                np.dtype(self._storage_dtype()) == np.float32):
             return np.dtype(np.float32)
         return np.dtype(np.float64)
 

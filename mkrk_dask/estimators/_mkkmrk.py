@@ -94,11 +94,14 @@ class MKKMRK(MultipleKernelKMeans):
         its measured cost in accuracy.
     landmarks : {"kmeans++", "uniform"}, default="kmeans++"
         Nystrom landmark selection.
-    dtype : {"float64", "float32"}, default="float64"
+    dtype : {"auto", "float64", "float32"}, default="auto"
         Storage precision of the blockwise kernels / Nystrom factors (the arithmetic is
-        float64). With float32, the Nystrom ``embedding_`` is kept in float32 and the final
-        k-means runs on float32 rows: at millions of rows these set the fit's peak memory. The
-        centres that ``predict`` uses are polished in float64.
+        float64). ``"auto"`` is float64, except where ``solver="auto"`` finds that the Nystrom
+        factors fit the free disk only in float32 (at n = 10^6 with 16 kernels of 500
+        landmarks, 60 GiB in float64); ``dtype_`` records the choice. With float32, the
+        Nystrom ``embedding_`` is kept in float32 and the final k-means runs on float32 rows:
+        at millions of rows these set the fit's peak memory. The centres that ``predict``
+        uses are polished in float64.
     backend_options : dict, optional
         Further options of the backend (the fields of
         :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`
@@ -172,6 +175,8 @@ class MKKMRK(MultipleKernelKMeans):
         The lambda the Y-step used (differs from ``lam`` under ``lam_scaling="normalized"``).
     solver_ : str
         The backend that ran.
+    dtype_ : str
+        The storage precision used (what ``dtype="auto"`` resolved to).
     n_features_in_ : int
         Features seen in ``fit``: the matrix's columns, or for a list of views the total
         over all views (``sum(n_features_per_view_)``; :meth:`predict` still takes the views
@@ -245,7 +250,7 @@ class MKKMRK(MultipleKernelKMeans):
         chunk_size: int | None = None,
         n_landmarks: int = 500,
         landmarks: str = "kmeans++",
-        dtype: str = "float64",
+        dtype: str = "auto",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
