@@ -219,10 +219,11 @@ def main() -> None:
                 rows.append(f"| {n:,} | {method} | stopped after {limit:.0f} s | | "
                             f"{fmt_bytes(r['peak_rss'])} | | |")
             elif r.get("failed") or r.get("error"):
-                why = (r.get("error") or r["failed"]).splitlines()[0][:300].replace("|", "/")
+                why = (r.get("error") or r["failed"]).splitlines()[0].replace("|", "/")
                 stopped[method] = "not run: failed at a smaller n"
-                rows.append(f"| {n:,} | {method} | failed: {why} | | "
+                rows.append(f"| {n:,} | {method} | failed: {why.split(':')[0]} (below) | | "
                             f"{fmt_bytes(r['peak_rss'])} | | |")
+                details.append(f"- n = {n:,}: {method} failed: {why}")
             else:
                 series[method].append((n, r["process"]))
                 rows.append(f"| {n:,} | {method} | {r['process']:.1f} | {r['fit']:.1f} | "
