@@ -380,8 +380,12 @@ class NystromLocalBackend(NystromBackend):
         scaled = H / top.eigenvalues[None, :]
         coefficients = np.repeat(w2, np.diff(self.offsets))[:, None] * (
             self._factors().T @ scaled)
+        # A kernel left out of the local part has S_p = 0 in the fit, so none in the map
+        # either (else a training row would not get its row of H back).
+        left_out = set((self.info.get("local_part") or {}).get("left_out", []))
+        has_local = np.array([spec.name not in left_out for spec in self.model.specs])
         local = {"views": self._train_views, "threshold": self.local.threshold,
-                 "weights2": w2, "scaled_embedding": scaled}
+                 "weights2": w2 * has_local, "scaled_embedding": scaled}
         return coefficients, local
 
     def close(self) -> None:
