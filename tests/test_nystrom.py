@@ -552,10 +552,11 @@ def test_gram_sums_equal_the_plain_products(dtype):
         assert not np.tril(gram, -1).any()
 
 
-def test_auto_dtype_stores_float32_factors_only_where_float64_ones_do_not_fit(
+def test_auto_dtype_chooses_the_factors_precision(
         client, monkeypatch, tmp_path):
     """dtype="auto": float64 factors where they fit the disk budget, float32 where only those
-    do (the reason says so), and an explicit float64 is refused there, not silently halved."""
+    do (the reason says so), and an explicit float64 is refused there, not silently halved;
+    float32 for the plain Nystrom backend (n above exact_dissimilarity_max_n)."""
     import shutil
     import tempfile
 
@@ -581,9 +582,18 @@ def test_auto_dtype_stores_float32_factors_only_where_float64_ones_do_not_fit(
     assert "\n" not in str(caught.value)
     # An explicit float32 is checked with its own size (it fits).
     assert MKKMRK(3, dtype="float32", **params).fit(X).dtype_ == "float32"
-    # With room for float64 factors, "auto" keeps float64.
+    # With room for float64 factors, "auto" keeps float64 below exact_dissimilarity_max_n ...
     monkeypatch.setattr(auto, "DISK_FRACTION", 0.8)
     assert MKKMRK(3, **params).fit(X).dtype_ == "float64"
+    # ... and stores float32 for the plain Nystrom backend above it.
+    model = MKKMRK(3, backend_options={"exact_dissimilarity_max_n": 10_000}, **params).fit(X)
+    assert model.dtype_ == "float32" and "plain Nystrom at n > 10,000" in model.solver_reason_
+    assert model.embedding_.dtype == np.float32
+    assert normalized_mutual_info(y, model.labels_) > 0.9
+    explicit = dict(params, solver="nystrom")
+    assert MKKMRK(3, **explicit).fit(X[:3000]).dtype_ == "float64"
+    assert MKKMRK(3, backend_options={"exact_dissimilarity_max_n": 2000},
+                  **explicit).fit(X[:3000]).dtype_ == "float32"
 
 
 def test_auto_choice():

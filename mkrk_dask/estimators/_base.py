@@ -228,14 +228,25 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         return views, specs, int(views[0].shape[0])
 
     def _storage_dtype(self) -> Any:
-        """The storage precision: ``dtype``, or what ``dtype="auto"`` resolved to (float64
-        unless ``solver="auto"`` found the Nystrom factors fit the disk only in float32)."""
-        if isinstance(self.dtype, str) and self.dtype == "auto":
+        """The storage precision: ``dtype``, or what ``dtype="auto"`` resolved to
+        (:meth:`_choose_solver`)."""
+        if self._auto_dtype():
             return getattr(self, "_dtype_used", "float64")
         return self.dtype
 
+    def _auto_dtype(self) -> bool:
+        return isinstance(self.dtype, str) and self.dtype == "auto"
+
     def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
-        self._dtype_used = "float64"
+        """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
+        backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
+        residuals are differences of nearly equal numbers) or where only float32 ones fit
+        the disk; float64 otherwise. Measured: float32 factors match float64 ones against
+        exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``), halve the store and
+        run the Gram pass at about twice the rate."""
+        local_max_n = self._backend_options("nystrom", strict=False).exact_dissimilarity_max_n
+        plain = self.solver in ("auto", "nystrom") and n_samples > local_max_n
+        self._dtype_used = "float32" if plain else "float64"
         if self.solver != "auto":
             return self.solver
         from ..auto import choose_solver
@@ -245,13 +256,17 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         try:
             choice, reason = choose(itemsize=np.dtype(self._storage_dtype()).itemsize)
         except ProblemTooLargeError:
-            if not (isinstance(self.dtype, str) and self.dtype == "auto"):
+            if not self._auto_dtype() or self._dtype_used == "float32":
                 raise
-            # Half the bytes on disk (the arithmetic stays float64): float32 factors, whose
-            # accuracy against exact is measured in benchmarks/results/nystrom.
             choice, reason = choose(itemsize=4)
             self._dtype_used = "float32"
             reason += "; dtype='auto': float32 factors (float64 ones would not fit the disk)"
+        else:
+            if choice != "nystrom":
+                self._dtype_used = "float64"
+            elif self._auto_dtype() and plain:
+                reason += (f"; dtype='auto': float32 factors (plain Nystrom at n > "
+                           f"{local_max_n:,})")
         progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
                                 f"{reason}")
         self.solver_reason_ = reason
