@@ -5,8 +5,8 @@
 - Nystrom otherwise: its factors (``8 n R`` bytes in float64, R = landmarks per kernel x m) go
   to a temporary store on disk and are read a block of rows at a time, so it needs a fraction
   of the free disk space and memory for one ``R x R`` Gram matrix. With the estimators'
-  ``dtype="auto"``, factors that fit the disk only in float32 are stored in float32 (half the
-  bytes; the arithmetic stays float64).
+  ``dtype="auto"``, factors are sized (and stored) in float32 above n = 20,000 and where only
+  float32 ones fit the disk (half the bytes; the arithmetic stays float64).
 
 The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
 never chosen automatically: where it fits and exact does not, Nystrom gives nearly the same

@@ -259,8 +259,8 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
     g.add_argument("--chunk-size", type=int, default=None, metavar="ROWS",
                    help="rows per block of the store (default: chosen from n and the memory)")
     g.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto",
-                   help="storage precision of the store (auto: float64, or float32 where "
-                   "solver auto finds only float32 Nystrom factors fit the disk)")
+                   help="storage precision of the store (auto: float32 Nystrom factors above "
+                   "n = 20,000 or where only those fit the disk, float64 otherwise)")
     g.add_argument("--n-landmarks", type=int, default=500, metavar="R",
                    help="Nystrom landmarks per kernel")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",

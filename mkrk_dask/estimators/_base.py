@@ -242,10 +242,13 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
         residuals are differences of nearly equal numbers) or where only float32 ones fit
         the disk; float64 otherwise. Measured: float32 factors match float64 ones against
-        exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``), halve the store and
-        run the Gram pass at about twice the rate."""
-        local_max_n = self._backend_options("nystrom", strict=False).exact_dissimilarity_max_n
-        plain = self.solver in ("auto", "nystrom") and n_samples > local_max_n
+        exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
+        and the bytes every pass moves."""
+        plain = local_max_n = None
+        if self._auto_dtype() and self.solver in ("auto", "nystrom"):
+            local_max_n = self._backend_options("nystrom",
+                                                strict=False).exact_dissimilarity_max_n
+            plain = n_samples > local_max_n
         self._dtype_used = "float32" if plain else "float64"
         if self.solver != "auto":
             return self.solver
@@ -264,7 +267,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         else:
             if choice != "nystrom":
                 self._dtype_used = "float64"
-            elif self._auto_dtype() and plain:
+            elif plain:
                 reason += (f"; dtype='auto': float32 factors (plain Nystrom at n > "
                            f"{local_max_n:,})")
         progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "

@@ -39,15 +39,16 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
                                step=estimator.final_step, dtype=estimator._kmeans_dtype(),
                                random_state=check_random_state(estimator.random_state))
 
-    if estimator.final_step == "spectral":
+    spectral = estimator.final_step == "spectral"
+    if spectral:
         top = result.top  # the loop's top-k eigenvectors: no other rank is tried
-        embedding = backend.embedding(top)
         ranks = [top.eigenvalues.size]
     else:
         ranks = component_candidates(estimator, n_samples)
         top = backend.top_k(result.weights, ranks[-1])
         top.weights = np.array(result.weights)
-        embedding = backend.embedding(top)
+    embedding = backend.embedding(top)
+    if not spectral:
         embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
     partitions = [cluster(embedding[:, :rank]) for rank in ranks]
     best, agreement = choose_partition(partitions)

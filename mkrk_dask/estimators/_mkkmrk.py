@@ -98,7 +98,7 @@ class MKKMRK(MultipleKernelKMeans):
         Storage precision of the blockwise kernels / Nystrom factors (the arithmetic is
         float64). ``"auto"``: float32 Nystrom factors for the plain Nystrom backend (n above
         ``exact_dissimilarity_max_n``, 20,000 by default; as accurate against exact as
-        float64 ones, half the disk, about twice the Gram pass's rate) and where only
+        float64 ones, half the disk and the bytes every pass moves) and where only
         float32 factors fit the free disk; float64 otherwise. ``dtype_`` records the choice
         and ``solver_reason_`` why. With float32, the
         Nystrom ``embedding_`` is kept in float32 and the final k-means runs on float32 rows:
