@@ -62,6 +62,7 @@ def _one_line(err: BaseException, message: str) -> None:
     ({"solver": "nystrom", "n_landmarks": 0}, X, ValueError, "n_landmarks must be"),
     ({"solver": "blockwise", "chunk_size": 0}, X, ValueError, "chunk_size must be"),
     ({"solver": "blockwise", "dtype": "int8"}, X, ValueError, "dtype must be one of"),
+    ({"dtype": "float16"}, X, ValueError, "dtype must be one of ('auto'"),
     ({}, X * 1e200, ValueError, "overflow float64 when squared"),
     ({}, X * 1e-200, ValueError, "underflow float64 when squared"),
     ({"kernels": "precomputed"}, np.diag([1.0, 1.0, -1.0, 1.0]), ValueError,

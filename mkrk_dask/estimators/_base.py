@@ -139,6 +139,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         if self.final_step == "spectral" and self.n_components != "auto":
             raise ValueError("n_components applies to final_step='features' only (the "
                              "spectral step clusters the top n_clusters eigenvectors)")
+        if isinstance(self.dtype, str) and self.dtype not in DTYPE_CHOICES:
+            raise ValueError(f"dtype must be one of {DTYPE_CHOICES}, got {self.dtype!r}")
         if self.backend_options is not None and not isinstance(self.backend_options, dict):
             raise ValueError(f"backend_options must be a dict or None, got "
                              f"{type(self.backend_options).__name__}")
