@@ -99,13 +99,29 @@ def generate(path: Path, scenario: str, n: int, seed: int) -> None:
     (path / "complete").write_text("ok\n")
 
 
+def label_scores(path: Path, labels: np.ndarray) -> tuple[float, float]:
+    """NMI and ACC (percent) of ``labels`` against the generated data's ``y.zarr``."""
+    import zarr
+
+    from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
+
+    y = zarr.open_array(str(path / "y.zarr"), mode="r")[...]
+    return 100 * normalized_mutual_info(y, labels), 100 * clustering_accuracy(y, labels)
+
+
+def add_data_arguments(parser: argparse.ArgumentParser, tmp_help: str) -> None:
+    """The options both scale scripts share, so that they find the same generated data."""
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--data", default="/tmp/mkrk-bench-data",
+                        help="folder of the generated Zarr data (reused)")
+    parser.add_argument("--tmp", default=None, help=tmp_help)
+
+
 def fit(path: Path, scenario: str, args) -> dict:
     """The timed run (in its own process): the public API on the Zarr arrays."""
     import dask.array as da
-    import zarr
 
     from mkrk_dask import MKKMRK
-    from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 
     spec = SCENARIOS[scenario]
     views = sorted(path.glob("view*.zarr"))
@@ -127,11 +143,10 @@ def fit(path: Path, scenario: str, args) -> dict:
             X if len(X) > 1 else X[0])
         out["fit"] = time.perf_counter() - t0
         out["store_bytes"] = dir_nbytes(tmp)
-    y = zarr.open_array(str(path / "y.zarr"), mode="r")[...]
+    nmi, acc = label_scores(path, model.labels_)
     out.update(timings={k: float(v) for k, v in model.timings_.items()},
                n_iter=int(model.n_iter_), weights=np.round(model.weights_, 4).tolist(),
-               nmi=100 * normalized_mutual_info(y, model.labels_),
-               acc=100 * clustering_accuracy(y, model.labels_),
+               nmi=nmi, acc=acc,
                missed=float(getattr(model, "nystrom_missed_fraction_", 0.0)),
                solver=model.solver_, kernels=[s.name for s in model.kernel_specs_]
                if hasattr(model, "kernel_specs_") else None,
@@ -169,12 +184,9 @@ def main() -> None:
     parser.add_argument("--landmarks", type=int, default=500)
     parser.add_argument("--lam", type=float, default=2.0**-10)
     parser.add_argument("--n-init", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--exact-distance-max-n", type=int, default=50_000,
                         help="largest n with the exact largest pairwise distance")
-    parser.add_argument("--data", default="/tmp/mkrk-bench-data",
-                        help="folder of the generated Zarr data (reused)")
-    parser.add_argument("--tmp", default=None, help="folder for the factor store")
+    add_data_arguments(parser, "folder for the factor store")
     parser.add_argument("--report", default=None,
                         help="report name (default scale_api_<scenario>)")
     parser.add_argument("--mmap-threshold", type=int, nargs="*", default=[],
@@ -222,9 +234,12 @@ def main() -> None:
         f"{spec['views']}, {spec['dtype']}), written beforehand into Zarr arrays on local disk "
         f"(chunks of {BLOCK:,} rows), then `MKKMRK(...).fit` on `da.from_zarr` of every view "
         "in a fresh Python process with the estimator's embedded LocalCluster (threads, "
-        f"2 cores); kernels {spec['kernels']}; {args.landmarks} Nystrom landmarks per "
-        "kernel, factors in float32 in a temporary Zarr store on local disk.\n\n"
-        "Process s: the child process from start to exit (imports, cluster start, fit, "
+        + (f"2 cores); kernels {spec['kernels']}; {args.landmarks} Nystrom landmarks per "
+           "kernel, factors in float32 in a temporary Zarr store on local disk.\n\n"
+           if spec["kernels"] else
+           "2 cores); every other parameter at its default (kernels, landmarks, dtype), the "
+           "store in a temporary folder on local disk.\n\n")
+        + "Process s: the child process from start to exit (imports, cluster start, fit, "
         "scores). Fit s: `MKKMRK.fit` alone, split into `timings_`'s build (scales, "
         "landmarks, the factor and Gram pass), loop (the alternating iterations), embedding "
         "(final eigenpairs and H pass) and k-means. Peak RSS: the sum over the child's "

@@ -48,7 +48,7 @@ from _common import (
     results_dir,
     write_report,
 )
-from bench_scale_api import data_path, generate, measured_fit
+from bench_scale_api import add_data_arguments, data_path, generate, label_scores, measured_fit
 
 K = 10
 SCENARIO = "default"
@@ -93,15 +93,6 @@ def peer(method: str, path: Path, seed: int) -> dict:
                          n_components=min(X.shape[0], NYSTROEM_COMPONENTS)).fit_transform(X)
         labels = KMeans(K, random_state=seed).fit(X).labels_
     return {"fit": time.perf_counter() - t0, "labels": labels}
-
-
-def scores(path: Path, labels: np.ndarray) -> tuple[float, float]:
-    import zarr
-
-    from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
-
-    y = zarr.open_array(str(path / "y.zarr"), mode="r")[...]
-    return 100 * normalized_mutual_info(y, labels), 100 * clustering_accuracy(y, labels)
 
 
 def run_peer(method: str, path: Path, seed: int, timeout: float) -> dict:
@@ -158,15 +149,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="*", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--time-limit", type=float, default=900.0,
                         help="seconds after which a peer is stopped (and not run at larger n)")
     parser.add_argument("--mkrk-time-limit", type=float, default=1800.0)
     parser.add_argument("--memory-budget", type=float, default=12.0,
                         help="GiB; in-memory methods whose estimate exceeds it are not run")
-    parser.add_argument("--data", default="/tmp/mkrk-bench-data",
-                        help="folder of the generated Zarr data (reused)")
-    parser.add_argument("--tmp", default=None, help="folder for MKKM-RK's store")
+    add_data_arguments(parser, "folder for MKKM-RK's store")
     parser.add_argument("--report", default="scaling")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -175,7 +163,7 @@ def main() -> None:
         method, path = args.child
         try:
             out = peer(method, Path(path), args.seed)
-            out["nmi"], out["acc"] = scores(Path(path), out.pop("labels"))
+            out["nmi"], out["acc"] = label_scores(Path(path), out.pop("labels"))
         except Exception as exc:  # reported by the parent
             out = {"error": f"{type(exc).__name__}: {exc}"}
         Path(args.result).write_text(json.dumps(out))
