@@ -41,6 +41,10 @@ def main() -> None:
                         help="largest n with the exact C (0: always the Nystrom estimate)")
     parser.add_argument("--local-threshold", type=float, default=LOCAL_THRESHOLD,
                         help="smallest residual entry of the sparse local part (0: none)")
+    parser.add_argument("--max-components", type=int, default=None,
+                        help="largest total rank R of the factors (default: no limit at "
+                             "these n, as max_components='auto' does below "
+                             "exact_dissimilarity_max_n)")
     parser.add_argument("--report", default="nystrom_paper")
     args = parser.parse_args()
     started = now()
@@ -64,7 +68,8 @@ def main() -> None:
                                         landmarks=args.method, random_state=args.seed,
                                         dtype=args.dtype,
                                         exact_dissimilarity_max_n=args.exact_dissimilarity_max_n,
-                                        local_threshold=args.local_threshold)
+                                        local_threshold=args.local_threshold,
+                                        max_components=args.max_components)
         t_nys = time.perf_counter() - t0
         try:
             C_e, C_n = exact.dissimilarity("fip"), nys.dissimilarity("fip")
@@ -113,7 +118,10 @@ def main() -> None:
         f"EXACT traces (n), sparse local part of the residuals: entries >= "
         f"{args.local_threshold:g} (0: none; the notes give its size). NMI/ACC: mean over "
         f"{args.repeats} final k-means seeds (the same seeds for both backends). "
-        "R = total Nystrom components after the eigenvalue floor. "
+        "R = total Nystrom components after the eigenvalue floor"
+        + ("" if args.max_components is None else
+           f" and the limit max_components = {args.max_components} (the components carrying "
+           "the smallest share of their kernel's trace dropped first)") + ". "
         "`C from`: the Nystrom backend's C, exact (computed from the data by row-block "
         f"pairs, n <= {args.exact_dissimilarity_max_n}) or the Nystrom estimate from the Gram "
         "matrix; `C rel err` = max |C_nystrom - C_exact| / max |C_exact|. `missed`: the "

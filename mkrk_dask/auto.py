@@ -2,11 +2,12 @@
 
 - exact: the m dense kernels (``8 m n^2`` bytes) fit in at most half of the available memory,
   and ``n <= 12,000`` (the dense eigensolver and the O(m n^2) passes stay fast);
-- Nystrom otherwise: its factors (``8 n R`` bytes in float64, R = landmarks per kernel x m) go
-  to a temporary store on disk and are read a block of rows at a time, so it needs a fraction
-  of the free disk space and memory for one ``R x R`` Gram matrix. With the estimators'
-  ``dtype="auto"``, factors are sized (and stored) in float32 above n = 20,000 and where only
-  float32 ones fit the disk (half the bytes; the arithmetic stays float64).
+- Nystrom otherwise: it needs memory for one ``R x R`` Gram matrix (R = landmarks per kernel
+  x m, at most ``max_components``) and, where its factors are stored (``8 n R`` bytes in
+  float64; by default only up to n = 20,000, where the sparse local part reads them), a
+  fraction of the free disk space. With the estimators' ``dtype="auto"``, factors are float32
+  above n = 20,000 and where only float32 ones fit the disk (half the bytes; the arithmetic
+  stays float64).
 
 The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
 never chosen automatically: where it fits and exact does not, Nystrom gives nearly the same
@@ -17,6 +18,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+
+import numpy as np
 
 from .exceptions import ProblemTooLargeError
 
@@ -35,7 +38,8 @@ def _gib(n_bytes: float) -> str:
 
 def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
                   available_memory: int | None = None, free_disk: int | None = None,
-                  itemsize: int = 8) -> tuple[str, str]:
+                  itemsize: int = 8, max_components: int | None = None,
+                  store_factors: bool = True) -> tuple[str, str]:
     """Choose the backend for ``n_samples`` samples and ``n_kernels`` kernels.
 
     Parameters
@@ -50,6 +54,10 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
         ``tempfile.gettempdir()``).
     itemsize : {8, 4}
         Bytes per stored Nystrom factor entry (float64 or float32 storage).
+    max_components : int, optional
+        Limit on the Nystrom factors' total rank R (``NystromOptions.max_components``).
+    store_factors : bool
+        Whether the Nystrom factors go to disk (False: computed again by the final pass).
 
     Returns
     -------
@@ -78,14 +86,20 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
         return "exact", (f"{facts}; they fit in {MEMORY_FRACTION:.0%} of memory and "
                          f"n <= {EXACT_MAX_N}")
     R = n_landmarks * n_kernels
-    factor_bytes = float(itemsize) * n_samples * R
+    if max_components is not None:
+        R = min(R, max_components)
+    factor_bytes = float(itemsize) * n_samples * R if store_factors else 0.0
     gram_bytes = 8.0 * 3 * R * R  # the Gram matrix, its eigenvectors and a work copy
     why = (f"n > {EXACT_MAX_N}" if n_samples > EXACT_MAX_N
            else f"more than {MEMORY_FRACTION:.0%} of memory")
     if factor_bytes <= DISK_FRACTION * free_disk and gram_bytes <= available_memory:
+        where = (f"{_gib(factor_bytes)} on disk ({itemsize} n R bytes, R = {R})"
+                 if store_factors else
+                 f"no disk (R = {R}; not stored: the final pass computes them again)")
         return "nystrom", (f"{facts}; exact ruled out ({why}); the Nystrom factors need "
-                           f"{_gib(factor_bytes)} on disk ({itemsize} n R bytes, R = {R})")
-    fit_landmarks = int(min(DISK_FRACTION * free_disk / (itemsize * n_samples * n_kernels),
+                           f"{where}")
+    fit_landmarks = int(min(DISK_FRACTION * free_disk / (itemsize * n_samples * n_kernels)
+                            if store_factors else np.inf,
                             (available_memory / (24.0 * n_kernels**2)) ** 0.5))
     raise ProblemTooLargeError(
         f"{facts}: the problem fits no backend: exact needs {_gib(kernel_bytes)} of memory, "

@@ -29,7 +29,7 @@ from sklearn.utils import check_random_state
 from .kernels import inner_products, row_sq_norms
 
 __all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
-           "DEFAULT_REL_FLOOR", "DEFAULT_RANK_TOL"]
+           "allocate_ranks", "DEFAULT_REL_FLOOR", "DEFAULT_RANK_TOL"]
 
 LANDMARK_METHODS = ("kmeans++", "uniform")
 
@@ -180,3 +180,40 @@ def landmark_transform(W: np.ndarray, rel_floor: float = DEFAULT_REL_FLOOR,
         kept = 1 + int(np.count_nonzero(tails > rank_tol * float(values.sum())))
         values, vectors = values[:kept], vectors[:, :kept]
     return vectors / np.sqrt(values)[None, :], values
+
+
+def allocate_ranks(eigenvalues: list[np.ndarray], budget: int | None) -> list[int]:
+    """How many leading eigenvectors each kernel keeps so that all of them keep at most
+    ``budget`` together (``None``: every one).
+
+    Components are kept in the order of the share of their kernel's trace they carry (the
+    eigenvalue over the block's trace, comparable across kernels of one landmark set and
+    independent of n), at least one per kernel: the trace the kernels leave out, summed over
+    them, is the smallest any split of ``budget`` leaves out. So smooth kernels (a fast-decaying
+    spectrum) give their tails to rough ones.
+
+    Parameters
+    ----------
+    eigenvalues : list of ndarray
+        Per kernel, the eigenvalues its transform keeps, in decreasing order
+        (:func:`landmark_transform`'s second value).
+    budget : int or None
+        Largest total rank; at least the number of kernels.
+
+    Returns
+    -------
+    list of int
+        Per kernel, its number of leading components kept.
+    """
+    ranks = [int(v.size) for v in eigenvalues]
+    if budget is None or sum(ranks) <= budget:
+        return ranks
+    if budget < len(ranks):
+        raise ValueError(f"max_components={budget} is below the number of kernels "
+                         f"({len(ranks)}): every kernel needs one component")
+    # every kernel's first component, then the largest shares among the rest: shares decrease
+    # along a kernel's spectrum, so the ones taken form a prefix of each kernel's
+    shares = [np.asarray(v[1:], dtype=np.float64) / float(np.sum(v)) for v in eigenvalues]
+    owner = np.concatenate([np.full(s.size, p) for p, s in enumerate(shares)])
+    order = np.argsort(-np.concatenate(shares), kind="stable")[:budget - len(ranks)]
+    return (1 + np.bincount(owner[order], minlength=len(ranks))).tolist()

@@ -46,6 +46,17 @@ def test_memory_url_store_gives_the_local_disk_result(client, tmp_path):
                         **extra).fit(X)
         np.testing.assert_array_equal(memory.weights_, disk.weights_)
         np.testing.assert_array_equal(memory.labels_, disk.labels_)
+    # Above the local part, store_factors="auto" stores the factors on local disk only: the
+    # memory:// store gets none, and the final pass computes F B again from the data.
+    plain = dict(common, solver="nystrom", n_landmarks=40,
+                 backend_options={"exact_dissimilarity_max_n": 0})
+    disk = MKKMRK.paper(3, store=tmp_path / "plain.zarr", **plain).fit(X)
+    memory = MKKMRK.paper(3, store="memory://mkrk-test/plain.zarr", **plain).fit(X)
+    assert disk.nystrom_model_.info["factors_storage"].startswith("stored")
+    assert memory.nystrom_model_.info["factors_storage"] == ("not stored: the store is not on "
+                                                             "local disk")
+    np.testing.assert_allclose(memory.embedding_, disk.embedding_, atol=1e-6)
+    np.testing.assert_array_equal(memory.labels_, disk.labels_)
 
 
 @pytest.fixture(scope="module")

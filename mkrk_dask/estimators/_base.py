@@ -257,7 +257,11 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         from ..auto import choose_solver
 
         counts = np.atleast_1d(np.asarray(self.n_landmarks))
-        choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()))
+        nystrom = self._backend_options("nystrom", strict=False)
+        choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
+                         max_components=nystrom.resolved_max_components(n_samples),
+                         # "auto" stores them only where they fit (never needs the disk)
+                         store_factors=bool(nystrom.factors_storage(n_samples)))
         try:
             choice, reason = choose(itemsize=np.dtype(self._storage_dtype()).itemsize)
         except ProblemTooLargeError:

@@ -28,12 +28,12 @@ from ...cluster import DaskSession
 from ...dissimilarity import GRAM_MEASURES, from_gram
 from ...eigen import block_krylov_top_k, fix_signs, top_k_dense
 from ...kernels import KernelSpec
-from ...passes import Shared, client_threads, release_memory, run_pass
+from ...passes import RowSource, Shared, client_threads, release_memory, run_pass
 from ...store import read_checked
 from ..base import APPROXIMATION_WARNING, ApproximationReport, KernelBackend, TopK
 from .local import LocalBasis, LocalPart
 from .model import NystromModel
-from .tasks import embed_task
+from .tasks import embed_task, stream_embed_task
 
 __all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING"]
 
@@ -72,8 +72,11 @@ class NystromBackend(KernelBackend):
                  session: DaskSession | None = None,
                  row_tasks: list[tuple[int, int]] | None = None, temp_dir: str | None = None,
                  info: dict | None = None, n_features: list[int] | None = None,
-                 group: Any = None):
+                 group: Any = None, views: list | None = None, chunk: int | None = None):
         self.model = model
+        # the data, for a final pass that computes the factors again (none stored)
+        self._views = views
+        self._chunk = chunk
         self.group = group
         self.kernel_specs = model.specs
         self.gram = np.asarray(gram, dtype=np.float64)
@@ -218,18 +221,25 @@ class NystromBackend(KernelBackend):
         return np.minimum(quad, self._traces)
 
     def embedding(self, top: TopK) -> np.ndarray:
-        """The final pass: ``H = F B`` from the stored factors (computed in float64, kept in
-        the factors' dtype)."""
+        """The final pass: ``H = F B`` from the stored factors, or from the data where the
+        build did not store them (computed in float64, kept in the factors' dtype)."""
         B = top.basis.coefficients
         t0 = time.perf_counter()
-        if self.session is None or self.factors_array is None:
+        if self.session is None or (self.factors_array is None and self._views is None):
             raise RuntimeError("the backend is closed")
-        H = np.empty((self.n_samples, B.shape[1]), dtype=self.factors_array.dtype)
+        H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
         client = self.session.client
         shared = Shared(client, B)
+        sources = ([] if self._views is None else
+                   [RowSource(client, v, view=i) for i, v in enumerate(self._views)])
+        model = Shared(client, self.model) if sources else None
 
         def submit(i: int) -> Any:
             start, stop = self.row_tasks[i]
+            if sources:
+                return client.submit(stream_embed_task, model.ref,
+                                     [s.block(start, stop) for s in sources], start, stop,
+                                     shared.ref, self._chunk, pure=False)
             return client.submit(embed_task, self.factors_array, start, stop, shared.ref,
                                  int(self.factors_array.chunks[0]), pure=False)
 
@@ -237,9 +247,15 @@ class NystromBackend(KernelBackend):
             start, stop = self.row_tasks[i]
             H[start:stop] = value
 
-        run_pass(client, len(self.row_tasks), submit, combine, label="embedding H = F B",
-                 max_in_flight=client_threads(client))
-        shared.release()
+        try:
+            run_pass(client, len(self.row_tasks), submit, combine, label="embedding H = F B",
+                     max_in_flight=client_threads(client))
+        finally:
+            shared.release()
+            for source in sources:
+                source.release()
+            if model is not None:
+                model.release()
         release_memory(client)
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
@@ -283,6 +299,7 @@ class NystromBackend(KernelBackend):
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
             self.factors_array = None
+        self._views = None
 
 
 #: from this many eigenpairs on, the local backend's top_k uses block Krylov products instead

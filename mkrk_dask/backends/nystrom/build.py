@@ -13,6 +13,7 @@ A complete store built from the same data and settings is reopened instead (no p
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -28,7 +29,7 @@ from ...checkpoints import PassCheckpoint
 from ...cluster import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
 from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
-from ...landmarks import landmark_transform, select_landmarks, take_rows
+from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
 from ...locations import StoreLocation, check_workers_see
 from ...passes import (
     TASK_INPUT_BYTES,
@@ -137,6 +138,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             "landmarks": options.landmarks,
             "random_state": random_state if isinstance(random_state, int) else None,
             "rel_floor": float(options.rel_floor), "rank_tol": float(options.rank_tol),
+            "max_components": options.resolved_max_components(n),
             "exact_distance_max_n": int(options.exact_distance_max_n),
             "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
             "local_threshold": float(options.local_threshold)}
@@ -150,7 +152,8 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
         if not temporary and not options.overwrite:
             group, complete = open_store(location, kind=STORE_KIND, expected=expected)
         if group is not None and complete:
-            verify_chunks(location, group, "factors")
+            if _stored_factors(group) is not None:
+                verify_chunks(location, group, "factors")
             check_workers_see(client, location)
             built = _reopen(group, n, info)
         else:
@@ -174,7 +177,12 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
         common = dict(diag_correction=correction,
                       diagonal_correction=options.diagonal_correction,
                       exact_kernel_gram=exact_kernel_gram, factors_array=factors_array,
-                      session=session, row_tasks=row_tasks(n, chunk, threads),
+                      session=session,
+                      # a final pass from the data reads the rows: bounded as the factor pass
+                      row_tasks=row_tasks(n, chunk, threads,
+                                          0 if factors_array is not None else
+                                          8 * sum(int(v.shape[1]) for v in views)),
+                      views=None if factors_array is not None else list(views), chunk=chunk,
                       temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
                       group=group)
         if local is not None:
@@ -206,9 +214,47 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
     info["_left_out"] = [] if stored is None else stored.tolist()
     info.update(meta)
     info["reused_store"] = True
-    factors_array = group["factors"]
     return (model, sums["gram"], sums["traces"], sums["diag_correction"], exact_kernel_gram,
-            local, factors_array, int(factors_array.chunks[0]), group)
+            local, _stored_factors(group), int(meta["chunk_size"]), group)
+
+
+def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
+                     location: StoreLocation) -> tuple[bool, str]:
+    """Whether the build stores its factors, and why. ``"auto"`` above the local part: only
+    where they stay in the page cache (a store on local disk, at most half the available
+    memory and :data:`~mkrk_dask.auto.DISK_FRACTION` of the free disk), so the final pass reads
+    them back faster than it would compute them again; else they are computed again."""
+    rule = options.factors_storage(n)
+    if rule is not None:
+        return rule, f"store_factors={options.store_factors!r}"
+    size = float(n) * row_bytes
+    if not location.is_local:
+        return False, "not stored: the store is not on local disk"
+    import psutil
+
+    from ...auto import DISK_FRACTION
+
+    memory = psutil.virtual_memory().available
+    free = shutil.disk_usage(_existing_parent(location.url)).free
+    if size <= 0.5 * memory and size <= DISK_FRACTION * free:
+        return True, (f"stored: {size / 2**30:.1f} GiB, within half the available memory "
+                      f"({memory / 2**30:.1f} GiB)")
+    return False, (f"not stored: {size / 2**30:.1f} GiB, more than half the available memory "
+                   f"({memory / 2**30:.1f} GiB) or {DISK_FRACTION:.0%} of the free disk "
+                   f"({free / 2**30:.1f} GiB); the final pass computes them again")
+
+
+def _existing_parent(path: str) -> str:
+    """The nearest existing directory at or above ``path``."""
+    parent = os.path.abspath(path)
+    while not os.path.isdir(parent):
+        parent = os.path.dirname(parent)
+    return parent
+
+
+def _stored_factors(group: Any) -> Any:
+    """The store's factor array, or None if the build did not store them."""
+    return group["factors"] if "factors" in group else None
 
 
 def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpec],
@@ -231,7 +277,8 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         t0 = time.perf_counter()
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,
-                                           options.rank_tol, dtype)
+                                           options.rank_tol, dtype,
+                                           options.resolved_max_components(n))
         info["seconds"]["landmarks"] = time.perf_counter() - t0
         R = model.n_components
         chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
@@ -246,8 +293,10 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
             _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
         for p, T in enumerate(model.transforms):
             _save_array(group, f"transform_{p}", T)
-        factors_array = create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
-                                          dtype=dtype)
+        store, info["factors_storage"] = _factors_storage(options, n, R * dtype.itemsize,
+                                                          location)
+        factors_array = (create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
+                                           dtype=dtype) if store else None)
         group.attrs.update({"model_saved": True})
     else:
         group = resume
@@ -256,7 +305,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
             raise StoreError(f"{location} was interrupted before its landmarks were saved; "
                              "delete it, or pass overwrite=True to rebuild it")
         model, meta = _load_model(group)
-        factors_array, chunk = group["factors"], int(meta["chunk_size"])
+        factors_array, chunk = _stored_factors(group), int(meta["chunk_size"])
     R = model.n_components
     sums = _factor_sums(group)
     if sums is None:
@@ -456,11 +505,13 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
 
 def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
                  counts: list[int], method: str, random_state: Any, rel_floor: float,
-                 rank_tol: float, dtype: np.dtype) -> tuple[NystromModel, dict[int, np.ndarray]]:
+                 rank_tol: float, dtype: np.dtype, max_components: int | None = None
+                 ) -> tuple[NystromModel, dict[int, np.ndarray]]:
     rng = check_random_state(random_state)
     landmarks: dict[int, np.ndarray] = {}
     indices: dict[int, np.ndarray] = {}
-    transforms: list[np.ndarray | None] = [None] * len(specs)
+    transforms: list[Any] = [None] * len(specs)
+    spectra: list[Any] = [None] * len(specs)
     for view in sorted({s.view for s in specs}):
         idx = [p for p, s in enumerate(specs) if s.view == view]
         r = max(counts[p] for p in idx)
@@ -472,10 +523,12 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
         sq = row_sq_norms(L)
         W = kernel_blocks([specs[p] for p in idx], L, L, sq, sq, normalize=normalize)
         for j, p in enumerate(idx):
-            T, _ = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor, rank_tol)
+            T, values = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor, rank_tol)
             if T.shape[1] == 0:
                 raise ValueError(f"kernel {specs[p].name}: the landmark block is zero")
-            transforms[p] = T
+            transforms[p], spectra[p] = T, values
+    ranks = allocate_ranks(spectra, max_components)
+    transforms = [T[:, :r] for T, r in zip(transforms, ranks, strict=True)]
     model = NystromModel(specs=specs, normalize=normalize, landmarks=landmarks,
                          kernel_landmarks=counts, transforms=transforms, dtype=dtype)
     return model, indices

@@ -2,7 +2,8 @@
 
 - :func:`factor_task`: rows ``start:stop`` to factors (written to the store chunk by chunk),
   their Gram matrix ``F^T F`` (float64) and the exact diagonal sums: the ONE pass over the data.
-- :func:`embed_task`: the final pass, ``H = F B`` for a range of rows.
+- :func:`embed_task`: the final pass, ``H = F B`` for a range of rows of the stored factors;
+  :func:`stream_embed_task`: the same from the data, for a build that did not store them.
 - :func:`kernel_gram_pair_task`: a row-block pair's ``sum K_p K_q`` (exact C) and, optionally,
   the residual entries of the sparse local part.
 """
@@ -23,8 +24,8 @@ from ...store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 
-__all__ = ["factor_task", "embed_task", "kernel_gram_pair_task", "add_gram", "gram_order",
-           "GRAM_BYTES"]
+__all__ = ["factor_task", "embed_task", "stream_embed_task", "kernel_gram_pair_task",
+           "add_gram", "gram_order", "GRAM_BYTES"]
 
 #: factors per Gram update in a factor task (whole store chunks; at least one)
 GRAM_BYTES = 32 * 2**20
@@ -33,7 +34,8 @@ GRAM_BYTES = 32 * 2**20
 @trims_heap
 def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
                 factors_array: Any) -> dict[str, Any]:
-    """Rows ``start:stop``: factors (written to the store chunk by chunk), their Gram matrix
+    """Rows ``start:stop``: factors (written to the store chunk by chunk, unless
+    ``factors_array`` is None), their Gram matrix
     (accumulated in float64) and the exact diagonal sums. (BLAS threads are set for the whole
     pass: :func:`mkrk_dask.passes.blas_threads`.)"""
     # float32 input stays float32 until its chunk is used: half the memory a task holds
@@ -110,6 +112,21 @@ def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
         b = min(a + chunk, stop)
         out[a - start:b - start] = embed_rows(
             read_checked(factors_array, (slice(a, b),), dtype=factors_array.dtype), B)
+    return out
+
+
+@trims_heap
+def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, B: np.ndarray,
+                      chunk: int) -> np.ndarray:
+    """``F B`` for rows ``start:stop`` of the data, for a build that did not store the
+    factors: :meth:`NystromModel.project`, ``chunk`` rows at a time (in float64, kept in the
+    model's dtype)."""
+    views = [read_rows(*b, native=True) for b in blocks]
+    out = np.empty((stop - start, B.shape[1]), dtype=model.dtype)
+    for a in range(0, stop - start, chunk):
+        b = min(a + chunk, stop - start)
+        out[a:b] = model.project([v[a:b] if sp.issparse(v) else
+                                  np.asarray(v[a:b], dtype=np.float64) for v in views], B)
     return out
 
 

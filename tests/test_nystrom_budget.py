@@ -1,0 +1,130 @@
+"""The Nystrom factors' rank budget (max_components) and the build that does not store them
+(store_factors=False), on real Zarr stores and a real LocalCluster."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import zarr
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.backends.options import AUTO_MAX_COMPONENTS, NystromOptions
+from mkrk_dask.landmarks import allocate_ranks
+from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.synthetic import make_multiview_blobs
+
+
+def test_allocate_ranks_leaves_out_the_least_trace():
+    """Against every split of the budget (brute force): the kept shares add up to the most
+    any split with at least one component per kernel keeps."""
+    rng = np.random.default_rng(0)
+    spectra = [np.sort(rng.exponential(scale, size))[::-1]
+               for scale, size in ((1.0, 6), (0.2, 5), (3.0, 4))]
+    shares = [np.cumsum(v) / v.sum() for v in spectra]
+    for budget in range(3, 16):
+        ranks = allocate_ranks(spectra, budget)
+        assert sum(ranks) == min(budget, 15) and all(r >= 1 for r in ranks)
+        best = max(sum(s[r - 1] for s, r in zip(shares, split, strict=True))
+                   for split in itertools.product(*(range(1, v.size + 1) for v in spectra))
+                   if sum(split) <= budget)
+        kept = sum(s[r - 1] for s, r in zip(shares, ranks, strict=True))
+        assert kept == pytest.approx(best, abs=1e-12)
+    assert allocate_ranks(spectra, None) == [6, 5, 4]
+    with pytest.raises(ValueError, match="below the number of kernels"):
+        allocate_ranks(spectra, 2)
+
+
+def test_max_components_option():
+    options = NystromOptions(exact_dissimilarity_max_n=1000)
+    assert options.resolved_max_components(1000) is None
+    assert options.resolved_max_components(1001) == AUTO_MAX_COMPONENTS
+    assert NystromOptions(max_components=None).resolved_max_components(10**9) is None
+    assert NystromOptions(max_components=7).resolved_max_components(10) == 7
+    for bad in (0, 2.5, True, "all"):
+        with pytest.raises(ValueError, match="max_components must be 'auto', None or an "
+                                             "integer >= 1"):
+            NystromOptions(max_components=bad)
+    with pytest.raises(ValueError, match="store_factors must be 'auto', True or False"):
+        NystromOptions(store_factors=1)
+    with pytest.raises(ValueError, match="local part reads the stored factors"):
+        NystromOptions(store_factors=False).factors_storage(100)
+    assert NystromOptions(store_factors=False, local_threshold=0).factors_storage(100) is False
+    # "auto": stored for the local part; above it, left to their size (None)
+    assert NystromOptions().factors_storage(20_000) is True
+    assert NystromOptions().factors_storage(20_001) is None
+
+
+@pytest.fixture(scope="module")
+def blobs():
+    views, y, _ = make_multiview_blobs(1500, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=6, random_state=1)
+    return views, y
+
+
+def _params(client, **backend):
+    return dict(kernels=["gaussian(c=0.5)", "gaussian(c=2)", "polynomial(a=1,b=2)"],
+                n_landmarks=80, scheduler=client, random_state=0, solver="nystrom",
+                backend_options={"exact_dissimilarity_max_n": 0, **backend})
+
+
+def test_the_budget_limits_the_factors_rank(client, blobs):
+    """max_components caps R and takes the tails of the kernels; "auto" applies above
+    exact_dissimilarity_max_n only (here 0: always)."""
+    views, y = blobs
+    full = MKKMRK(4, **_params(client, max_components=None)).fit(views)
+    capped = MKKMRK(4, **_params(client, max_components=60)).fit(views)
+    assert sum(full.nystrom_ranks_) > 60 and sum(capped.nystrom_ranks_) == 60
+    assert all(1 <= c <= f for c, f in zip(capped.nystrom_ranks_, full.nystrom_ranks_,
+                                          strict=True))
+    assert np.all(capped.nystrom_residual_ >= full.nystrom_residual_ - 1e-9)
+    assert normalized_mutual_info(y, capped.labels_) > 0.9
+
+
+def test_unstored_factors_give_the_same_fit(client, blobs, tmp_path):
+    """store_factors=False: no n x R array in the store, the final pass computes the factors
+    again from the (Zarr) data (the same labels); a complete store without factors is
+    reused."""
+    views, y = blobs
+    paths = []
+    for v, X in enumerate(views):
+        paths.append(zarr.open_array(str(tmp_path / f"v{v}.zarr"), mode="w", shape=X.shape,
+                                     chunks=(400, X.shape[1]), dtype="f8"))
+        paths[-1][...] = X
+    stored = MKKMRK(4, store=tmp_path / "a.zarr", **_params(client, store_factors=True)
+                    ).fit(paths)
+    streamed = MKKMRK(4, store=tmp_path / "b.zarr", **_params(client, store_factors=False)
+                      ).fit(paths)
+    assert "factors" in zarr.open_group(str(tmp_path / "a.zarr"), mode="r")
+    assert "factors" not in zarr.open_group(str(tmp_path / "b.zarr"), mode="r")
+    # the final pass from the data skips F: equal up to F's float32 rounding
+    assert streamed.dtype_ == "float32"
+    np.testing.assert_allclose(streamed.embedding_, stored.embedding_, atol=1e-6)
+    np.testing.assert_array_equal(streamed.labels_, stored.labels_)
+    again = MKKMRK(4, store=tmp_path / "b.zarr", **_params(client, store_factors=False)
+                   ).fit(paths)
+    assert again.nystrom_model_.info["reused_store"]
+    np.testing.assert_array_equal(again.embedding_, streamed.embedding_)
+    np.testing.assert_allclose(streamed.transform(views), streamed.embedding_, atol=1e-6)
+    assert normalized_mutual_info(y, streamed.labels_) > 0.9
+
+
+def test_auto_stores_the_factors_where_they_fit_in_memory(client, blobs, tmp_path,
+                                                           monkeypatch):
+    """store_factors="auto" above the local part: stored in a local store while they fit in
+    half the available memory, computed again by the final pass otherwise (same labels)."""
+    import collections
+
+    import psutil
+
+    views, _ = blobs
+    fitted = MKKMRK(4, store=tmp_path / "a.zarr", **_params(client)).fit(views)
+    assert fitted.nystrom_model_.info["factors_storage"].startswith("stored")
+    assert "factors" in zarr.open_group(str(tmp_path / "a.zarr"), mode="r")
+    memory = collections.namedtuple("memory", "available total")
+    monkeypatch.setattr(psutil, "virtual_memory", lambda: memory(1000, 1000))
+    tight = MKKMRK(4, store=tmp_path / "b.zarr", **_params(client)).fit(views)
+    assert tight.nystrom_model_.info["factors_storage"].startswith("not stored")
+    assert "factors" not in zarr.open_group(str(tmp_path / "b.zarr"), mode="r")
+    np.testing.assert_array_equal(tight.labels_, fitted.labels_)
