@@ -180,6 +180,8 @@ def _entries(root: Path) -> set[Path]:
      "KEY=VALUE"),
     (["fit", "{digits}", "--scheduler", "tcp://127.0.0.1:1", "--connect-timeout", "0"],
      "--connect-timeout must be > 0"),
+    (["fit", "{digits}", "--max-components", "0"],
+     "--max-components must be 'auto', 'none' or an integer >= 1, got '0'"),
     (["search", "{digits}", "--repeats", "0"], "--repeats must be >= 1"),
     (["search", "{digits}", "--lams", "2^1..2^0"], "cannot read lambda"),
     (["predict", "{evil.joblib}", "{digits}"], "--trust"),

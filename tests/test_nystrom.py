@@ -528,7 +528,7 @@ def test_rank_tol_cuts_smooth_kernels_and_keeps_the_fit_close(client):
     # every landmark for the narrow Gaussian; the quadratic kernel in 6 dims has rank 28
     assert full[0] == 120 and full[2] == 28
     assert cut[0] > cut[1] and cut[1] < full[1] // 2 and cut[2] <= 28
-    assert "Nystrom components: gaussian(c=0.05) " in fits[1e-3].summary()
+    assert f"Nystrom components: R = {sum(cut)}: gaussian(c=0.05) " in fits[1e-3].summary()
     assert np.abs(fits[1e-3].weights_ - fits[0.0].weights_).max() < 0.02
     assert normalized_mutual_info(fits[1e-3].labels_, fits[0.0].labels_) > 0.95
     with pytest.raises(ValueError, match="rank_tol must be < 1"):

@@ -80,6 +80,8 @@ def test_the_budget_limits_the_factors_rank(client, blobs):
                                           strict=True))
     assert np.all(capped.nystrom_residual_ >= full.nystrom_residual_ - 1e-9)
     assert normalized_mutual_info(y, capped.labels_) > 0.9
+    assert "Nystrom components: R = 60 (max_components = 60): " in capped.summary()
+    assert "Nystrom factors: stored" in capped.summary()
 
 
 def test_unstored_factors_give_the_same_fit(client, blobs, tmp_path):

@@ -130,6 +130,20 @@ def _repeats(args: argparse.Namespace) -> int:
     return int(args.repeats)
 
 
+def _backend_options(args: argparse.Namespace, **given: Any) -> dict[str, Any] | None:
+    """``backend_options`` from the Nystrom options given on the command line."""
+    text = args.max_components
+    if text is not None:
+        if text in ("auto", "none"):
+            given["max_components"] = None if text == "none" else "auto"
+        elif text.isdigit() and int(text) >= 1:
+            given["max_components"] = int(text)
+        else:
+            raise UserError(f"--max-components must be 'auto', 'none' or an integer >= 1, "
+                            f"got {text!r}")
+    return given or None
+
+
 def _store(args: argparse.Namespace) -> str | Path | None:
     """--store as the library takes it: a URL as written, a path expanded."""
     if args.store is None or "://" in args.store:
@@ -143,7 +157,8 @@ def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: A
         tol=args.tol, tol_mode=args.tol_mode, max_iter=args.max_iter, n_init=args.n_init,
         store=_store(args), storage_options=storage_options(args), scheduler=client,
         chunk_size=args.chunk_size, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
-        dtype=args.dtype, random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0)
+        dtype=args.dtype, random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0,
+        backend_options=_backend_options(args))
 
 
 def _result_size(data: Dataset) -> int:
@@ -162,7 +177,8 @@ def _cmd_build(args: argparse.Namespace) -> int:
                        storage_options=storage_options(args), chunk_size=args.chunk_size,
                        dtype=args.dtype, n_landmarks=args.n_landmarks,
                        landmarks=args.landmarks, random_state=args.seed,
-                       backend_options={"overwrite": True} if args.overwrite else None)
+                       backend_options=_backend_options(
+                           args, **({"overwrite": True} if args.overwrite else {})))
     log(args, f"building a {args.solver} store at {store}: {data.n_samples} samples")
     with dask_client(args, args.solver) as client:
         info = build_store(estimator.set_params(scheduler=client), data.X)

@@ -263,6 +263,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
                    "n = 20,000 or where only those fit the disk, float64 otherwise)")
     g.add_argument("--n-landmarks", type=int, default=500, metavar="R",
                    help="Nystrom landmarks per kernel")
+    g.add_argument("--max-components", default=None, metavar="R|auto|none",
+                   help="Nystrom: largest total rank of the factors, all kernels together "
+                        "(default auto: 2048 above n = 20,000, no limit below)")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",
                    help="Nystrom landmark selection (a store is reused only with the same one)")
 

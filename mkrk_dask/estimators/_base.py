@@ -605,9 +605,15 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
                          "of the combined kernel")
             if self.nystrom_ranks_ is not None:
-                lines.append("Nystrom components: " + ", ".join(
-                    f"{name} {rank}" for name, rank in
-                    zip(self.kernel_names_, self.nystrom_ranks_, strict=True)))
+                info = getattr(getattr(self, "nystrom_model_", None), "info", {})
+                limit = info.get("max_components")
+                lines.append(
+                    f"Nystrom components: R = {int(np.sum(self.nystrom_ranks_))}"
+                    + ("" if limit is None else f" (max_components = {limit})") + ": "
+                    + ", ".join(f"{name} {rank}" for name, rank in
+                                zip(self.kernel_names_, self.nystrom_ranks_, strict=True)))
+                if "factors_storage" in info:
+                    lines.append(f"Nystrom factors: {info['factors_storage']}")
             flagged = [f"{name} ({miss:.0%})" for name, miss in
                        zip(self.kernel_names_, self.nystrom_residual_, strict=True) if miss > 0.5]
             if flagged:

@@ -167,6 +167,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
          group) = built
         info["chunk_size"] = chunk
         info["n_components"] = model.n_components
+        info["max_components"] = options.resolved_max_components(n)
         info["store"] = str(path)
         info["dissimilarity_source"] = "nystrom" if exact_kernel_gram is None else "exact"
         left_out = info.pop("_left_out", [])
@@ -183,6 +184,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
                                           0 if factors_array is not None else
                                           8 * sum(int(v.shape[1]) for v in views)),
                       views=None if factors_array is not None else list(views), chunk=chunk,
+                      task_blas_threads=_task_blas_threads(client, options.blas_threads),
                       temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
                       group=group)
         if local is not None:
@@ -225,8 +227,10 @@ def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
     memory and :data:`~mkrk_dask.auto.DISK_FRACTION` of the free disk), so the final pass reads
     them back faster than it would compute them again; else they are computed again."""
     rule = options.factors_storage(n)
+    if rule is not None and options.store_factors == "auto":
+        return rule, "stored: the sparse local part reads them"
     if rule is not None:
-        return rule, f"store_factors={options.store_factors!r}"
+        return rule, f"{'stored' if rule else 'not stored'}: store_factors={rule}"
     size = float(n) * row_bytes
     if not location.is_local:
         return False, "not stored: the store is not on local disk"
