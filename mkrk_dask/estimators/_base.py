@@ -395,7 +395,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _set_approximation(self, report: Any, result: Any) -> None:
         """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
         if report is None:
-            for name in ("nystrom_residual_", "nystrom_missed_fraction_", "nystrom_ranks_"):
+            for name in ("nystrom_residual_", "nystrom_missed_fraction_", "nystrom_ranks_",
+                         "nystrom_max_components_", "nystrom_factors_storage_"):
                 if hasattr(self, name):
                     delattr(self, name)
             return
@@ -443,6 +444,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             row_map.feature_scale = self.feature_scale_
             row_map.n_labels_polished = changed
             self.nystrom_model_ = row_map
+            # for summary(), and kept by a saved model (the row map's info is not)
+            self.nystrom_max_components_ = row_map.info.get("max_components")
+            self.nystrom_factors_storage_ = row_map.info.get("factors_storage")
 
     def _out_of_sample_views(self, X: Any) -> list:
         check_is_fitted(self)
@@ -605,15 +609,15 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
                          "of the combined kernel")
             if self.nystrom_ranks_ is not None:
-                info = getattr(getattr(self, "nystrom_model_", None), "info", {})
-                limit = info.get("max_components")
+                limit = getattr(self, "nystrom_max_components_", None)
+                storage = getattr(self, "nystrom_factors_storage_", None)
                 lines.append(
                     f"Nystrom components: R = {int(np.sum(self.nystrom_ranks_))}"
                     + ("" if limit is None else f" (max_components = {limit})") + ": "
                     + ", ".join(f"{name} {rank}" for name, rank in
                                 zip(self.kernel_names_, self.nystrom_ranks_, strict=True)))
-                if "factors_storage" in info:
-                    lines.append(f"Nystrom factors: {info['factors_storage']}")
+                if storage is not None:
+                    lines.append(f"Nystrom factors: {storage}")
             flagged = [f"{name} ({miss:.0%})" for name, miss in
                        zip(self.kernel_names_, self.nystrom_residual_, strict=True) if miss > 0.5]
             if flagged:

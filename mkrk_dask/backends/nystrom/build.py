@@ -216,6 +216,8 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
     info["_left_out"] = [] if stored is None else stored.tolist()
     info.update(meta)
     info["reused_store"] = True
+    info["factors_storage"] = ("stored" if _stored_factors(group) is not None else
+                               "not stored") + " (a complete store, reused)"
     return (model, sums["gram"], sums["traces"], sums["diag_correction"], exact_kernel_gram,
             local, _stored_factors(group), int(meta["chunk_size"]), group)
 
