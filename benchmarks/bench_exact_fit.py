@@ -10,7 +10,8 @@ start from the same raw (unnormalised) kernels, an ``(m, n, n)`` array built onc
   paper's final step: k-means (10 restarts) on the unit rows of H;
 - library: ``MKKMRK(kernels="precomputed", solver="exact", dissimilarity="fip",
   lam_scaling="none", final_step="spectral").fit(K)``, everything included: parameter and
-  input checks (finite, symmetric, PSD by a Cholesky factorisation per kernel), the
+  input checks (finite, symmetric, PSD by a Cholesky factorisation per kernel, in float32
+  with a float64 confirmation of a failure), the
   normalised copy, C, the loop, the final k-means.
 
 Each repeat runs the plain port, then the library, then the library's input path alone
@@ -216,9 +217,10 @@ def main(argv: list[str] | None = None) -> int:
         "Library: `MKKMRK(n_clusters=k, kernels=\"precomputed\", solver=\"exact\", lam=lam, "
         "dissimilarity=\"fip\", lam_scaling=\"none\", final_step=\"spectral\", n_init=10, "
         "random_state=seed).fit(K)`: parameter checks; every kernel checked finite, "
-        "symmetric and positive semi-definite (a Cholesky factorisation) and normalised into "
-        "the backend's one copy; C; the loop (top-k eigensolver, quad forms as one GEMV, the "
-        "certified QP); the same final k-means.",
+        "symmetric and positive semi-definite (a float32 Cholesky factorisation, repeated in "
+        "float64 only if it fails) and normalised into the backend's one copy; C; the loop "
+        "(top-k eigensolver, quad forms as one GEMV, the certified QP) and the final k-means, "
+        "on one BLAS/OpenMP thread up to n = 4,000 rows.",
         "",
         f"Each timed side starts after {SETTLE_SECONDS} s idle.",
     ]

@@ -39,7 +39,7 @@ from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
-           "client_threads", "blas_threads"]
+           "client_threads", "blas_threads", "local_threads"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -83,6 +83,16 @@ def client_threads(client: Any) -> int:
 
 
 _LIMITS: list[Any] = []
+
+
+def local_threads(threads: int | None) -> Any:
+    """BLAS/OpenMP threads of this process for a ``with`` block (None: as they are, and
+    threadpoolctl's inspection of the loaded libraries is not paid)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads)
 
 
 def _limit_blas(threads: int | None) -> None:

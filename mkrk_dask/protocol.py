@@ -16,7 +16,6 @@ both call it.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import time
@@ -37,6 +36,7 @@ from .estimators import MKKMRK
 from .exceptions import UncertifiedSolutionWarning
 from .kernels import paper_kernels, parse_kernel
 from .metrics import clustering_scores
+from .passes import local_threads
 from .protocol_methods import (
     run_lmkkm,
     run_mkkm,
@@ -326,7 +326,7 @@ def run_protocol(datasets: Sequence[str] = DATASETS, *,
         threads=threads or "default", load_start=os.getloadavg()[0],
         paper_table=PAPER_TABLE, methods=list(methods))
     start = time.perf_counter()
-    with threadpool_limits(threads) if threads is not None else contextlib.nullcontext():
+    with local_threads(threads):
         for key in found:
             t = time.perf_counter()
             entry = run_dataset(key, directory, lams, repeats, seed, methods)

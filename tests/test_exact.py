@@ -120,3 +120,24 @@ def test_resolved_gaussian_width_uses_largest_distance(digits):
     M = max_pairwise_distance(X)
     assert [s.sigma for s in specs[5:]] == pytest.approx(
         [c * M for c in (0.01, 0.05, 0.1, 1, 10, 50, 100)])
+
+
+def test_small_fits_run_their_loop_on_one_thread_and_give_the_threads_back(digits, backend):
+    """Up to SINGLE_THREAD_MAX_N rows the loop and the final k-means run on one BLAS/OpenMP
+    thread (faster there); the caller's limits are what they were after the fit, and the
+    fit gives the same labels as under a one-thread limit set by the caller."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from mkrk_dask.eigen import SINGLE_THREAD_MAX_N
+
+    assert backend.n_samples <= SINGLE_THREAD_MAX_N and backend.compute_threads() == 1
+
+    def limits():
+        return sorted((i["filepath"], i["num_threads"]) for i in threadpool_info())
+
+    before = limits()
+    model = MKKMRK(n_clusters=10, kernels=paper_kernels(), random_state=0).fit(digits[0])
+    assert limits() == before
+    with threadpool_limits(1):
+        again = MKKMRK(n_clusters=10, kernels=paper_kernels(), random_state=0).fit(digits[0])
+    np.testing.assert_array_equal(model.labels_, again.labels_)

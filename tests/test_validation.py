@@ -169,3 +169,35 @@ def test_large_kernels_are_checked_on_a_principal_submatrix(monkeypatch):
     assert np.array_equal(sampled, full)
     with pytest.warns(UserWarning, match="principal submatrix"):
         validation.check_precomputed(K)
+
+
+def _kernel_with_smallest_eigenvalue(n: int, smallest: float, seed: int = 0) -> np.ndarray:
+    """A random n x n symmetric kernel, diagonal entries at most 1 after the shift, whose
+    smallest eigenvalue is ``smallest`` (rank-deficient apart from it: 10 positive ones)."""
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.normal(size=(n, 11)))[0]
+    values = np.concatenate([np.linspace(1.0, 0.1, 10) * n / 10, [smallest]])
+    K = (Q * values) @ Q.T
+    return (K + K.T) / 2
+
+
+@pytest.mark.parametrize("psd_tol", [1e-6, 1e-9])  # the float32 screen, and float64 alone
+def test_psd_test_refuses_exactly_below_its_tolerance(psd_tol):
+    """An eigenvalue at twice the tolerance below zero is refused, one at half of it is
+    accepted, with the float32 screen (the default) and without it (a tolerance below it):
+    the screen never refuses a kernel the float64 test accepts, nor accepts one beyond it."""
+    n = 300
+    for factor, refused in ((2.0, True), (0.5, False)):
+        # the tolerance's unit is n times the largest diagonal entry, which the smallest
+        # eigenvalue barely moves: scale for it, then check where the eigenvalue landed
+        unit = n * np.max(np.diagonal(_kernel_with_smallest_eigenvalue(n, 0.0)))
+        K = _kernel_with_smallest_eigenvalue(n, -factor * psd_tol * unit)
+        K /= np.max(np.diagonal(K))
+        smallest = np.linalg.eigvalsh(K)[0] / n
+        assert (smallest < -1.5 * psd_tol) if refused else (-0.6 * psd_tol < smallest < 0)
+        if refused:
+            with pytest.raises(ValueError, match="not positive semi-definite"):
+                check_precomputed(K, psd_tol=psd_tol)
+        else:
+            check_precomputed(K, psd_tol=psd_tol)
+

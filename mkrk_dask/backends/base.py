@@ -130,6 +130,11 @@ class KernelBackend(ABC):
         """A map from new rows to the embedding of ``top``; None where there is none."""
         return None
 
+    def compute_threads(self) -> int | None:
+        """BLAS/OpenMP threads for the loop and the final step, which run in this process
+        (None: as they are)."""
+        return None
+
     def loop_checkpoint(self, key: str) -> Any:
         """Where the loop keeps its state after each iteration, so that an interrupted fit
         resumes (a :class:`~mkrk_dask.checkpoints.LoopCheckpoint`); None without a store."""

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.linalg.blas
 
 from ..dissimilarity import MEASURES, dense_dissimilarity
-from ..eigen import top_k_dense
+from ..eigen import SINGLE_THREAD_MAX_N, top_k_dense
 from ..kernels import KernelSpec, kernel_matrices, resolve_kernels
 from ..scales import median_scales, memory_scales
 from ..validation import prepare_precomputed
@@ -67,6 +67,13 @@ class ExactBackend(KernelBackend):
         backend = cls(prepare_precomputed(kernels, normalize=normalize), eigen_method)
         backend.kernel_specs = None
         return backend
+
+    def compute_threads(self) -> int | None:
+        """One thread up to :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows: there each
+        product takes milliseconds, and a second thread (BLAS's, then the final k-means'
+        OpenMP team, each spinning after its turn) costs more than it brings (on COIL20's 12
+        kernels, ``benchmarks/results/exact/exact_fit.md``)."""
+        return 1 if self.n_samples <= SINGLE_THREAD_MAX_N else None
 
     def traces(self) -> np.ndarray:
         return self._diagonals.sum(axis=1)

@@ -42,6 +42,7 @@ from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning, ProblemTooLargeError
 from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
+from ..passes import local_threads
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
     LAM_SCALINGS,
@@ -373,9 +374,10 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             backend, n_samples = self._build(X)
             built = time.perf_counter()
             try:
-                result = self._run(backend)
-                looped = time.perf_counter()
-                top, embedding, labels = final_embedding(self, backend, result, n_samples)
+                with local_threads(backend.compute_threads()):
+                    result = self._run(backend)
+                    looped = time.perf_counter()
+                    top, embedding, labels = final_embedding(self, backend, result, n_samples)
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
