@@ -21,7 +21,17 @@ from typing import Any
 
 from .exceptions import StoreError
 
-__all__ = ["StoreLocation", "check_workers_see", "check_workers_read"]
+
+def nearest_existing(path: str | Path) -> Path:
+    """``path`` itself if it exists, else its nearest existing parent (where its free disk
+    space can be asked before it is created)."""
+    path = Path(os.path.abspath(path))
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            return candidate
+    return Path("/")  # pragma: no cover
+
+__all__ = ["StoreLocation", "check_workers_see", "check_workers_read", "nearest_existing"]
 
 
 def _is_url(text: str) -> bool:

@@ -21,6 +21,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..locations import nearest_existing
 from .errors import UserError
 
 __all__ = ["Output", "SMALL_RESULT"]
@@ -35,13 +36,6 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"  # pragma: no cover
-
-
-def _nearest_existing(path: Path) -> Path:
-    for candidate in (path, *path.parents):
-        if candidate.exists():
-            return candidate
-    return Path("/")  # pragma: no cover
 
 
 def _strerror(err: OSError) -> str:
@@ -90,7 +84,7 @@ class Output:
             if p.exists() and not self.force:
                 raise UserError(f"--out {p} exists (an earlier run?); give --force to replace "
                                 "it, or another file name")
-        base = _nearest_existing(p.parent if self.kind == "file" else p)
+        base = nearest_existing(p.parent if self.kind == "file" else p)
         if not base.is_dir():
             raise UserError(f"cannot create --out {p}: {base} is a file")
         self._probe(base, need)

@@ -13,7 +13,6 @@ A complete store built from the same data and settings is reopened instead (no p
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import time
@@ -30,7 +29,7 @@ from ...cluster import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
 from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
 from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
-from ...locations import StoreLocation, check_workers_see
+from ...locations import StoreLocation, check_workers_see, nearest_existing
 from ...passes import (
     TASK_INPUT_BYTES,
     RowSource,
@@ -216,10 +215,11 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
     info["_left_out"] = [] if stored is None else stored.tolist()
     info.update(meta)
     info["reused_store"] = True
-    info["factors_storage"] = ("stored" if _stored_factors(group) is not None else
+    factors = _stored_factors(group)
+    info["factors_storage"] = ("stored" if factors is not None else
                                "not stored") + " (a complete store, reused)"
     return (model, sums["gram"], sums["traces"], sums["diag_correction"], exact_kernel_gram,
-            local, _stored_factors(group), int(meta["chunk_size"]), group)
+            local, factors, int(meta["chunk_size"]), group)
 
 
 def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
@@ -241,21 +241,13 @@ def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
     from ...auto import DISK_FRACTION
 
     memory = psutil.virtual_memory().available
-    free = shutil.disk_usage(_existing_parent(location.url)).free
+    free = shutil.disk_usage(nearest_existing(location.url)).free
     if size <= 0.5 * memory and size <= DISK_FRACTION * free:
         return True, (f"stored: {size / 2**30:.1f} GiB, within half the available memory "
                       f"({memory / 2**30:.1f} GiB)")
     return False, (f"not stored: {size / 2**30:.1f} GiB, more than half the available memory "
                    f"({memory / 2**30:.1f} GiB) or {DISK_FRACTION:.0%} of the free disk "
                    f"({free / 2**30:.1f} GiB); the final pass computes them again")
-
-
-def _existing_parent(path: str) -> str:
-    """The nearest existing directory at or above ``path``."""
-    parent = os.path.abspath(path)
-    while not os.path.isdir(parent):
-        parent = os.path.dirname(parent)
-    return parent
 
 
 def _stored_factors(group: Any) -> Any:
