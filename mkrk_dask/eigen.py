@@ -9,7 +9,8 @@ import numpy as np
 import scipy.linalg
 import scipy.linalg.blas
 import scipy.sparse.linalg
-from threadpoolctl import threadpool_limits
+
+from ._threads import local_threads
 
 __all__ = ["top_k_dense", "block_krylov_top_k", "fix_signs", "SINGLE_THREAD_MAX_N"]
 
@@ -94,7 +95,7 @@ def top_k_dense(
         v0 = np.ones(n) if warm_start is None else warm_start.sum(axis=1)
         # ARPACK's one-vector products are too small for threaded BLAS to pay: on COIL20
         # (n = 1440) one thread takes half the time of two (the threads mostly synchronise).
-        with threadpool_limits(1 if n <= SINGLE_THREAD_MAX_N else None):
+        with local_threads(1 if n <= SINGLE_THREAD_MAX_N else None):
             values, vectors = scipy.sparse.linalg.eigsh(_symmetric_operator(A), k=k,
                                                         which="LA", v0=v0, tol=tol * 1e-2)
     else:

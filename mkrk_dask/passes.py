@@ -33,6 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._malloc import malloc_trim
+from ._threads import local_threads
 from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
 from .validation import check_magnitude
@@ -83,16 +84,6 @@ def client_threads(client: Any) -> int:
 
 
 _LIMITS: list[Any] = []
-
-
-def local_threads(threads: int | None) -> Any:
-    """BLAS/OpenMP threads of this process for a ``with`` block (None: as they are, and
-    threadpoolctl's inspection of the loaded libraries is not paid)."""
-    if threads is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=threads)
 
 
 def _limit_blas(threads: int | None) -> None:

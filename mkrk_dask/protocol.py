@@ -29,6 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from . import progress
+from ._threads import local_threads, usable_cores
 from .backends import make_backend, make_options
 from .baselines import average_kernel_clustering, single_kernel_clustering
 from .datasets import PAPER_DATASETS, default_data_dir, load_dataset
@@ -36,7 +37,6 @@ from .estimators import MKKMRK
 from .exceptions import UncertifiedSolutionWarning
 from .kernels import paper_kernels, parse_kernel
 from .metrics import clustering_scores
-from .passes import local_threads
 from .protocol_methods import (
     run_lmkkm,
     run_mkkm,
@@ -241,9 +241,9 @@ def _run_dense_methods(out: dict[str, Any], kernels: np.ndarray, y: np.ndarray, 
     seeds, hence the results, are those of a sequential run."""
     if not {"LMKKM", "RMKKM"} & set(methods):
         return
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     start = time.perf_counter()
-    with threadpool_limits(1), ThreadPoolExecutor(max(1, cores or 1)) as pool:
+    with threadpool_limits(1), ThreadPoolExecutor(cores) as pool:
         def timed_lmkkm() -> tuple[dict[str, Any], float]:
             return run_lmkkm(kernels, y, k, repeats, seed), time.perf_counter()
 

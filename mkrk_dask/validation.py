@@ -14,6 +14,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
+from ._lapack import cholesky_info
+from ._threads import map_threads
+
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_precomputed",
            "kernel_stack", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
@@ -167,12 +170,14 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
     """
     K = kernel_stack(K)
     sample = _psd_sample(K.shape[1])
-    work = np.empty((K.shape[1],) * 2 if sample is None else (sample.size,) * 2)
-    for p in range(K.shape[0]):
+
+    def check(p: int, work: np.ndarray) -> None:
         Kp = K[p]
         scale = _largest_entry(Kp, p)  # NaN and infinity first
         _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
         _check_psd(Kp if sample is None else Kp[np.ix_(sample, sample)], p, psd_tol, work)
+
+    map_threads(check, K.shape[0], lambda: _psd_work(K.shape[1], sample))
     return K
 
 
@@ -184,8 +189,13 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     every kernel normalised ``K_ij / sqrt(K_ii K_jj)`` when ``normalize``, then made exactly
     symmetric, ``(K + K^T) / 2``. Each kernel is scaled straight into the copy, which one
     tiled pass then symmetrises while it compares the input with its transpose; the PSD test
-    (a Cholesky factorisation) factorises the copy in one n x n buffer shared by all kernels.
-    Nothing else of size n x n is allocated.
+    (a Cholesky factorisation) factorises the copy in an n x n buffer that serves kernel
+    after kernel. Nothing else of size n x n is allocated.
+
+    The kernels are prepared on one thread per core (one buffer each, BLAS on one thread
+    meanwhile): the copy is numpy on large arrays and the factorisation LAPACK without the
+    GIL (:mod:`mkrk_dask._lapack`), so the threads run side by side. An error names the
+    lowest-numbered kernel that fails, as a sequential loop would.
 
     The PSD test is that of :func:`check_precomputed` on the kernel the fit uses: with
     ``normalize`` on the normalised kernel, whose largest diagonal entry is 1 (normalising is
@@ -200,7 +210,7 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
         As for :func:`check_precomputed`.
     timings : dict, optional
         Seconds are added to its ``copy`` (the checks before the PSD test and the copy) and
-        ``psd`` (the PSD test) entries.
+        ``psd`` (the PSD test) entries: thread-seconds, summed over the kernels.
 
     Returns
     -------
@@ -210,9 +220,9 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     m, n, _ = K.shape
     out = np.empty((m, n, n))
     sample = _psd_sample(n)
-    work = np.empty((n, n) if sample is None else (sample.size,) * 2)
-    seconds = {"copy": 0.0, "psd": 0.0}
-    for p in range(m):
+    seconds = np.zeros((m, 2))  # per kernel, so that no two threads add to one entry
+
+    def prepare(p: int, work: np.ndarray) -> None:
         start = time.perf_counter()
         Kp = K[p]
         scale = _largest_entry(Kp, p)
@@ -227,11 +237,12 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
         copied = time.perf_counter()
         _check_psd(out[p] if sample is None else out[p][np.ix_(sample, sample)], p,
                    psd_tol, work)
-        seconds["copy"] += copied - start
-        seconds["psd"] += time.perf_counter() - copied
+        seconds[p] = copied - start, time.perf_counter() - copied
+
+    map_threads(prepare, m, lambda: _psd_work(n, sample))
     if timings is not None:
-        for key, value in seconds.items():
-            timings[key] = timings.get(key, 0.0) + value
+        for key, value in zip(("copy", "psd"), seconds.sum(axis=0), strict=True):
+            timings[key] = timings.get(key, 0.0) + float(value)
     return out
 
 
@@ -256,6 +267,12 @@ def kernel_stack(K: Any) -> np.ndarray:
     if m == 0 or n == 0:
         raise ValueError(f"precomputed kernels are empty: shape {K.shape}")
     return K
+
+
+def _psd_work(n: int, sample: np.ndarray | None) -> np.ndarray:
+    """The buffer in which the PSD test factorises one kernel (reused for the next one,
+    which spares the page faults of a fresh 8 n^2 bytes per kernel)."""
+    return np.empty((n, n) if sample is None else (sample.size,) * 2)
 
 
 def _psd_sample(n: int) -> np.ndarray | None:
@@ -349,11 +366,9 @@ def _check_psd(K: np.ndarray, p: int, tol: float, work: np.ndarray | None = None
     From ``tol >= PSD_TOL`` it factorises a float32 copy first (twice as fast; its round-off
     is well inside the shift) and repeats the test in float64 only if that fails, so that a
     kernel is refused only by the float64 test. ``K`` (symmetric) is not modified: LAPACK
-    factorises a copy in ``work``, an n x n float64 buffer (default: a new one; a fit reuses
-    one for all its kernels, which spares the page faults of a fresh 8 n^2 bytes per kernel).
+    factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
+    :func:`_psd_work`), with the GIL released.
     """
-    from scipy.linalg.lapack import dpotrf, spotrf
-
     n = K.shape[0]
     work = np.empty((n, n)) if work is None else work
     shift = tol * n * max(float(np.max(np.abs(np.diagonal(K)))), 1e-300)
@@ -361,12 +376,11 @@ def _check_psd(K: np.ndarray, p: int, tol: float, work: np.ndarray | None = None
         single = work.reshape(-1).view(np.float32)[:n * n].reshape(n, n)
         np.copyto(single, K, casting="same_kind")
         single[np.diag_indices(n)] += np.float32(shift)
-        # symmetric, so its transpose is the same matrix in Fortran order (no copy)
-        if spotrf(single.T, lower=1, overwrite_a=1, clean=0)[1] == 0:
+        if cholesky_info(single) == 0:
             return
     np.copyto(work, K)
     work[np.diag_indices(n)] += shift
-    _, info = dpotrf(work.T, lower=1, overwrite_a=1, clean=0)
+    info = cholesky_info(work)
     if info > 0:
         raise _not_psd(p, shift, f"the Cholesky factorisation fails at row {info - 1}")
 

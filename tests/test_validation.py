@@ -131,6 +131,26 @@ def test_bad_precomputed_kernel_one_line_error_and_input_untouched(kind, message
     np.testing.assert_array_equal(K, before)  # NaN compares equal here too
 
 
+@pytest.mark.parametrize("cores", [1, 2, 5])
+def test_the_lowest_failing_kernel_is_named_on_any_number_of_threads(monkeypatch, cores):
+    """Kernels are checked on a thread per core; the error is the one a sequential loop
+    would raise first, and the copy is the same on any number of threads."""
+    from mkrk_dask import _threads
+    from mkrk_dask.validation import prepare_precomputed
+
+    monkeypatch.setattr(_threads, "usable_cores", lambda: cores)
+    good = _raw_kernels()
+    stack = np.concatenate([good, _bad_kernel("not PSD")[1:], good, _bad_kernel("NaN")[1:]])
+    for call in (prepare_precomputed, check_precomputed):
+        with pytest.raises(ValueError, match="precomputed kernel 2 is not positive semi"):
+            call(stack)
+        with pytest.raises(ValueError, match="precomputed kernel 5 contains NaN"):
+            call(np.concatenate([good, good, good[:1], stack[-1:]]))
+    expected = prepare_precomputed(np.concatenate([good, good, good]))
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 1)
+    np.testing.assert_array_equal(prepare_precomputed(np.concatenate([good] * 3)), expected)
+
+
 def test_zero_diagonal_passes_without_normalisation():
     from mkrk_dask.validation import prepare_precomputed
 

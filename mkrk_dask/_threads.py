@@ -1,0 +1,77 @@
+"""Threads of this process: the cores it may use, BLAS/OpenMP limits for a block, and
+independent items spread over a thread per core."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+__all__ = ["usable_cores", "local_threads", "map_threads"]
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS reports one)."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+#: the limit this thread's innermost :func:`local_threads` block holds
+_HELD = threading.local()
+
+
+def local_threads(threads: int | None) -> Any:
+    """BLAS/OpenMP threads of this process for a ``with`` block (None: as they are). Inside
+    a block of this thread that already holds the same limit nothing is done: threadpoolctl
+    inspects the loaded libraries on each entry (milliseconds), which an eigensolver called
+    once per iteration would otherwise pay every time."""
+    if threads is None or getattr(_HELD, "threads", None) == threads:
+        return contextlib.nullcontext()
+    return _holding(threads)
+
+
+@contextlib.contextmanager
+def _holding(threads: int) -> Iterator[None]:
+    from threadpoolctl import threadpool_limits
+
+    outer = getattr(_HELD, "threads", None)
+    with threadpool_limits(limits=threads):
+        _HELD.threads = threads
+        try:
+            yield
+        finally:
+            _HELD.threads = outer
+
+
+def map_threads(task: Callable[[int, Any], None], count: int,
+                make_state: Callable[[], Any] = lambda: None) -> None:
+    """``task(i, state)`` for ``i`` in ``range(count)``, on one thread per usable core (at
+    most ``count``), each thread with its own ``state`` from ``make_state`` (a work buffer),
+    and BLAS/OpenMP on one thread meanwhile. An error is raised for the lowest ``i`` that
+    failed, as in a sequential loop, and items not yet started are cancelled.
+
+    Meant for tasks whose time is spent where the GIL is released (numpy on large arrays,
+    LAPACK through :mod:`mkrk_dask._lapack`). With one core, or one item, it is a plain loop
+    with the caller's BLAS threads.
+    """
+    threads = min(count, usable_cores())
+    if threads <= 1:
+        state = make_state()
+        for i in range(count):
+            task(i, state)
+        return
+    local = threading.local()
+
+    def run(i: int) -> None:
+        if not hasattr(local, "state"):
+            local.state = make_state()
+        task(i, local.state)
+
+    # Executor.map yields in order and, on the first error, cancels what has not started.
+    with local_threads(1), ThreadPoolExecutor(threads) as pool:
+        for _ in pool.map(run, range(count)):
+            pass

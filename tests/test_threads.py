@@ -1,0 +1,133 @@
+"""Threads of the process (mkrk_dask._threads) and LAPACK without the GIL (mkrk_dask._lapack)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import numpy as np
+import pytest
+import scipy.linalg
+from threadpoolctl import threadpool_info
+
+from mkrk_dask import _lapack, _threads
+
+
+def _blas_threads() -> list[int]:
+    return sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+
+def test_map_threads_runs_every_item_once_with_a_state_per_thread_and_one_blas_thread(
+        monkeypatch):
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 3)
+    before = _blas_threads()
+    seen, states, blas = [], set(), set()
+    lock = threading.Lock()
+
+    def task(i, state):
+        state.append(i)  # a list per thread: no other thread appends to it
+        time.sleep(0.01)
+        with lock:
+            seen.append(i)
+            states.add(id(state))
+            blas.update(_blas_threads())
+
+    _threads.map_threads(task, 12, list)
+    assert sorted(seen) == list(range(12))
+    assert 1 < len(states) <= 3
+    assert blas == {1}
+    assert _blas_threads() == before
+
+
+def test_map_threads_raises_for_the_lowest_failing_item_and_cancels_the_rest(monkeypatch):
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 2)
+    started = []
+
+    def task(i, _):
+        started.append(i)
+        if i == 3:
+            raise ValueError("item 3")
+        if i == 1:
+            time.sleep(0.2)  # fails after item 3 has failed
+            raise ValueError("item 1")
+        time.sleep(0.02)
+
+    with pytest.raises(ValueError, match="item 1"):
+        _threads.map_threads(task, 40, lambda: None)
+    assert len(started) < 40  # items not started when the error arrived never run
+
+
+def test_one_core_is_a_plain_loop(monkeypatch):
+    monkeypatch.setattr(_threads, "usable_cores", lambda: 1)
+    caller = threading.get_ident()
+    ran = []
+    _threads.map_threads(lambda i, s: ran.append((i, threading.get_ident(), s)), 3,
+                         lambda: "state")
+    assert ran == [(0, caller, "state"), (1, caller, "state"), (2, caller, "state")]
+
+
+def test_local_threads_inside_the_same_limit_does_not_set_it_again(monkeypatch):
+    import threadpoolctl
+
+    calls = []
+    real = threadpoolctl.threadpool_limits
+
+    def counting(*args, **kwargs):
+        calls.append(kwargs.get("limits", args[0] if args else None))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", counting)
+    before = _blas_threads()
+    with _threads.local_threads(1):
+        with _threads.local_threads(1), _threads.local_threads(None):
+            assert _blas_threads() == [1] * len(before)
+        with _threads.local_threads(2):
+            assert _blas_threads() == [2] * len(before)
+        assert _blas_threads() == [1] * len(before)  # the inner limit gave back the outer one
+    assert _blas_threads() == before
+    assert calls == [1, 2]
+
+
+def _spd(n: int, dtype, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(n, n))
+    return np.ascontiguousarray(A @ A.T + n * np.eye(n), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_info_factorises_like_scipy(dtype):
+    A = _spd(300, dtype)
+    work = A.copy()
+    assert _lapack.cholesky_info(work) == 0
+    upper = np.triu(work)  # the upper triangle of the C-ordered array holds the factor
+    expected = scipy.linalg.cholesky(A.astype(np.float64))
+    tol = 1e-3 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(upper, expected, rtol=tol, atol=tol * np.abs(expected).max())
+    np.testing.assert_array_equal(np.tril(work, -1), np.tril(A, -1))  # left as it was
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_info_reports_the_failing_minor_as_lapack_does(dtype):
+    from scipy.linalg import lapack
+
+    A = _spd(200, dtype)
+    A[150, 150] = -1e6  # the leading minor of order 151 is the first not positive definite
+    info = _lapack.cholesky_info(A.copy())
+    reference = getattr(lapack, ("s" if dtype == np.float32 else "d") + "potrf")(
+        A.copy().T, lower=1)[1]
+    assert info == reference == 151
+
+
+def test_cholesky_info_is_the_raw_lapack_routine_called_without_the_gil():
+    for prefix in "sd":
+        routine = _lapack._raw_potrf(prefix)
+        assert routine is not None  # not the f2py fallback, which holds the GIL
+        assert not routine._flags_ & ctypes._FUNCFLAG_PYTHONAPI  # ctypes releases the GIL
+
+
+@pytest.mark.parametrize("bad", [np.ones((3, 4)), np.ones((4, 4), dtype=np.int64),
+                                 np.ones((4, 4))[:, ::-1], np.ones((4, 4), dtype=np.float16)])
+def test_cholesky_info_refuses_what_lapack_cannot_take(bad):
+    with pytest.raises(ValueError, match="square C-contiguous float32 or float64"):
+        _lapack.cholesky_info(bad)
