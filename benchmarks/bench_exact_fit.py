@@ -149,7 +149,8 @@ def section(label: str, res: dict, repeats: int) -> list[str]:
     inp = runs["input"]
     lines += ["", "The library's input path alone (`prepare_precomputed`, median seconds): "
               f"tiled pass (finite, symmetric, normalised copy) {median(inp, 'copy'):.3f}, "
-              f"PSD test (a Cholesky factorisation per kernel) {median(inp, 'psd'):.3f}, "
+              f"PSD test (a Cholesky factorisation per kernel) {median(inp, 'psd'):.3f} "
+              "(these two in thread-seconds: the kernels are prepared on a thread per core), "
               f"total {median(inp, 'total'):.3f}. The build phase above runs the same code; the "
               "two differ mainly in the first write of the 200 MB copy into fresh pages, whose "
               "cost varies from run to run on this virtual machine.",
