@@ -613,3 +613,44 @@ def test_auto_choice():
     X = np.random.default_rng(0).normal(size=(60, 3))
     model = MKKMRK.paper(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
     assert model.solver_ == "exact" and "n=60" in model.solver_reason_
+
+
+def test_float32_factors_take_only_the_well_conditioned_columns_in_float32():
+    """With float32 factors the columns of T whose eigenvalue is at least
+    FLOAT32_PRODUCT_MIN_EIGENVALUE of the largest are multiplied in float32, the others in
+    float64: the error of every column stays within its bound (about eps_32 times
+    sqrt(lambda_max / lambda_k) of a row's norm), which a float32 product of the weak columns
+    would exceed by orders of magnitude."""
+    from mkrk_dask.backends.nystrom.model import FLOAT32_PRODUCT_MIN_EIGENVALUE, NystromModel
+    from mkrk_dask.kernels import kernel_blocks
+    from mkrk_dask.landmarks import landmark_transform
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 4))
+    spec = KernelSpec("gaussian", sigma=1.5, view=0)
+    L = X[:150]
+    T, values = landmark_transform(kernel_blocks([spec], L, L)[0])
+    models = {dt: NystromModel(specs=[spec], normalize=True, landmarks={0: L},
+                               kernel_landmarks=[150], transforms=[T], dtype=dt)
+              for dt in (np.float32, np.float64)}
+    split = models[np.float32].single_columns[0]
+    assert models[np.float64].single_columns == [0]
+    assert split == int(np.count_nonzero(values >= FLOAT32_PRODUCT_MIN_EIGENVALUE * values[0]))
+    assert 0 < split < values.size  # both kinds of columns are exercised
+    sq = {dt: np.empty((600, 1)) for dt in models}
+    F = {dt: model.factors([X], sq_norms=sq[dt]) for dt, model in models.items()}
+    assert F[np.float32].dtype == np.float32
+    error = np.abs(F[np.float32].astype(np.float64) - F[np.float64])
+    rows = np.linalg.norm(F[np.float64], axis=1, keepdims=True)
+    eps = np.finfo(np.float32).eps
+    bound = 20 * eps * np.sqrt(values[0] / values)[None, :] * rows
+    assert np.all(error <= bound)
+    # the weak columns are float64 products, rounded once to float32
+    weak = slice(split, None)
+    np.testing.assert_allclose(F[np.float32][:, weak], F[np.float64][:, weak],
+                               rtol=2 * eps, atol=2 * eps * rows.max() * 1e-6)
+    # the same columns by a float32 product would be far off: the bound is not vacuous
+    naive = (kernel_blocks([spec], X, L)[0].astype(np.float32)
+             @ T[:, weak].astype(np.float32)).astype(np.float64)
+    assert np.abs(naive - F[np.float64][:, weak]).max() > 100 * error[:, weak].max()
+    np.testing.assert_allclose(sq[np.float32], sq[np.float64], rtol=1e-5)

@@ -22,7 +22,7 @@ from ...assignment import nearest_centre
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
 
-__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS"]
+__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "FLOAT32_PRODUCT_MIN_EIGENVALUE"]
 
 #: rows of the kernel blocks evaluated at once by :meth:`NystromModel.factors`: at 500
 #: landmarks a block of 512 rows is 2 MiB in float64, so the several elementwise passes of a
@@ -30,6 +30,12 @@ __all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS"]
 #: (16 MiB) each pass went to memory, and a factor chunk took 20-30% longer (measured on 4
 #: views x 3 kernels x 500 landmarks, R = 2,048, one and two threads)
 FACTOR_BLOCK_ROWS = 512
+#: float32 factors: the columns of ``T_p`` whose eigenvalue is at least this share of the
+#: kernel's largest are multiplied in float32 (twice the rate of float64). The error of a
+#: float32 product in column k is about eps_32 sqrt(lambda_max / lambda_k) of a factor row's
+#: norm, so at most 100 eps_32 (1e-5) here; the weaker columns, where it would grow to swamp
+#: the column itself, stay in float64
+FLOAT32_PRODUCT_MIN_EIGENVALUE = 1e-4
 
 
 def _in_memory(rows: Any, view: int) -> Any:
@@ -101,10 +107,12 @@ class NystromModel:
     info: dict = field(default_factory=dict, repr=False)
     _landmark_sq: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _train_factors: np.ndarray | None = field(default=None, repr=False)
+    #: per kernel: its leading columns of T in float32 (see :attr:`single_columns`)
+    _single_transforms: list[np.ndarray] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
-        # The training rows' factors are a cache, recomputed on demand.
-        return {**self.__dict__, "_train_factors": None}
+        # The training rows' factors and the float32 transforms are caches, made on demand.
+        return {**self.__dict__, "_train_factors": None, "_single_transforms": None}
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
@@ -128,6 +136,32 @@ class NystromModel:
     def ranks(self) -> np.ndarray:
         """``r_p'``: factor columns of every kernel."""
         return np.array([T.shape[1] for T in self.transforms], dtype=np.int64)
+
+    @property
+    def single_columns(self) -> list[int]:
+        """Per kernel, how many leading columns of F are computed by a float32 product: with
+        float32 factors, those whose eigenvalue is at least
+        :data:`FLOAT32_PRODUCT_MIN_EIGENVALUE` times the kernel's largest (the squared norms
+        of T's columns are the inverse eigenvalues, in decreasing order of eigenvalue); none
+        with float64 factors."""
+        if self.dtype != np.float32:
+            return [0] * len(self.transforms)
+        counts = []
+        for T in self.transforms:
+            inverse = np.einsum("ij,ij->j", T, T)  # 1 / lambda_k
+            if inverse.size == 0 or not inverse[0] > 0:
+                counts.append(0)
+                continue
+            strong = inverse <= inverse[0] / FLOAT32_PRODUCT_MIN_EIGENVALUE
+            counts.append(int(np.argmin(strong)) if not strong.all() else int(strong.size))
+        return counts
+
+    def _singles(self) -> list[np.ndarray]:
+        if self.__dict__.get("_single_transforms") is None:
+            self._single_transforms = [
+                T[:, :r].astype(np.float32)
+                for T, r in zip(self.transforms, self.single_columns, strict=True)]
+        return self._single_transforms
 
     @property
     def offsets(self) -> np.ndarray:
@@ -177,12 +211,20 @@ class NystromModel:
 
     def _factor_block(self, views: Sequence[Any], sq_norms: np.ndarray | None,
                       out: np.ndarray) -> None:
-        offsets = self.offsets
+        offsets, singles = self.offsets, self._singles()
         for p, C in self._landmark_blocks(views):
-            block = C @ self.transforms[p]
+            single = singles[p]
+            split = offsets[p] + single.shape[1]
+            parts = []
+            if single.shape[1]:
+                parts.append((np.asarray(C, dtype=np.float32) @ single, offsets[p]))
+            if split < offsets[p + 1]:
+                parts.append((C @ self.transforms[p][:, single.shape[1]:], split))
             if sq_norms is not None:
-                sq_norms[:, p] = np.einsum("ij,ij->i", block, block)
-            out[:, offsets[p]:offsets[p + 1]] = block
+                sq_norms[:, p] = sum(np.einsum("ij,ij->i", b, b, dtype=np.float64)
+                                     for b, _ in parts)
+            for block, start in parts:
+                out[:, start:start + block.shape[1]] = block
 
     def project(self, views: Sequence[Any], B: np.ndarray) -> np.ndarray:
         """``F B`` of the given rows without forming F, in float64:
