@@ -131,3 +131,18 @@ def test_cholesky_info_is_the_raw_lapack_routine_called_without_the_gil():
 def test_cholesky_info_refuses_what_lapack_cannot_take(bad):
     with pytest.raises(ValueError, match="square C-contiguous float32 or float64"):
         _lapack.cholesky_info(bad)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cholesky_info_without_the_raw_routine_falls_back_to_scipys_wrapper(monkeypatch, dtype):
+    A = _spd(120, dtype)
+    A[60, 60] = -1.0
+    raw = _lapack.cholesky_info(A.copy())
+    good = _spd(120, dtype, seed=1)
+    raw_factor = good.copy()
+    assert _lapack.cholesky_info(raw_factor) == 0
+    monkeypatch.setattr(_lapack, "_raw_potrf", lambda prefix: None)
+    assert _lapack.cholesky_info(A.copy()) == raw == 61
+    wrapped = good.copy()
+    assert _lapack.cholesky_info(wrapped) == 0
+    np.testing.assert_array_equal(np.triu(wrapped), np.triu(raw_factor))
