@@ -21,6 +21,8 @@ from typing import Any
 
 from .exceptions import StoreError
 
+__all__ = ["StoreLocation", "check_workers_see", "check_workers_read", "nearest_existing"]
+
 
 def nearest_existing(path: str | Path) -> Path:
     """``path`` itself if it exists, else its nearest existing parent (where its free disk
@@ -30,8 +32,6 @@ def nearest_existing(path: str | Path) -> Path:
         if candidate.exists():
             return candidate
     return Path("/")  # pragma: no cover
-
-__all__ = ["StoreLocation", "check_workers_see", "check_workers_read", "nearest_existing"]
 
 
 def _is_url(text: str) -> bool:

@@ -33,14 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._malloc import malloc_trim
-from ._threads import local_threads
 from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
 from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
-           "client_threads", "blas_threads", "local_threads"]
+           "client_threads", "blas_threads"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0

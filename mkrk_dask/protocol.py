@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from . import progress
 from ._threads import local_threads, usable_cores
@@ -243,7 +242,7 @@ def _run_dense_methods(out: dict[str, Any], kernels: np.ndarray, y: np.ndarray, 
         return
     cores = usable_cores()
     start = time.perf_counter()
-    with threadpool_limits(1), ThreadPoolExecutor(cores) as pool:
+    with local_threads(1), ThreadPoolExecutor(cores) as pool:
         def timed_lmkkm() -> tuple[dict[str, Any], float]:
             return run_lmkkm(kernels, y, k, repeats, seed), time.perf_counter()
 

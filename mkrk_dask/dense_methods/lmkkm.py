@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
+from .._threads import local_threads
 from ..assignment import assign_clusters
 from ..eigen import top_k_dense
 from ..exceptions import UncertifiedSolutionWarning
@@ -139,7 +139,7 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
     # factorisations of order m k, the final k-means on n x k) or memory-bound (the passes over
     # Q run in numpy's einsum); with a second thread they ran 4-15x slower whenever the other
     # core was busy (measured beside a benchmark), and gain little on an idle machine.
-    with threadpool_limits(1):
+    with local_threads(1):
         K, k = check_dense_input(kernels, n_clusters, check_input)
         m, n, _ = K.shape
         # Q_m = K_m * (I - H H^T) <= diag(K_m) in the PSD order (Schur: K_m * H H^T >= 0)

@@ -62,8 +62,8 @@ from typing import Any
 
 import numpy as np
 from scipy import sparse
-from threadpoolctl import threadpool_limits
 
+from .._threads import local_threads
 from ._checks import check_dense_input, check_iterations, check_tolerance
 
 __all__ = ["rmkkm", "RMKKMResult", "rmkkm_objective", "weight_step"]
@@ -324,7 +324,7 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
     start = None if init_labels is None else _check_init_labels(init_labels, n, k)
     # One BLAS thread: the products are n x n by n x k; with a second thread they ran several
     # times slower whenever the other core was busy (measured beside a benchmark).
-    with threadpool_limits(1):
+    with local_threads(1):
         weights = np.full(m, float(m) ** (-1.0 / gamma))
         Kw = np.tensordot(weights, K, axes=1)
         if start is None:

@@ -34,6 +34,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import progress
+from .._threads import local_threads
 from ..assignment import FINAL_STEPS, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
@@ -42,7 +43,6 @@ from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning, ProblemTooLargeError
 from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
-from ..passes import local_threads
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
     LAM_SCALINGS,
