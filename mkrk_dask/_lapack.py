@@ -33,8 +33,13 @@ def _raw_potrf(prefix: str) -> Any:
             ("PyCapsule_GetName", ctypes.pythonapi))
         get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
             ("PyCapsule_GetPointer", ctypes.pythonapi))
-        address = get_pointer(capsule, get_name(capsule))
+        signature = get_name(capsule)
+        address = get_pointer(capsule, signature)
     except (ImportError, AttributeError, KeyError, TypeError, ValueError, OSError):
+        return None
+    # The prototype below assumes 32-bit integers (LP64 LAPACK); a build whose signature
+    # says otherwise gets the f2py wrapper, never a call with the wrong argument sizes.
+    if not signature or not signature.replace(b" ", b"").startswith(b"void(char*,int*,"):
         return None
     if not address:
         return None
