@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["usable_cores", "local_threads", "map_threads"]
+__all__ = ["usable_cores", "local_threads", "held_threads", "map_threads"]
 
 
 def usable_cores() -> int:
@@ -32,6 +32,12 @@ def local_threads(threads: int | None) -> Any:
     if threads is None or getattr(_HELD, "threads", None) == threads:
         return contextlib.nullcontext()
     return _holding(threads)
+
+
+def held_threads() -> int | None:
+    """The BLAS/OpenMP limit this thread's innermost :func:`local_threads` block holds (None
+    outside any)."""
+    return getattr(_HELD, "threads", None)
 
 
 @contextlib.contextmanager

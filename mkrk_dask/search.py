@@ -109,7 +109,7 @@ def lambda_search(
             backend.close()
             raise ValueError(f"y has {y.shape[0]} labels for {n_samples} samples")
     results = []
-    try:
+    with backend:
         inputs = estimator._loop_inputs(backend)
         for lam in lams:
             start = time.perf_counter()
@@ -128,8 +128,6 @@ def lambda_search(
             results.append(item)
             if callback is not None:
                 callback(item)
-    finally:
-        backend.close()
     return results
 
 

@@ -6,6 +6,7 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 from __future__ import annotations
 
 import numbers
+import threading
 import time
 import warnings
 from typing import Any
@@ -15,9 +16,10 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array
 
 from ._lapack import cholesky_info
-from ._threads import map_threads
+from ._threads import held_threads, local_threads, map_threads, usable_cores
 
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_precomputed",
+           "prepare_precomputed_deferred", "DeferredPsdTest",
            "kernel_stack", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "LAM_SCALINGS", "TOL_MODES", "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
@@ -175,7 +177,7 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
         Kp = K[p]
         scale = _largest_entry(Kp, p)  # NaN and infinity first
         _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
-        _check_psd(Kp if sample is None else Kp[np.ix_(sample, sample)], p, psd_tol, work)
+        _check_psd(_psd_part(Kp, sample), p, psd_tol, work)
 
     map_threads(check, K.shape[0], lambda: _psd_work(K.shape[1], sample))
     return K
@@ -200,7 +202,8 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     The PSD test is that of :func:`check_precomputed` on the kernel the fit uses: with
     ``normalize`` on the normalised kernel, whose largest diagonal entry is 1 (normalising is
     a congruence, which keeps the signs of the eigenvalues). A negative diagonal entry fails
-    it at once; a zero one fails normalisation.
+    it at once; a zero one fails normalisation. :func:`prepare_precomputed_deferred` leaves
+    the PSD test to run beside the caller's work.
 
     Parameters
     ----------
@@ -216,6 +219,19 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     -------
     ndarray of shape (m, n, n)
     """
+    return _prepare(K, normalize, symmetry_tol, psd_tol, timings, psd_now=True)[0]
+
+
+def prepare_precomputed_deferred(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
+                                 psd_tol: float = PSD_TOL) -> tuple[np.ndarray, DeferredPsdTest]:
+    """:func:`prepare_precomputed` without its PSD test, which is returned to run later or
+    beside the caller's work on the copy (see :class:`DeferredPsdTest`). Every other check
+    has been made when it returns."""
+    return _prepare(K, normalize, symmetry_tol, psd_tol, None, psd_now=False)
+
+
+def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
+             timings: dict | None, psd_now: bool) -> tuple[np.ndarray, DeferredPsdTest]:
     K = kernel_stack(K)
     m, n, _ = K.shape
     out = np.empty((m, n, n))
@@ -235,15 +251,147 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
         rows = 1.0 / np.sqrt(diagonal) if normalize else None
         _check_symmetric(p, _tiled_pass(Kp, out[p], rows), scale, symmetry_tol)
         copied = time.perf_counter()
-        _check_psd(out[p] if sample is None else out[p][np.ix_(sample, sample)], p,
-                   psd_tol, work)
+        if psd_now:
+            _check_psd(_psd_part(out[p], sample), p, psd_tol, work)
         seconds[p] = copied - start, time.perf_counter() - copied
 
-    map_threads(prepare, m, lambda: _psd_work(n, sample))
+    map_threads(prepare, m, lambda: _psd_work(n, sample) if psd_now else None)
     if timings is not None:
         for key, value in zip(("copy", "psd"), seconds.sum(axis=0), strict=True):
             timings[key] = timings.get(key, 0.0) + float(value)
-    return out
+    return out, DeferredPsdTest(out, psd_tol, sample, done=psd_now)
+
+
+class DeferredPsdTest:
+    """The PSD test of :func:`prepare_precomputed` on prepared kernels, made beside other work.
+
+    The exact backend's loop spends its time in memory-bound products on one BLAS thread,
+    while the test is compute-bound (a Cholesky factorisation per kernel): on a second core
+    the two run side by side, and the test's time leaves the fit's critical path.
+
+    :meth:`start` begins the test on a background thread, only when the calling thread holds
+    one BLAS/OpenMP thread (:func:`mkrk_dask._threads.local_threads`; BLAS limits are
+    process-wide, so the test then runs on one thread too) and more than one core is usable.
+    :meth:`wait` finishes it, the calling thread taking kernels not yet started (without a
+    background thread, the test runs on a thread per core as in :func:`prepare_precomputed`),
+    and raises the error of the lowest-numbered kernel that fails, once. :meth:`raise_if_failed`
+    raises it early without waiting; :meth:`cancel` stops handing out kernels.
+
+    Parameters
+    ----------
+    kernels : ndarray of shape (m, n, n)
+        The prepared kernels; they are only read.
+    psd_tol : float
+    sample : ndarray or None
+        The rows of the principal submatrix tested (None: all of them).
+    done : bool, default=False
+        Nothing to test (the kernels were tested already).
+    """
+
+    def __init__(self, kernels: np.ndarray, psd_tol: float, sample: np.ndarray | None,
+                 done: bool = False):
+        self._kernels, self._tol, self._sample = kernels, psd_tol, sample
+        self._lock = threading.Lock()
+        self._next = 0
+        # Kernels from _stop on are not handed out: set past a failure (every lower kernel
+        # was handed out before it, so the lowest failure is still found).
+        self._stop = 0 if done else kernels.shape[0]
+        self._errors: dict[int, ValueError] = {}
+        self._running: set[int] = set()
+        self._thread: threading.Thread | None = None
+        self._cancelled = False
+        self._reported = done
+        #: thread-seconds spent in the test so far
+        self.seconds = 0.0
+
+    @property
+    def background(self) -> bool:
+        """Whether the test was started on a background thread."""
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Begin on a background thread, where that runs beside the caller (see above)."""
+        if self._thread is not None or self._reported or self._next >= self._stop:
+            return
+        if held_threads() != 1 or usable_cores() < 2:
+            return
+        self._thread = threading.Thread(target=self._work, name="mkrk-psd-test", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Finish the test (also after :meth:`cancel`) and raise its error (once; later calls
+        return)."""
+        if self._reported:
+            return
+        self._cancelled = False
+        try:
+            if self._thread is None or not self._thread.is_alive():
+                remaining = range(self._next, self._stop)
+                self._next = self._stop
+
+                def check(i: int, work: np.ndarray) -> None:
+                    if remaining[i] < self._stop:  # none past a failure
+                        self._check(remaining[i], work)
+
+                map_threads(check, len(remaining), self._buffer)
+            else:
+                with local_threads(1):
+                    self._work()
+                self._thread.join()
+        except BaseException:
+            self.cancel()
+            raise
+        self.raise_if_failed()
+        self._reported = True
+
+    def raise_if_failed(self) -> None:
+        """Raise the error of the lowest-numbered kernel that failed so far, if any."""
+        if not self._errors or self._reported:
+            return
+        with self._lock:
+            # Every kernel below a failure was handed out before it: the failure is the
+            # lowest one once none of those is still being tested.
+            lowest = min(self._errors)
+            final = not any(q < lowest for q in self._running)
+        if final:
+            self._reported = True
+            raise self._errors[lowest]
+
+    def cancel(self) -> None:
+        """Hand out no more kernels until :meth:`wait`, and wait for those being tested (one
+        factorisation each at most)."""
+        self._cancelled = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _buffer(self) -> np.ndarray:
+        return _psd_work(self._kernels.shape[1], self._sample)
+
+    def _take(self) -> int | None:
+        with self._lock:
+            if self._cancelled or self._next >= self._stop:
+                return None
+            self._next += 1
+            self._running.add(self._next - 1)
+            return self._next - 1
+
+    def _work(self) -> None:
+        work = self._buffer()
+        while (p := self._take()) is not None:
+            self._check(p, work)
+
+    def _check(self, p: int, work: np.ndarray) -> None:
+        start = time.perf_counter()
+        try:
+            _check_psd(_psd_part(self._kernels[p], self._sample), p, self._tol, work)
+        except ValueError as err:
+            with self._lock:
+                self._errors[p] = err
+                self._stop = min(self._stop, p + 1)
+        finally:
+            with self._lock:
+                self._running.discard(p)
+                self.seconds += time.perf_counter() - start
 
 
 def kernel_stack(K: Any) -> np.ndarray:
@@ -273,6 +421,11 @@ def _psd_work(n: int, sample: np.ndarray | None) -> np.ndarray:
     """The buffer in which the PSD test factorises one kernel (reused for the next one,
     which spares the page faults of a fresh 8 n^2 bytes per kernel)."""
     return np.empty((n, n) if sample is None else (sample.size,) * 2)
+
+
+def _psd_part(K: np.ndarray, sample: np.ndarray | None) -> np.ndarray:
+    """The part of one kernel the PSD test factorises."""
+    return K if sample is None else K[np.ix_(sample, sample)]
 
 
 def _psd_sample(n: int) -> np.ndarray | None:

@@ -14,7 +14,7 @@ from ..dissimilarity import MEASURES, dense_dissimilarity
 from ..eigen import SINGLE_THREAD_MAX_N, top_k_dense
 from ..kernels import KernelSpec, kernel_matrices, resolve_kernels
 from ..scales import median_scales, memory_scales
-from ..validation import prepare_precomputed
+from ..validation import DeferredPsdTest, prepare_precomputed_deferred
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]
@@ -45,6 +45,7 @@ class ExactBackend(KernelBackend):
         self.kernel_specs: list[KernelSpec] | None = None
         self._train: tuple[list, bool] | None = None
         self._diagonals = np.ascontiguousarray(np.einsum("pii->pi", self.kernels))
+        self._psd_test: DeferredPsdTest | None = None
 
     @classmethod
     def from_views(cls, views: list, specs: list[KernelSpec], *, normalize: bool = True,
@@ -63,10 +64,44 @@ class ExactBackend(KernelBackend):
                          eigen_method: str = "auto") -> ExactBackend:
         """Use precomputed kernels ``(m, n, n)``, checked, normalised and made exactly
         symmetric (the eigensolver's assumptions hold to the last bit) in one copy, as
-        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified."""
-        backend = cls(prepare_precomputed(kernels, normalize=normalize), eigen_method)
+        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified.
+
+        Every check but the PSD test is made before this returns. The PSD test
+        (:class:`~mkrk_dask.validation.DeferredPsdTest`) starts with the first computation on
+        the kernels, on a second core beside the loop when the caller holds one BLAS thread
+        (as a fit does up to :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows). Its error
+        is raised by that loop as soon as it is known, and at the latest by :meth:`embedding`
+        or on leaving the backend's ``with`` block: no result comes out of kernels that fail
+        it."""
+        copy, psd_test = prepare_precomputed_deferred(kernels, normalize=normalize)
+        backend = cls(copy, eigen_method)
         backend.kernel_specs = None
+        backend._psd_test = psd_test
         return backend
+
+    def _checking(self) -> None:
+        """Start the pending PSD test, or raise its error if it has failed already."""
+        if self._psd_test is not None:
+            self._psd_test.start()
+            self._psd_test.raise_if_failed()
+
+    def _checked(self) -> None:
+        """Wait for the pending PSD test to pass."""
+        if self._psd_test is not None:
+            self._psd_test.wait()
+
+    def __exit__(self, exc_type: type | None, *exc: object) -> None:
+        # An error of the loop on kernels that are not PSD is explained by the PSD test's
+        # error; an interrupt is not held up by it.
+        try:
+            if exc_type is None or issubclass(exc_type, Exception):
+                self._checked()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._psd_test is not None:
+            self._psd_test.cancel()
 
     def compute_threads(self) -> int | None:
         """One thread up to :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows: there each
@@ -76,15 +111,18 @@ class ExactBackend(KernelBackend):
         return 1 if self.n_samples <= SINGLE_THREAD_MAX_N else None
 
     def traces(self) -> np.ndarray:
+        self._checking()
         return self._diagonals.sum(axis=1)
 
     def dissimilarity(self, measure: str) -> np.ndarray:
+        self._checking()
         if measure not in self._dissimilarity:
             self._dissimilarity[measure] = dense_dissimilarity(self.kernels, measure)
         return self._dissimilarity[measure].copy()
 
     def combined_kernel(self, weights: np.ndarray) -> np.ndarray:
         """``K_w = sum_p w_p^2 K_p`` as one matrix-vector product over the stacked kernels."""
+        self._checking()
         m, n = self.n_kernels, self.n_samples
         return (np.asarray(weights, dtype=np.float64) ** 2 @ self.kernels.reshape(m, n * n)
                 ).reshape(n, n)
@@ -108,6 +146,7 @@ class ExactBackend(KernelBackend):
         return 2.0 * (stacked @ upper.reshape(n * n, order="F")) - self._diagonals @ diagonal
 
     def embedding(self, top: TopK) -> np.ndarray:
+        self._checked()
         return np.array(top.basis)  # the caller owns (and scales) it
 
     def row_map(self, top: TopK) -> Any:

@@ -373,7 +373,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         with self._reporting():
             backend, n_samples = self._build(X)
             built = time.perf_counter()
-            try:
+            with backend:
                 with local_threads(backend.compute_threads()):
                     result = self._run(backend)
                     looped = time.perf_counter()
@@ -381,8 +381,6 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
-            finally:
-                backend.close()
         embedded = time.perf_counter()
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step == "features" else None)
