@@ -89,6 +89,20 @@ def test_local_threads_inside_the_same_limit_does_not_set_it_again(monkeypatch):
     assert calls == [1, 2]
 
 
+def test_held_threads_is_this_threads_innermost_limit():
+    seen = []
+    assert _threads.held_threads() is None
+    with _threads.local_threads(1):
+        with _threads.local_threads(2):
+            assert _threads.held_threads() == 2
+        assert _threads.held_threads() == 1
+        # another thread holds nothing, whatever this one holds
+        other = threading.Thread(target=lambda: seen.append(_threads.held_threads()))
+        other.start()
+        other.join()
+    assert seen == [None] and _threads.held_threads() is None
+
+
 def _spd(n: int, dtype, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(n, n))
