@@ -296,7 +296,7 @@ class DeferredPsdTest:
         # Kernels from _stop on are not handed out: set past a failure (every lower kernel
         # was handed out before it, so the lowest failure is still found).
         self._stop = 0 if done else kernels.shape[0]
-        self._errors: dict[int, ValueError] = {}
+        self._errors: dict[int, Exception] = {}
         self._running: set[int] = set()
         self._thread: threading.Thread | None = None
         self._cancelled = False
@@ -364,6 +364,11 @@ class DeferredPsdTest:
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
+    def _fail(self, p: int, error: Exception) -> None:
+        with self._lock:
+            self._errors[p] = error
+            self._stop = min(self._stop, p + 1)
+
     def _buffer(self) -> np.ndarray:
         return _psd_work(self._kernels.shape[1], self._sample)
 
@@ -384,10 +389,15 @@ class DeferredPsdTest:
         start = time.perf_counter()
         try:
             _check_psd(_psd_part(self._kernels[p], self._sample), p, self._tol, work)
-        except ValueError as err:
-            with self._lock:
-                self._errors[p] = err
-                self._stop = min(self._stop, p + 1)
+        except ValueError as err:  # the test refuses the kernel
+            self._fail(p, err)
+        except BaseException as err:
+            # Anything else leaves the kernel untested: that is an error too, never a pass.
+            self._fail(p, RuntimeError(
+                f"precomputed kernel {p} could not be tested for positive semi-definiteness "
+                f"({type(err).__name__}: {err})"))
+            if not isinstance(err, Exception):
+                raise
         finally:
             with self._lock:
                 self._running.discard(p)

@@ -119,3 +119,23 @@ def test_fit_on_good_kernels_is_the_fit_on_the_checked_copy():
                              random_state=0).fit(prepare_precomputed(K))
     np.testing.assert_array_equal(model.labels_, reference.labels_)
     np.testing.assert_allclose(model.weights_, reference.weights_, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("hold_one_thread", [True, False])
+def test_a_kernel_the_test_could_not_factorise_is_an_error_not_a_pass(monkeypatch,
+                                                                      hold_one_thread):
+    from mkrk_dask import validation
+
+    real = validation._check_psd
+
+    def failing(K, p, *args):
+        if p == 2:
+            raise MemoryError("no room for the factorisation")
+        real(K, p, *args)
+
+    monkeypatch.setattr(validation, "_check_psd", failing)
+    _, test = prepare_precomputed_deferred(_stack())
+    with local_threads(1 if hold_one_thread else None):
+        test.start()
+        with pytest.raises(RuntimeError, match="kernel 2 could not be tested .*MemoryError"):
+            test.wait()
