@@ -135,3 +135,26 @@ def test_a_missing_data_file_says_what_to_do_and_never_prints_none(
     assert main(["fit", str(tmp_path / "absent.npz"), "-q"]) == EXIT_USER
     line = capsys.readouterr().err.strip()
     assert "data folder" not in line and "None" not in line
+
+
+@pytest.mark.parametrize("verbosity, shown", [(1, False), (3, True)])
+def test_dask_log_lines_only_from_vvv_whatever_the_import_order(verbosity: int,
+                                                                 shown: bool) -> None:
+    """distributed resets its loggers' levels when it is imported, after the command line
+    has set them; a log record with a traceback (what a killed scheduler gave) must still
+    stay off stderr below -vvv."""
+    code = (
+        "import logging, sys\n"
+        "from mkrk_dask.cli import _quiet_logs\n"
+        f"_quiet_logs({verbosity})\n"
+        "import distributed\n"
+        "try:\n"
+        "    raise OSError('stream closed')\n"
+        "except OSError:\n"
+        "    logging.getLogger('distributed.batched').exception('Error in batched write')\n"
+        "logging.getLogger('distributed.client').error('client error')\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert ("Traceback" in proc.stderr and "client error" in proc.stderr) == shown
+    assert (proc.stderr == "") == (not shown), proc.stderr

@@ -46,10 +46,22 @@ def _command_line(argv: Sequence[str]) -> str:
     return "mkrk " + " ".join(shlex.quote(w) for w in argv)
 
 
+#: the loggers of Dask and its event loop, with their own levels in distributed's defaults
+_LIBRARY_LOGGERS = ("distributed", "distributed.client", "distributed.gc", "tornado",
+                    "tornado.application", "asyncio", "bokeh")
+
+
 def _quiet_logs(verbosity: int) -> None:
-    level = logging.INFO if verbosity >= 3 else logging.ERROR
-    for name in ("distributed", "tornado", "asyncio"):
-        logging.getLogger(name).setLevel(level)
+    """Dask's own log lines, tracebacks included, only from -vvv: the command reports every
+    fault it sees as a one-line error (a killed scheduler made distributed log a traceback
+    first). Set on the loggers, for a distributed already imported, and in Dask's config,
+    which distributed reads when it is imported later (it resets the levels then)."""
+    import dask.config
+
+    level = "info" if verbosity >= 3 else "critical"
+    for name in _LIBRARY_LOGGERS:
+        logging.getLogger(name).setLevel(level.upper())
+    dask.config.set({"distributed.logging": dict.fromkeys(_LIBRARY_LOGGERS, level)})
 
 
 def _silence_stdout() -> None:
