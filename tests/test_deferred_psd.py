@@ -69,10 +69,14 @@ def test_the_loop_raises_the_error_as_soon_as_it_is_known():
     backend = ExactBackend.from_precomputed(_stack(bad=(0,)))
     weights = np.full(6, 1 / 6)
     with local_threads(1):
-        backend.traces()  # the first computation starts the test
-        assert backend._psd_test.background
         deadline = time.monotonic() + 30
         with pytest.raises(ValueError, match="precomputed kernel 0 is not positive semi"):
+            try:
+                # The first computation starts the test; with one small kernel to test, it
+                # may raise the error already.
+                backend.traces()
+            finally:
+                assert backend._psd_test.background
             while time.monotonic() < deadline:
                 backend.combined_kernel(weights)
                 time.sleep(0.01)
@@ -139,3 +143,16 @@ def test_a_kernel_the_test_could_not_factorise_is_an_error_not_a_pass(monkeypatc
         test.start()
         with pytest.raises(RuntimeError, match="kernel 2 could not be tested .*MemoryError"):
             test.wait()
+
+
+def test_above_the_one_thread_size_the_test_is_made_before_any_work(monkeypatch):
+    """There a fit holds no one-thread limit, so the test cannot run beside the loop: the
+    backend refuses the kernels when it is made, as the upfront test did."""
+    from mkrk_dask.backends import exact
+
+    monkeypatch.setattr(exact, "SINGLE_THREAD_MAX_N", 100)
+    with pytest.raises(ValueError, match="precomputed kernel 1 is not positive semi"):
+        ExactBackend.from_precomputed(_stack(bad=(1, 3)))
+    backend = ExactBackend.from_precomputed(_stack())
+    assert backend.compute_threads() is None and not backend._psd_test.background
+    backend.embedding(backend.top_k(np.full(6, 1 / 6), 2))

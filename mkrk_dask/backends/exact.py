@@ -66,10 +66,11 @@ class ExactBackend(KernelBackend):
         symmetric (the eigensolver's assumptions hold to the last bit) in one copy, as
         :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified.
 
-        Every check but the PSD test is made before this returns. The PSD test
-        (:class:`~mkrk_dask.validation.DeferredPsdTest`) starts with the first computation on
-        the kernels, on a second core beside the loop when the caller holds one BLAS thread
-        (as a fit does up to :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows). Its error
+        Every check but the PSD test is made before this returns (above
+        :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows, the PSD test too). Up to that size
+        the PSD test (:class:`~mkrk_dask.validation.DeferredPsdTest`) starts with the first
+        computation on the kernels, on a second core beside the loop when the caller holds
+        one BLAS thread (as a fit does). Its error
         is raised by that loop as soon as it is known, and at the latest by :meth:`embedding`
         or on leaving the backend's ``with`` block: no result comes out of kernels that fail
         it."""
@@ -77,6 +78,9 @@ class ExactBackend(KernelBackend):
         backend = cls(copy, eigen_method)
         backend.kernel_specs = None
         backend._psd_test = psd_test
+        if backend.compute_threads() != 1:
+            # A fit cannot run it beside the loop here: test now, before any work.
+            psd_test.wait()
         return backend
 
     def _checking(self) -> None:
