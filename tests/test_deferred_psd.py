@@ -116,6 +116,37 @@ def test_fit_refuses_every_failing_stack_with_the_background_test(bad):
     assert str(a.value) == str(b.value)
 
 
+@two_cores
+def test_the_final_step_runs_while_the_test_ends_and_publishes_nothing_before(monkeypatch):
+    """The final k-means runs on ``draft_embedding`` while the test's last kernels are
+    factorised; the fit sets none of its results before leaving the backend's block."""
+    from mkrk_dask import validation
+
+    real = validation._check_psd
+
+    def slow(K, p, *args):
+        if p == 5:
+            time.sleep(1.0)
+        real(K, p, *args)
+
+    monkeypatch.setattr(validation, "_check_psd", slow)
+    backend = ExactBackend.from_precomputed(_stack(bad=(5,)))
+    with local_threads(1):
+        top = backend.top_k(np.full(6, 1 / 6), 2)  # starts the test
+        started = time.monotonic()
+        H = backend.draft_embedding(top)
+        assert time.monotonic() - started < 0.5
+        np.testing.assert_array_equal(H, top.basis)
+        with pytest.raises(ValueError, match="kernel 5 is not positive semi"):
+            backend.embedding(top)
+    backend.close()
+    model = MKKMRK.paper(3, kernels="precomputed", final_step="features", n_components=4)
+    with pytest.raises(ValueError, match="kernel 5 is not positive semi"):
+        model.fit(_stack(bad=(5,)))
+    assert not [name for name in ("labels_", "embedding_", "weights_", "n_components_",
+                                  "component_scores_") if hasattr(model, name)]
+
+
 def test_fit_on_good_kernels_is_the_fit_on_the_checked_copy():
     K = _stack()
     model = MKKMRK.paper(3, kernels="precomputed", random_state=0).fit(K)

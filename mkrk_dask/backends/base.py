@@ -122,6 +122,13 @@ class KernelBackend(ABC):
         """The n x k matrix H as a new in-memory array (the caller owns it and may scale it in
         place)."""
 
+    def draft_embedding(self, top: TopK) -> np.ndarray:
+        """:meth:`embedding`, possibly before the backend's checks of its input have all
+        passed: for a caller that publishes nothing made from it before leaving the backend's
+        ``with`` block, which waits for them (the exact backend's PSD test of precomputed
+        kernels then ends beside the caller's work on it)."""
+        return self.embedding(top)
+
     def approximation(self, weights: np.ndarray) -> ApproximationReport | None:
         """What the backend leaves out of the kernels; None for an exact backend."""
         return None

@@ -73,7 +73,8 @@ class ExactBackend(KernelBackend):
         one BLAS thread (as a fit does). Its error
         is raised by that loop as soon as it is known, and at the latest by :meth:`embedding`
         or on leaving the backend's ``with`` block: no result comes out of kernels that fail
-        it."""
+        it. (:meth:`draft_embedding` does not wait: a fit's final k-means runs while the test
+        ends, and its results are set only after the block.)"""
         copy, psd_test = prepare_precomputed_deferred(kernels, normalize=normalize)
         backend = cls(copy, eigen_method)
         backend.kernel_specs = None
@@ -151,6 +152,10 @@ class ExactBackend(KernelBackend):
 
     def embedding(self, top: TopK) -> np.ndarray:
         self._checked()
+        return self.draft_embedding(top)
+
+    def draft_embedding(self, top: TopK) -> np.ndarray:
+        self._checking()
         return np.array(top.basis)  # the caller owns (and scales) it
 
     def row_map(self, top: TopK) -> Any:

@@ -377,11 +377,15 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 with local_threads(backend.compute_threads()):
                     result = self._run(backend)
                     looped = time.perf_counter()
-                    top, embedding, labels = final_embedding(self, backend, result, n_samples)
+                    top, embedding, labels, fitted = final_embedding(self, backend, result,
+                                                                     n_samples)
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
+        # Only now, the backend's checks passed (leaving the block waited for them).
         embedded = time.perf_counter()
+        for name, value in fitted.items():
+            setattr(self, name, value)
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step == "features" else None)
         self._set_fitted(result, embedding, backend.kernel_specs, labels)

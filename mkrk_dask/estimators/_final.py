@@ -28,10 +28,15 @@ def component_candidates(estimator: Any, n_samples: int) -> list[int]:
 
 
 def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
-                    ) -> tuple[Any, np.ndarray, np.ndarray]:
-    """``(top, embedding, labels)`` of the final step; records ``n_components_`` and
-    ``component_scores_`` (one entry per rank tried, the spectral step's k included: the
-    default dictionary compares geometries by its within-cluster share) on ``estimator``."""
+                    ) -> tuple[Any, np.ndarray, np.ndarray, dict[str, Any]]:
+    """``(top, embedding, labels, fitted)`` of the final step; ``fitted`` holds the
+    estimator's ``n_components_`` and ``component_scores_`` (one entry per rank tried, the
+    spectral step's k included: the default dictionary compares geometries by its
+    within-cluster share).
+
+    Run inside the backend's ``with`` block: the backend's checks of its input may still be
+    running (the k-means here runs while they end), so the caller sets nothing on the
+    estimator before leaving the block, which waits for them."""
     def cluster(rows: np.ndarray) -> np.ndarray:
         # The same seed for every candidate: the chosen one's labels are what a fit with its
         # rank given explicitly returns.
@@ -47,18 +52,17 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
         ranks = component_candidates(estimator, n_samples)
         top = backend.top_k(result.weights, ranks[-1])
         top.weights = np.array(result.weights)
-    embedding = backend.embedding(top)
+    embedding = backend.draft_embedding(top)
     if not spectral:
         embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
     partitions = [cluster(embedding[:, :rank]) for rank in ranks]
     best, agreement = choose_partition(partitions)
-    estimator.component_scores_ = {
+    fitted = {"component_scores_": {
         rank: {"agreement": float(agreement[i]),
                "within_share": within_share(embedding[:, :rank], partitions[i])}
-        for i, rank in enumerate(ranks)}
+        for i, rank in enumerate(ranks)}, "n_components_": ranks[best]}
     rank = ranks[best]
-    estimator.n_components_ = rank
     if rank < embedding.shape[1]:
         top = top.leading(rank)
         embedding = np.ascontiguousarray(embedding[:, :rank])
-    return top, embedding, partitions[best]
+    return top, embedding, partitions[best], fitted
