@@ -83,7 +83,8 @@ def test_gram_quad_forms_equal_explicit_factor_products(client, small, tmp_path)
     specs = multiview_specs()
     nys = NystromBackend.from_views(views, specs, n_landmarks=[30, 20, 25, 30, 15, 40],
                                     scheduler=client, store=tmp_path / "f.zarr",
-                                    chunk_size=32, random_state=1, exact_dissimilarity_max_n=0)
+                                    chunk_size=32, random_state=1, exact_dissimilarity_max_n=0,
+                                    store_factors=True)
     try:
         F = np.asarray(nys.factors_array[...])
         o = nys.offsets

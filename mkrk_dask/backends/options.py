@@ -151,10 +151,12 @@ class NystromOptions(_StoreOptions):
         Write the factors to the store (``n R`` entries), to be read back by the final pass;
         False computes them again there from the data instead, so the store holds only the
         row map and the sums (no ``n R`` array on disk). ``"auto"``: stored up to
-        ``exact_dissimilarity_max_n`` (the sparse local part reads them); above, only in a
+        ``exact_dissimilarity_max_n`` (the sparse local part reads them); above, only for
+        wide data, where computing them again (the products of the rows with the landmarks)
+        costs more than writing and reading them back
+        (:data:`~mkrk_dask.backends.nystrom.build.STORE_FLOPS_PER_BYTE`), and there only in a
         store on local disk and where they fit in half the available memory (so they are read
-        back from the page cache, faster than computed again; measured at n = 10^5, R = 2,048:
-        1.5 s against 9.0 s).
+        back from the page cache).
     exact_distance_max_n : int
         Largest n whose largest pairwise distance is computed exactly (else estimated).
     blas_threads : int, optional
