@@ -27,6 +27,7 @@ __all__ = [
     "inner_products",
     "kernel_diagonal",
     "kernel_blocks",
+    "fill_kernel_blocks",
     "max_pairwise_distance",
     "block_max_sq_distance",
     "resolve_kernels",
@@ -35,6 +36,7 @@ __all__ = [
     "views_needing_scale",
     "medians_needed",
     "symmetrize",
+    "tile_pairs",
     "kernel_products",
 ]
 
@@ -265,6 +267,7 @@ def kernel_blocks(
     *,
     normalize: bool = True,
     dtype: Any = np.float64,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Evaluate several kernels of one view on a block of rows.
 
@@ -280,6 +283,10 @@ def kernel_blocks(
         Apply ``K_ij / sqrt(K_ii K_jj)``.
     dtype : dtype
         Output dtype; the arithmetic is float64.
+    out : ndarray of shape (len(specs), na, nb), optional
+        Filled instead of a new array (its dtype replaces ``dtype``): a caller that keeps
+        the blocks in a larger array spares a second copy of them (see
+        :func:`fill_kernel_blocks`).
 
     Returns
     -------
@@ -288,11 +295,25 @@ def kernel_blocks(
     sq_a = row_sq_norms(Xa) if sq_norms_a is None else sq_norms_a
     sq_b = row_sq_norms(Xb) if sq_norms_b is None else sq_norms_b
     inner = inner_products(Xa, Xb).astype(np.float64, copy=False)
-    out = np.empty((len(specs), inner.shape[0], inner.shape[1]), dtype=dtype)
+    shape = (len(specs), inner.shape[0], inner.shape[1])
+    if out is None:
+        out = np.empty(shape, dtype=dtype)
+    elif out.shape != shape:
+        raise ValueError(f"out has shape {out.shape}, the blocks {shape}")
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),
     # so every avoided temporary is a pass over memory saved.
     work = None if out.dtype == np.float64 else np.empty(inner.shape)
     sq_dist = chord = None
+    families = [spec.family for spec in specs]
+
+    def reuse_inner(p: int, other: str, other_made: bool) -> np.ndarray | None:
+        # The (new) inner products become a derived block in place, instead of a fresh
+        # block's page faults, once no later kernel reads them or the other derived block.
+        later = families[p + 1:]
+        free = ("linear" not in later and "polynomial" not in later
+                and (other_made or other not in later))
+        return inner if free else None
+
     for p, spec in enumerate(specs):
         if not spec.is_resolved:
             raise ValueError(f"kernel {spec.name} needs resolve_kernels() before evaluation")
@@ -307,7 +328,8 @@ def kernel_blocks(
                 # ||u_i - u_j||^2 = 2 - 2 cos(x_i, x_j) for unit rows u = x / ||x||.
                 _check_positive_diagonal(spec, sq_a)
                 _check_positive_diagonal(spec, sq_b)
-                chord = inner / np.sqrt(sq_a)[:, None]
+                chord = np.divide(inner, np.sqrt(sq_a)[:, None],
+                                  out=reuse_inner(p, "gaussian", sq_dist is not None))
                 chord /= np.sqrt(sq_b)[None, :]
                 np.multiply(chord, -2.0, out=chord)
                 chord += 2.0
@@ -316,7 +338,8 @@ def kernel_blocks(
             np.exp(block, out=block)
         else:
             if sq_dist is None:
-                sq_dist = np.multiply(inner, -2.0)
+                sq_dist = np.multiply(inner, -2.0,
+                                      out=reuse_inner(p, "angular", chord is not None))
                 sq_dist += sq_a[:, None]
                 sq_dist += sq_b[None, :]
                 # Round-off can make a distance slightly negative; it is a distance, clip it.
@@ -333,6 +356,21 @@ def kernel_blocks(
         if work is not None:
             out[p] = work
     return out
+
+
+def fill_kernel_blocks(out: np.ndarray, idx: Sequence[int], specs: Sequence[KernelSpec],
+                       Xa: Any, Xb: Any, sq_norms_a: np.ndarray | None = None,
+                       sq_norms_b: np.ndarray | None = None, *, normalize: bool = True) -> None:
+    """``out[idx] = kernel_blocks(specs, Xa, Xb, ...)``: where ``idx`` is a run of consecutive
+    kernels (the kernels of a view usually are), the blocks are evaluated straight into
+    ``out``, without a second array of their size and the copy into ``out``."""
+    first = idx[0]
+    if list(idx) == list(range(first, first + len(idx))):
+        kernel_blocks(specs, Xa, Xb, sq_norms_a, sq_norms_b, normalize=normalize,
+                      out=out[first:first + len(idx)])
+    else:
+        out[list(idx)] = kernel_blocks(specs, Xa, Xb, sq_norms_a, sq_norms_b,
+                                       normalize=normalize, dtype=out.dtype)
 
 
 def block_max_sq_distance(Xa: Any, Xb: Any, sq_norms_a: np.ndarray | None = None,
@@ -408,21 +446,47 @@ def kernel_matrices(
         idx = [p for p, spec in enumerate(specs) if spec.view == view]
         X = views[view]
         sq = row_sq_norms(X)
-        out[idx] = kernel_blocks([specs[p] for p in idx], X, X, sq, sq,
-                                 normalize=normalize, dtype=dtype)
+        fill_kernel_blocks(out, idx, [specs[p] for p in idx], X, X, sq, sq,
+                           normalize=normalize)
     return symmetrize(out, unit_diagonal=normalize)
 
 
+#: side of the square tiles in which a kernel is read with its transpose: a pair of 256 x 256
+#: float64 tiles (1 MiB) stays in the L2 cache, where a whole-matrix ``K + K.T`` strides
+#: through memory and makes an n x n temporary
+SYMMETRY_TILE = 256
+
+
+def tile_pairs(n: int, side: int = SYMMETRY_TILE):
+    """``(rows_a, rows_b)`` slices of the tile pairs ``a <= b`` of an n x n matrix: the order
+    in which a kernel and its transpose are read together."""
+    for a in range(0, n, side):
+        rows_a = slice(a, min(a + side, n))
+        for b in range(a, n, side):
+            yield rows_a, slice(b, min(b + side, n))
+
+
 def symmetrize(kernels: np.ndarray, *, unit_diagonal: bool) -> np.ndarray:
-    """Make square kernel blocks ``(m, c, c)`` exactly symmetric, in place, with a diagonal
-    of exactly 1 when they are normalised.
+    """Make square kernel blocks ``(m, c, c)`` exactly symmetric, ``(K + K^T) / 2``, in place,
+    with a diagonal of exactly 1 when they are normalised.
 
     Round-off leaves ``K_ij`` and ``K_ji`` a bit apart and the normalised diagonal a bit off 1;
-    the eigensolvers and the stored kernels rely on both holding to the last bit.
+    the eigensolvers and the stored kernels rely on both holding to the last bit. Tile pair by
+    tile pair (:func:`tile_pairs`): ``K += K.T`` on a whole matrix reads it transposed across
+    memory, through a temporary copy (4-5x slower, measured at n = 4,000).
     """
+    side = min(SYMMETRY_TILE, kernels.shape[1])
+    # Rows padded as in validation's tiled pass: a stride of exactly 2 KiB maps a tile's rows
+    # to the same cache sets.
+    buffer = np.empty((side, side + 8), dtype=kernels.dtype)
     for K in kernels:
-        K += K.T
-        K *= 0.5
+        for rows_a, rows_b in tile_pairs(K.shape[0], side):
+            upper = K[rows_a, rows_b]
+            tile = buffer[:upper.shape[0], :upper.shape[1]]
+            np.add(upper, K[rows_b, rows_a].T, out=tile)
+            tile *= 0.5
+            K[rows_a, rows_b] = tile
+            K[rows_b, rows_a] = tile.T
         if unit_diagonal:
             np.fill_diagonal(K, 1.0)
     return kernels

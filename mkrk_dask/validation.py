@@ -17,6 +17,7 @@ from sklearn.utils.validation import check_array
 
 from ._lapack import cholesky_info
 from ._threads import held_threads, local_threads, map_threads, usable_cores
+from .kernels import SYMMETRY_TILE, tile_pairs
 
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_precomputed",
            "prepare_precomputed_deferred", "DeferredPsdTest",
@@ -147,10 +148,6 @@ def check_magnitude(view: Any, index: int | None = None) -> None:
 #: precomputed kernels up to this size are checked for positive semi-definiteness whole;
 #: larger ones on a random principal submatrix of this size (with a warning)
 PSD_FULL_CHECK_MAX_N = 1500
-#: side of the square tiles in which a kernel is compared with its transpose: a pair of
-#: 256 x 256 float64 tiles (1 MiB) stays in the L2 cache, where a whole-matrix ``K - K.T``
-#: strides through memory and allocates two n x n temporaries
-_TILE = 256
 #: default tolerance of the PSD test, in units of n times the largest diagonal entry (at
 #: n = 1,000, an eigenvalue of -0.001 x the largest diagonal entry is allowed); from this
 #: tolerance up the test factorises in float32 (whose round-off, 2^-23 in these units, is 8x
@@ -468,7 +465,7 @@ def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
     and nothing of size n x n is allocated.
     """
     n = K.shape[0]
-    side = min(_TILE, n)
+    side = min(SYMMETRY_TILE, n)
     # Rows padded by 8 entries: with a stride of exactly 2 KiB the rows of a tile map to the
     # same cache sets, and reading it transposed was 2.5x slower (measured).
     buffer = np.empty((side, side + 8))
@@ -478,21 +475,18 @@ def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
         source *= rows[None, :]
         np.fill_diagonal(source, 1.0)
     worst = 0.0
-    for a in range(0, n, _TILE):
-        rows_a = slice(a, min(a + _TILE, n))
-        for b in range(a, n, _TILE):
-            rows_b = slice(b, min(b + _TILE, n))
-            upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
-            tile = buffer[:upper.shape[0], :upper.shape[1]]
-            np.subtract(upper, lower.T, out=tile)
-            worst = max(worst, float(tile.max()), -float(tile.min()))
-            if out is None:
-                continue
-            np.add(source[rows_a, rows_b], source[rows_b, rows_a].T, out=tile)
-            tile *= 0.5
-            out[rows_a, rows_b] = tile
-            if a != b:
-                out[rows_b, rows_a] = tile.T
+    for rows_a, rows_b in tile_pairs(n, side):
+        upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
+        tile = buffer[:upper.shape[0], :upper.shape[1]]
+        np.subtract(upper, lower.T, out=tile)
+        worst = max(worst, float(tile.max()), -float(tile.min()))
+        if out is None:
+            continue
+        np.add(source[rows_a, rows_b], source[rows_b, rows_a].T, out=tile)
+        tile *= 0.5
+        out[rows_a, rows_b] = tile
+        if rows_a != rows_b:
+            out[rows_b, rows_a] = tile.T
     return worst
 
 

@@ -11,12 +11,16 @@ from mkrk_dask.dissimilarity import dense_dissimilarity
 from mkrk_dask.kernels import (
     KernelSpec,
     as_kernel_specs,
+    fill_kernel_blocks,
+    kernel_blocks,
     kernel_matrices,
     max_pairwise_distance,
     paper_kernels,
     parse_kernel,
     resolve_kernels,
+    symmetrize,
 )
+from mkrk_dask.scales import median_scales
 
 
 @pytest.fixture
@@ -110,3 +114,40 @@ def test_dissimilarities_against_dense_definitions(X):
     np.testing.assert_allclose(ours_vn, vn, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(ours_ld, ld, rtol=1e-6, atol=1e-6)
     assert not np.allclose(ours_vn, ours_vn.T)  # asymmetric, C[i, j] = D(K_i || K_j)
+
+
+@pytest.mark.parametrize("families", [
+    ["linear", "gaussian", "angular", "polynomial"], ["gaussian", "angular"],
+    ["angular", "gaussian", "linear"], ["gaussian", "gaussian", "linear", "angular"],
+    ["angular", "polynomial", "angular", "gaussian"]])
+def test_kernels_evaluated_together_equal_each_alone(X, families):
+    """The inner products become a distance block in place once no later kernel reads them:
+    every kernel equals its evaluation alone, to the bit, whatever the order."""
+    params = {"gaussian": {"m": 1.5}, "angular": {"m": 0.5}, "polynomial": {"a": 1, "b": 2},
+              "linear": {}}
+    specs = [KernelSpec(f, **params[f]) for f in families]
+    specs = resolve_kernels(specs, [1.0], median_scales([X], specs))
+    together = kernel_blocks(specs, X, X[:7])
+    for p, spec in enumerate(specs):
+        np.testing.assert_array_equal(together[p], kernel_blocks([spec], X, X[:7])[0])
+    # Into a run of a larger array: the same blocks, no copy returned.
+    out = np.full((len(specs) + 2, X.shape[0], 7), np.nan)
+    fill_kernel_blocks(out, list(range(1, len(specs) + 1)), specs, X, X[:7])
+    np.testing.assert_array_equal(out[1:-1], together)
+    assert np.isnan(out[0]).all() and np.isnan(out[-1]).all()
+    # Not a run: copied into place.
+    scattered = np.zeros((2 * len(specs), X.shape[0], 7))
+    fill_kernel_blocks(scattered, list(range(0, 2 * len(specs), 2)), specs, X, X[:7])
+    np.testing.assert_array_equal(scattered[::2], together)
+    with pytest.raises(ValueError, match="out has shape"):
+        kernel_blocks(specs, X, X[:7], out=np.empty((1, 2, 3)))
+
+
+@pytest.mark.parametrize("n", [1, 5, 255, 256, 257, 600])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_tiled_symmetrize_is_the_whole_matrix_formula(n, dtype):
+    A = np.random.default_rng(n).random((2, n, n)).astype(dtype)
+    reference = np.array([(K + K.T) * dtype(0.5) for K in A])
+    for K in reference:
+        np.fill_diagonal(K, 1.0)
+    np.testing.assert_array_equal(symmetrize(A, unit_diagonal=True), reference)

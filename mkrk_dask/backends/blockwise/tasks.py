@@ -11,7 +11,13 @@ from typing import Any
 
 import numpy as np
 
-from ...kernels import KernelSpec, kernel_blocks, kernel_products, row_sq_norms, symmetrize
+from ...kernels import (
+    KernelSpec,
+    fill_kernel_blocks,
+    kernel_products,
+    row_sq_norms,
+    symmetrize,
+)
 from ...passes import read_rows
 from ...store import read_checked
 
@@ -63,7 +69,7 @@ def build_pair(store: tuple[str, str], groups: list[tuple[list[int], list[Kernel
         Xb = Xa if diagonal else read_rows(*b)
         sq_a = row_sq_norms(Xa)
         sq_b = sq_a if diagonal else row_sq_norms(Xb)
-        block[idx] = kernel_blocks(specs, Xa, Xb, sq_a, sq_b, normalize=normalize)
+        fill_kernel_blocks(block, idx, specs, Xa, Xb, sq_a, sq_b, normalize=normalize)
     if diagonal:
         # As the exact backend does: exactly symmetric, and a diagonal of exactly 1.
         symmetrize(block, unit_diagonal=normalize)
