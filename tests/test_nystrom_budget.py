@@ -141,3 +141,24 @@ def test_auto_stores_the_factors_where_they_fit_in_memory(client, blobs, tmp_pat
     assert tight.nystrom_model_.info["factors_storage"].startswith("not stored")
     assert "factors" not in zarr.open_group(str(tmp_path / "b.zarr"), mode="r")
     np.testing.assert_array_equal(tight.labels_, fitted.labels_)
+
+
+def test_auto_stores_the_factors_of_wide_data(client, tmp_path):
+    """Computing the factors of wide rows again (their products with the landmarks) costs
+    more than writing and reading them: store_factors="auto" stores them, narrow rows not."""
+    views, y, _ = make_multiview_blobs(300, 3, n_informative=1, n_noise=0, n_redundant=0,
+                                       n_features=4, random_state=2)
+    # The 4 features seen through 6,000 (a random isometry): the same kernels, wide rows.
+    basis = np.linalg.qr(np.random.default_rng(0).normal(size=(6000, 4)))[0]
+    X = views[0] @ basis.T
+    params = dict(kernels=["gaussian(m=1)"], n_landmarks=60, scheduler=client, random_state=0,
+                  solver="nystrom", backend_options={"exact_dissimilarity_max_n": 0})
+    wide = MKKMRK(3, store=tmp_path / "w.zarr", **params).fit(X)
+    narrow = MKKMRK(3, store=tmp_path / "n.zarr", **params).fit(views[0])
+    # 2 x 60 x 6,000 flops per row of landmark products, above 200 per byte of an (at most)
+    # 60-entry factor row (96,000); 2 x 60 x 4 below it.
+    assert wide.nystrom_model_.info["factors_storage"].startswith("stored:")
+    assert "factors" in zarr.open_group(str(tmp_path / "w.zarr"), mode="r")
+    assert narrow.nystrom_model_.info["factors_storage"].startswith("not stored: computing")
+    assert normalized_mutual_info(narrow.labels_, wide.labels_) > 0.95
+    assert normalized_mutual_info(y, wide.labels_) > 0.9
