@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_array
 
 from ._lapack import cholesky_info
 from ._threads import held_threads, local_threads, map_threads, usable_cores
-from .kernels import SYMMETRY_TILE, tile_pairs
+from .kernels import symmetrize_tile, tile_buffer, tile_pairs
 
 __all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_precomputed",
            "prepare_precomputed_deferred", "DeferredPsdTest",
@@ -464,29 +464,20 @@ def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
     Only what reads a transposed tile goes tile by tile; one tile buffer serves them all,
     and nothing of size n x n is allocated.
     """
-    n = K.shape[0]
-    side = min(SYMMETRY_TILE, n)
-    # Rows padded by 8 entries: with a stride of exactly 2 KiB the rows of a tile map to the
-    # same cache sets, and reading it transposed was 2.5x slower (measured).
-    buffer = np.empty((side, side + 8))
+    buffer = tile_buffer(K.shape[0])
     source = K
     if out is not None and rows is not None:
         source = np.multiply(K, rows[:, None], out=out)
         source *= rows[None, :]
         np.fill_diagonal(source, 1.0)
     worst = 0.0
-    for rows_a, rows_b in tile_pairs(n, side):
+    for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
         upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
         tile = buffer[:upper.shape[0], :upper.shape[1]]
         np.subtract(upper, lower.T, out=tile)
         worst = max(worst, float(tile.max()), -float(tile.min()))
-        if out is None:
-            continue
-        np.add(source[rows_a, rows_b], source[rows_b, rows_a].T, out=tile)
-        tile *= 0.5
-        out[rows_a, rows_b] = tile
-        if rows_a != rows_b:
-            out[rows_b, rows_a] = tile.T
+        if out is not None:
+            symmetrize_tile(source, out, rows_a, rows_b, buffer)
     return worst
 
 
