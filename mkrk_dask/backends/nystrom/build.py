@@ -71,11 +71,11 @@ _FACTOR_PROGRESS = "factor_rows"
 #: ``store_factors="auto"`` above the local part stores the factors only where computing them
 #: again costs more than this many flops of products with the landmarks (per row) for every
 #: byte of a factor row: writing the factors in the factor pass and reading them back in the
-#: final pass cost more than computing them again from narrow data (measured at n = 10^5,
-#: R = 2,048 float32 factors, 4 views of 64 features: 1.6 s of writes and 0.95 s of reading
-#: against 1.5 s computing again; Fashion-MNIST, 784 features: 20.7-21.4 s against 22.7-23.1
-#: s for the whole default fit), while on wide data the products with the landmarks grow with
-#: the width and reading the data again with them
+#: final pass cost more than computing them again from narrow data (n = 10^5, R = 2,048
+#: float32 factors, 4 views of 64 features: 8.1 s for both passes stored, 7.1 s computed
+#: again; benchmarks/results/scale/scale_gram_*_n1e5.md and docs/backends.rst), while on wide
+#: data the products with the landmarks grow with the width and reading the data again with
+#: them
 STORE_FLOPS_PER_BYTE = 200
 #: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
 _KERNEL_GRAM_BLOCK = 1024
