@@ -14,10 +14,13 @@ start from the same raw (unnormalised) kernels, an ``(m, n, n)`` array built onc
   with a float64 confirmation of a failure, on a second core beside the loop), the
   normalised copy, C, the loop, the final k-means.
 
-Each repeat runs the plain port, then the library, then the library's input path alone
-(:func:`mkrk_dask.validation.prepare_precomputed`, split into its tiled pass and its PSD
-test), with a pause before each; the medians over ``--repeats`` are reported with the ratio,
-the library's phases (its ``timings_``), and the objective, NMI and ACC of both.
+Each repeat runs the plain port, then the library (its default: a normalised copy), then the
+library with ``backend_options={"copy": False}`` on a copy of the raw kernels made beforehand
+(not timed: the caller's own array, which it lets the fit prepare in place), then the
+library's input path alone (:func:`mkrk_dask.validation.prepare_precomputed`, split into its
+tiled pass and its PSD test), with a pause before each; the medians over ``--repeats`` are
+reported with the ratios, the library's phases (its ``timings_``), and the objective, NMI and
+ACC of both.
 Writes ``benchmarks/results/exact/exact_fit.md``.
 
     python benchmarks/bench_exact_fit.py [--data-dir DIR] [--lam 3.0517578125e-05]
@@ -80,11 +83,15 @@ def plain_fit(K: np.ndarray, k: int, lam: float, seed: int) -> tuple[dict, np.nd
     return seconds, labels, result
 
 
-def library_fit(K: np.ndarray, k: int, lam: float, seed: int) -> tuple[dict, MKKMRK]:
+def library_fit(K: np.ndarray, k: int, lam: float, seed: int,
+                copy: bool = True) -> tuple[dict, MKKMRK]:
+    """The library's fit; ``copy=False``: ``backend_options={"copy": False}``, the kernels
+    prepared in ``K`` itself (the caller passes a copy of its own)."""
     t0 = time.perf_counter()
     model = MKKMRK(n_clusters=k, kernels="precomputed", solver="exact", lam=lam,
                    dissimilarity="fip", lam_scaling="none", final_step="spectral",
-                   n_init=10, random_state=seed).fit(K)
+                   n_init=10, random_state=seed,
+                   backend_options=None if copy else {"copy": False}).fit(K)
     seconds = dict(model.timings_)
     seconds["wall"] = time.perf_counter() - t0
     return seconds, model
@@ -105,21 +112,29 @@ def median(runs: list[dict], key: str) -> float:
 
 
 def measure(K: np.ndarray, y: np.ndarray, k: int, args: argparse.Namespace) -> dict:
-    runs: dict[str, list] = {"plain": [], "lib": [], "input": []}
+    runs: dict[str, list] = {"plain": [], "lib": [], "inplace": [], "input": []}
+    same_labels = True
     load_before = os.getloadavg()
     for rep in range(args.repeats):
         time.sleep(SETTLE_SECONDS)
         p_sec, p_labels, p_result = plain_fit(K, k, args.lam, args.seed)
         time.sleep(SETTLE_SECONDS)
         l_sec, model = library_fit(K, k, args.lam, args.seed)
+        own = K.copy()  # the caller's own array, which it lets the fit overwrite (not timed)
+        time.sleep(SETTLE_SECONDS)
+        ip_sec, ip_model = library_fit(own, k, args.lam, args.seed, copy=False)
+        same_labels &= bool(np.array_equal(ip_model.labels_, model.labels_))
+        del own, ip_model
         time.sleep(SETTLE_SECONDS)
         i_sec = input_path(K)
         p_sec["load"] = os.getloadavg()[0]  # 1-minute load average after the repeat
         runs["plain"].append(p_sec)
         runs["lib"].append(l_sec)
+        runs["inplace"].append(ip_sec)
         runs["input"].append(i_sec)
         print(f"repeat {rep}: plain {p_sec['fit']:.3f}s, library {l_sec['wall']:.3f}s "
-              f"(ratio {p_sec['fit'] / l_sec['wall']:.1f}x); library input path "
+              f"(ratio {p_sec['fit'] / l_sec['wall']:.1f}x), in place {ip_sec['wall']:.3f}s "
+              f"({p_sec['fit'] / ip_sec['wall']:.1f}x); library input path "
               f"{i_sec['total']:.3f}s", flush=True)
     quality = {
         "plain": {"objective": float(p_result.objective_history[-1]),
@@ -129,6 +144,7 @@ def measure(K: np.ndarray, y: np.ndarray, k: int, args: argparse.Namespace) -> d
                 "nmi": normalized_mutual_info(y, model.labels_),
                 "acc": clustering_accuracy(y, model.labels_), "weights": model.weights_},
         "agreement": normalized_mutual_info(p_labels, model.labels_),
+        "same_labels": same_labels,
     }
     return {"runs": runs, "quality": quality, "load": (load_before, os.getloadavg())}
 
@@ -136,17 +152,25 @@ def measure(K: np.ndarray, y: np.ndarray, k: int, args: argparse.Namespace) -> d
 def section(label: str, res: dict, repeats: int) -> list[str]:
     runs, q = res["runs"], res["quality"]
     plain, lib = median(runs["plain"], "fit"), median(runs["lib"], "wall")
+    inplace = median(runs["inplace"], "wall")
     lines = ["", f"## {label}", "",
              f"Load average {res['load'][0][0]:.1f} before, {res['load'][1][0]:.1f} after.", "",
-             "| whole fit | plain port (s) | library (s) | ratio plain/library |",
+             f"| whole fit, median of {repeats} | plain port (s) | library (s) | "
+             "ratio plain/library |",
              "|---|---|---|---|",
-             f"| median of {repeats} | {plain:.3f} | {lib:.3f} | **{plain / lib:.1f}x** |",
+             f"| default (`copy=True`: a normalised copy) | {plain:.3f} | {lib:.3f} | "
+             f"**{plain / lib:.1f}x** |",
+             f"| `backend_options={{\"copy\": False}}` (in place) | {plain:.3f} | "
+             f"{inplace:.3f} | **{plain / inplace:.1f}x** |",
+             "", "In place and copied, the fits gave the same labels in every repeat: "
+             f"{'yes' if q['same_labels'] else 'NO'}.",
              "", "Library phases (median seconds; `timings_`, `wall` = around `fit`):", "",
-             "| phase | seconds | share |", "|---|---|---|"]
+             "| phase | default | share | in place | share |", "|---|---|---|---|---|"]
     for name, key in LIBRARY_PHASES:
-        value = median(runs["lib"], key)
-        lines.append(f"| {name} | {value:.3f} | {100 * value / lib:.0f}% |")
-    lines.append(f"| wall | {lib:.3f} | |")
+        value, other = median(runs["lib"], key), median(runs["inplace"], key)
+        lines.append(f"| {name} | {value:.3f} | {100 * value / lib:.0f}% | {other:.3f} | "
+                     f"{100 * other / inplace:.0f}% |")
+    lines.append(f"| wall | {lib:.3f} | | {inplace:.3f} | |")
     inp = runs["input"]
     lines += ["", "The library's input path alone (`prepare_precomputed`, median seconds): "
               f"tiled pass (finite, symmetric, normalised copy) {median(inp, 'copy'):.3f}, "
@@ -171,7 +195,8 @@ def section(label: str, res: dict, repeats: int) -> list[str]:
               f"NMI between the two labelings {100 * q['agreement']:.2f}%.", "",
               "All repeats (seconds, whole fit): plain port "
               + ", ".join(f"{r['fit']:.3f}" for r in runs["plain"]) + "; library "
-              + ", ".join(f"{r['wall']:.3f}" for r in runs["lib"])
+              + ", ".join(f"{r['wall']:.3f}" for r in runs["lib"]) + "; library in place "
+              + ", ".join(f"{r['wall']:.3f}" for r in runs["inplace"])
               + "; 1-minute load average after each: "
               + ", ".join(f"{r['load']:.1f}" for r in runs["plain"])
               + " (about 1 is this benchmark alone; above, another job shared the 2 cores)"]
@@ -222,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         "random_state=seed).fit(K)`: parameter checks; every kernel checked finite, "
         "symmetric and positive semi-definite (a float32 Cholesky factorisation, repeated in "
         "float64 only if it fails; made on a second core beside the loop, the embedding "
-        "waiting for it) and normalised into the backend's one copy; C; the loop "
+        "waiting for it) and normalised into the backend's one copy (with "
+        "`backend_options={\"copy\": False}`, into the caller's array itself); C; the loop "
         "(top-k eigensolver, quad forms as one GEMV, the certified QP) and the final k-means, "
         "on one BLAS/OpenMP thread up to n = 4,000 rows.",
         "",

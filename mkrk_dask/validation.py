@@ -181,15 +181,23 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
 
 
 def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
-                        psd_tol: float = PSD_TOL, timings: dict | None = None) -> np.ndarray:
+                        psd_tol: float = PSD_TOL, timings: dict | None = None,
+                        copy: bool = True) -> np.ndarray:
     """The checks of :func:`check_precomputed`, made while writing the copy a fit works on.
 
-    Returns a new C-contiguous float64 ``(m, n, n)`` array (the input is never modified):
-    every kernel normalised ``K_ij / sqrt(K_ii K_jj)`` when ``normalize``, then made exactly
-    symmetric, ``(K + K^T) / 2``. Each kernel is scaled straight into the copy, which one
-    tiled pass then symmetrises while it compares the input with its transpose; the PSD test
-    (a Cholesky factorisation) factorises the copy in an n x n buffer that serves kernel
-    after kernel. Nothing else of size n x n is allocated.
+    Returns a new C-contiguous float64 ``(m, n, n)`` array (with ``copy``, the default, the
+    input is never modified): every kernel normalised ``K_ij / sqrt(K_ii K_jj)`` when
+    ``normalize``, then made exactly symmetric, ``(K + K^T) / 2``. Each kernel is scaled
+    straight into the copy, which one tiled pass then symmetrises while it compares the input
+    with its transpose; the PSD test (a Cholesky factorisation) factorises the copy in an
+    n x n buffer that serves kernel after kernel. Nothing else of size n x n is allocated.
+
+    ``copy=False`` prepares the input itself in place, when it is a writeable C-contiguous
+    float64 ``(m, n, n)`` array (anything else is converted to one first, which is then the
+    only copy), and returns it: no second ``8 m n^2`` bytes, and no fresh pages to write.
+    The same tiled pass compares each tile pair before it writes it, so the result is the same
+    to the bit. A kernel that fails a check is left partly normalised, its successors may be
+    normalised already: the caller who allows this keeps no use for the raw kernels.
 
     The kernels are prepared on one thread per core (one buffer each, BLAS on one thread
     meanwhile): the copy is numpy on large arrays and the factorisation LAPACK without the
@@ -211,27 +219,33 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     timings : dict, optional
         Seconds are added to its ``copy`` (the checks before the PSD test and the copy) and
         ``psd`` (the PSD test) entries: thread-seconds, summed over the kernels.
+    copy : bool, default=True
+        False: prepare ``K`` in place where it allows (see above).
 
     Returns
     -------
     ndarray of shape (m, n, n)
     """
-    return _prepare(K, normalize, symmetry_tol, psd_tol, timings, psd_now=True)[0]
+    return _prepare(K, normalize, symmetry_tol, psd_tol, timings, psd_now=True, copy=copy)[0]
 
 
 def prepare_precomputed_deferred(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
-                                 psd_tol: float = PSD_TOL) -> tuple[np.ndarray, DeferredPsdTest]:
+                                 psd_tol: float = PSD_TOL, copy: bool = True
+                                 ) -> tuple[np.ndarray, DeferredPsdTest]:
     """:func:`prepare_precomputed` without its PSD test, which is returned to run later or
     beside the caller's work on the copy (see :class:`DeferredPsdTest`). Every other check
     has been made when it returns."""
-    return _prepare(K, normalize, symmetry_tol, psd_tol, None, psd_now=False)
+    return _prepare(K, normalize, symmetry_tol, psd_tol, None, psd_now=False, copy=copy)
 
 
 def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
-             timings: dict | None, psd_now: bool) -> tuple[np.ndarray, DeferredPsdTest]:
+             timings: dict | None, psd_now: bool, copy: bool = True
+             ) -> tuple[np.ndarray, DeferredPsdTest]:
     K = kernel_stack(K)
     m, n, _ = K.shape
-    out = np.empty((m, n, n))
+    if not (copy or K.flags.writeable):
+        K = K.copy()  # read-only input (a memory map, a broadcast view): the one copy
+    out = np.empty((m, n, n)) if copy else K
     sample = _psd_sample(n)
     seconds = np.zeros((m, 2))  # per kernel, so that no two threads add to one entry
 
@@ -239,14 +253,16 @@ def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
         start = time.perf_counter()
         Kp = K[p]
         scale = _largest_entry(Kp, p)
-        diagonal = np.diagonal(Kp)
+        # A copy: in place, the pass overwrites the diagonal with ones.
+        diagonal = np.diagonal(Kp).copy()
         shift = psd_tol * n * max(float(np.max(np.abs(diagonal))), 1e-300)
         if normalize and not np.all(diagonal > 0):
             # The symmetry error comes first, as in check_precomputed.
             _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
             _check_diagonal(diagonal, p, shift)
         rows = 1.0 / np.sqrt(diagonal) if normalize else None
-        _check_symmetric(p, _tiled_pass(Kp, out[p], rows), scale, symmetry_tol)
+        _check_symmetric(p, _tiled_pass(Kp, Kp if out is K else out[p], rows), scale,
+                         symmetry_tol)
         copied = time.perf_counter()
         if psd_now:
             _check_psd(_psd_part(out[p], sample), p, psd_tol, work)
@@ -458,27 +474,55 @@ def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
                 rows: np.ndarray | None = None) -> float:
     """``max |K - K^T|``, tile pair by tile pair; with ``out``, also write
     ``(N + N^T) / 2`` there, N = ``K`` scaled by ``rows`` on both sides (diagonal 1) or ``K``.
+    ``out`` may be ``K`` itself: each tile pair is then compared and scaled before it is
+    written, and only it.
 
     The operations and their order are those of :func:`mkrk_dask.kernels.normalize_kernels`
-    followed by :func:`mkrk_dask.kernels.symmetrize`, so the copy is the same to the bit.
-    Only what reads a transposed tile goes tile by tile; one tile buffer serves them all,
-    and nothing of size n x n is allocated.
+    followed by :func:`mkrk_dask.kernels.symmetrize`, so the result is the same to the bit
+    (in place or not). Only what reads a transposed tile goes tile by tile; tile buffers
+    serve them all, and nothing of size n x n is allocated.
     """
     buffer = tile_buffer(K.shape[0])
+    in_place = out is K
     source = K
-    if out is not None and rows is not None:
+    if out is not None and rows is not None and not in_place:
         source = np.multiply(K, rows[:, None], out=out)
         source *= rows[None, :]
         np.fill_diagonal(source, 1.0)
+    scaled = (tile_buffer(K.shape[0]), tile_buffer(K.shape[0])) if in_place else None
     worst = 0.0
     for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
         upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
         tile = buffer[:upper.shape[0], :upper.shape[1]]
         np.subtract(upper, lower.T, out=tile)
         worst = max(worst, float(tile.max()), -float(tile.min()))
-        if out is not None:
+        if scaled is not None and rows is not None:
+            _scale_pair_in_place(K, rows, rows_a, rows_b, scaled, tile)
+        elif out is not None:
             symmetrize_tile(source, out, rows_a, rows_b, buffer)
     return worst
+
+
+def _scale_pair_in_place(K: np.ndarray, rows: np.ndarray, rows_a: slice, rows_b: slice,
+                         scaled: tuple[np.ndarray, np.ndarray], tile: np.ndarray) -> None:
+    """One tile pair of :func:`_tiled_pass` in place: both tiles scaled by ``rows`` (in the
+    order of the whole-matrix path: rows first, then columns), a diagonal tile's diagonal
+    set to 1, then averaged into both."""
+    upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
+    a, b = upper.shape
+    first, second = scaled[0][:a, :b], scaled[1][:b, :a]
+    np.multiply(upper, rows[rows_a, None], out=first)
+    first *= rows[None, rows_b]
+    np.multiply(lower, rows[rows_b, None], out=second)
+    second *= rows[None, rows_a]
+    if rows_a == rows_b:
+        np.fill_diagonal(first, 1.0)
+        np.fill_diagonal(second, 1.0)
+    np.add(first, second.T, out=tile)
+    tile *= 0.5
+    upper[...] = tile
+    if rows_a != rows_b:
+        lower[...] = tile.T
 
 
 def _check_symmetric(p: int, asym: float, scale: float, tol: float) -> None:

@@ -25,6 +25,7 @@ BAD = [
     (dict(solver="blockwise", backend_options={"eigen_depth": 2.5}), "eigen_depth must be an int"),
     (dict(solver="exact", backend_options={"eigen_method": 3}), "eigen_method must be one of"),
     (dict(solver="exact", backend_options={"local_threshold": 0}), "unknown option"),
+    (dict(solver="exact", backend_options={"copy": "no"}), "copy must be True or False"),
     (dict(solver="nystrom", n_landmarks=0), "n_landmarks must be an integer >= 1"),
     (dict(solver="nystrom", n_landmarks=[10, -1]), "n_landmarks must be an integer >= 1"),
     (dict(solver="nystrom", n_landmarks="many"), "n_landmarks must be an integer"),

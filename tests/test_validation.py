@@ -84,6 +84,59 @@ def test_prepared_copy_is_normalise_then_symmetrize_to_the_bit(normalize):
     assert not np.shares_memory(got, K)
 
 
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("n", [300, 512])  # a partial last tile, and whole tiles only
+def test_prepared_in_place_is_the_copy_to_the_bit(normalize, n):
+    from mkrk_dask.validation import prepare_precomputed
+
+    K = _raw_kernels(n)
+    expected = prepare_precomputed(K, normalize=normalize)
+    got = prepare_precomputed(K, normalize=normalize, copy=False)
+    assert got is K  # prepared in the caller's array: no second 8 m n^2 bytes
+    assert np.array_equal(got, expected)
+
+
+@pytest.mark.parametrize("make", [
+    lambda K: np.broadcast_to(K, K.shape),  # read-only
+    # converted first: that conversion is the one copy (symmetric before the cast, as float32
+    # round-off would exceed the symmetry tolerance)
+    lambda K: ((K + K.transpose(0, 2, 1)) / 2).astype(np.float32),
+    lambda K: np.asfortranarray(K),
+])
+def test_in_place_preparation_of_input_it_cannot_overwrite_copies_it_once(make):
+    from mkrk_dask.validation import prepare_precomputed
+
+    source = make(_raw_kernels())
+    before = np.array(source)
+    got = prepare_precomputed(source, copy=False)
+    np.testing.assert_array_equal(got, prepare_precomputed(source))
+    assert not np.shares_memory(got, source)
+    np.testing.assert_array_equal(source, before)
+
+
+def test_a_fit_in_place_is_the_fit_of_the_copy():
+    """``backend_options={"copy": False}``: the same fit, and the caller's array then holds
+    the prepared kernels; the default leaves it as it was."""
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.validation import prepare_precomputed
+
+    K = _raw_kernels()
+    before = K.copy()
+
+    def fit(kernels, **options):
+        return MKKMRK.paper(3, kernels="precomputed", lam=2.0**-3, random_state=0,
+                            **options).fit(kernels)
+
+    copied = fit(K)
+    np.testing.assert_array_equal(K, before)
+    own = K.copy()
+    in_place = fit(own, backend_options={"copy": False})
+    np.testing.assert_array_equal(in_place.labels_, copied.labels_)
+    np.testing.assert_array_equal(in_place.weights_, copied.weights_)
+    np.testing.assert_array_equal(in_place.objective_history_, copied.objective_history_)
+    np.testing.assert_array_equal(own, prepare_precomputed(K))
+
+
 def _bad_kernel(kind: str) -> np.ndarray:
     K = _raw_kernels()
     n = K.shape[1]
@@ -129,6 +182,13 @@ def test_bad_precomputed_kernel_one_line_error_and_input_untouched(kind, message
             call()
         assert "\n" not in str(caught.value)
     np.testing.assert_array_equal(K, before)  # NaN compares equal here too
+    # In place the same checks refuse it with the same error (the kernel may then be left
+    # partly prepared: the caller allowed it to be overwritten).
+    for call in (lambda A: prepare_precomputed(A, copy=False),
+                 lambda A: MKKMRK.paper(3, kernels="precomputed",
+                                        backend_options={"copy": False}).fit(A)):
+        with pytest.raises(ValueError, match=message):
+            call(K.copy())
 
 
 @pytest.mark.parametrize("cores", [1, 2, 5])

@@ -61,10 +61,11 @@ class ExactBackend(KernelBackend):
 
     @classmethod
     def from_precomputed(cls, kernels: Any, *, normalize: bool = True,
-                         eigen_method: str = "auto") -> ExactBackend:
+                         eigen_method: str = "auto", copy: bool = True) -> ExactBackend:
         """Use precomputed kernels ``(m, n, n)``, checked, normalised and made exactly
         symmetric (the eigensolver's assumptions hold to the last bit) in one copy, as
-        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified.
+        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified
+        unless ``copy=False`` (then prepared in place where it allows).
 
         Every check but the PSD test is made before this returns (above
         :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows, the PSD test too). Up to that size
@@ -75,8 +76,9 @@ class ExactBackend(KernelBackend):
         or on leaving the backend's ``with`` block: no result comes out of kernels that fail
         it. (:meth:`draft_embedding` does not wait: a fit's final k-means runs while the test
         ends, and its results are set only after the block.)"""
-        copy, psd_test = prepare_precomputed_deferred(kernels, normalize=normalize)
-        backend = cls(copy, eigen_method)
+        prepared, psd_test = prepare_precomputed_deferred(kernels, normalize=normalize,
+                                                          copy=copy)
+        backend = cls(prepared, eigen_method)
         backend.kernel_specs = None
         backend._psd_test = psd_test
         if backend.compute_threads() != 1:

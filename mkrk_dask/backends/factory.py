@@ -60,7 +60,8 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
 
         if kernels is not None:
             return ExactBackend.from_precomputed(kernels, normalize=normalize,
-                                                 eigen_method=options.eigen_method)
+                                                 eigen_method=options.eigen_method,
+                                                 copy=options.copy)
         return ExactBackend.from_views(views, specs, normalize=normalize,
                                        eigen_method=options.eigen_method)
     if isinstance(options, NystromOptions) and kernels is not None:

@@ -61,12 +61,21 @@ class ExactOptions:
 
     eigen_method : {"auto", "lapack", "lanczos"}
         The H-step's top-k solver (:func:`mkrk_dask.eigen.top_k_dense`).
+    copy : bool
+        Precomputed kernels: True (default) checks and normalises them into a copy, leaving
+        the input as it was; False does it in the caller's array, when that is a writeable
+        C-contiguous float64 ``(m, n, n)`` array, which saves its ``8 m n^2`` bytes (and the
+        time to write them). The input then holds the normalised kernels afterwards, also
+        after a fit that refuses them (see :func:`mkrk_dask.validation.prepare_precomputed`).
+        Kernels built from features are the backend's own either way.
     """
 
     eigen_method: str = "auto"
+    copy: bool = True
 
     def __post_init__(self) -> None:
         _choice("eigen_method", self.eigen_method, EIGEN_METHODS)
+        _flag("copy", self.copy)
 
 
 @dataclass(frozen=True)
