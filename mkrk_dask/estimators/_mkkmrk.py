@@ -110,9 +110,10 @@ class MKKMRK(MultipleKernelKMeans):
         or :class:`~mkrk_dask.backends.NystromOptions`; checked before any work starts), e.g.
         ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
         :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
-        ``{"eigen_method": "lapack"}`` for the exact one, or ``{"local_threshold": 0}`` to
-        turn off the Nystrom backend's sparse local part, which by default follows the exact
-        solution up to n = 20,000 (see
+        ``{"eigen_method": "lapack"}`` or, for precomputed kernels the caller lets the fit
+        overwrite, ``{"copy": False}`` (normalised in place, no copy) for the exact one, or
+        ``{"local_threshold": 0}`` to turn off the Nystrom backend's sparse local part, which
+        by default follows the exact solution up to n = 20,000 (see
         :class:`~mkrk_dask.backends.NystromOptions`).
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
