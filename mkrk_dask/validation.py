@@ -196,8 +196,9 @@ def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float =
     float64 ``(m, n, n)`` array (anything else is converted to one first, which is then the
     only copy), and returns it: no second ``8 m n^2`` bytes, and no fresh pages to write.
     The same tiled pass compares each tile pair before it writes it, so the result is the same
-    to the bit. A kernel that fails a check is left partly normalised, its successors may be
-    normalised already: the caller who allows this keeps no use for the raw kernels.
+    to the bit. When a check refuses a kernel, the kernels may be left partly normalised
+    (the others are prepared on other threads meanwhile): a caller who allows this has no
+    further use for the raw kernels.
 
     The kernels are prepared on one thread per core (one buffer each, BLAS on one thread
     meanwhile): the copy is numpy on large arrays and the factorisation LAPACK without the
