@@ -10,8 +10,12 @@
   stays float64).
 
 The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
-never chosen automatically: where it fits and exact does not, Nystrom gives nearly the same
-answer much faster. Ask for it with ``solver="blockwise"``.
+never chosen automatically for features: where it fits and exact does not, Nystrom gives nearly
+the same answer much faster. Ask for it with ``solver="blockwise"``.
+
+Precomputed kernels have no features for Nystrom (:func:`choose_precomputed_solver`): exact
+where their prepared copy fits in memory (at any n: they are in memory already), blockwise
+where they fit on disk instead.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 
 from .exceptions import ProblemTooLargeError
 
-__all__ = ["choose_solver", "EXACT_MAX_N"]
+__all__ = ["choose_solver", "choose_precomputed_solver", "EXACT_MAX_N"]
 
 EXACT_MAX_N = 12_000
 #: fraction of the available memory the exact kernels may take
@@ -34,6 +38,20 @@ DISK_FRACTION = 0.8
 
 def _gib(n_bytes: float) -> str:
     return f"{n_bytes / 2**30:.1f} GiB"
+
+
+def _resources(n_samples: int, n_kernels: int, available_memory: int | None,
+               free_disk: int | None) -> tuple[int, int, float]:
+    """``(available memory, free disk, 8 m n^2)``, measured where not given; checks n and m."""
+    if n_samples < 1 or n_kernels < 1:
+        raise ValueError(f"n_samples and n_kernels must be >= 1, got {n_samples}, {n_kernels}")
+    if available_memory is None:
+        import psutil
+
+        available_memory = int(psutil.virtual_memory().available)
+    if free_disk is None:
+        free_disk = int(shutil.disk_usage(tempfile.gettempdir()).free)
+    return available_memory, free_disk, 8.0 * n_kernels * float(n_samples) ** 2
 
 
 def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
@@ -70,15 +88,8 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
     ProblemTooLargeError
         A MemoryError: nothing fits; the message says what would.
     """
-    if n_samples < 1 or n_kernels < 1:
-        raise ValueError(f"n_samples and n_kernels must be >= 1, got {n_samples}, {n_kernels}")
-    if available_memory is None:
-        import psutil
-
-        available_memory = int(psutil.virtual_memory().available)
-    if free_disk is None:
-        free_disk = int(shutil.disk_usage(tempfile.gettempdir()).free)
-    kernel_bytes = 8.0 * n_kernels * float(n_samples) ** 2
+    available_memory, free_disk, kernel_bytes = _resources(n_samples, n_kernels,
+                                                           available_memory, free_disk)
     facts = (f"n={n_samples}, m={n_kernels}: the dense kernels need {_gib(kernel_bytes)} "
              f"(8 m n^2 bytes); {_gib(available_memory)} memory available, "
              f"{_gib(free_disk)} free disk")
@@ -107,3 +118,39 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
         f"({'float64' if itemsize == 8 else 'float32'} factors) and "
         f"{_gib(gram_bytes)} of memory; n_landmarks <= {max(fit_landmarks, 0)} would fit, or a "
         "store on a larger disk or object store (store=...)")
+
+
+def choose_precomputed_solver(n_samples: int, n_kernels: int, *, copy: bool = True,
+                              available_memory: int | None = None,
+                              free_disk: int | None = None) -> tuple[str, str]:
+    """Choose the backend for precomputed kernels ``(n_kernels, n_samples, n_samples)``.
+
+    Nystrom needs features, so the choice is between the exact backend, where the kernels'
+    prepared copy fits in :data:`MEMORY_FRACTION` of the available memory (with ``copy=False``
+    they are prepared in the caller's array: no more memory), and the blockwise backend, where
+    a float64 store of them fits in :data:`DISK_FRACTION` of the free disk.
+    :data:`EXACT_MAX_N` does not apply: the kernels are in memory already, and the blockwise
+    backend would only read them back from disk.
+
+    Returns ``(choice, reason)`` as :func:`choose_solver`; raises
+    :class:`~mkrk_dask.exceptions.ProblemTooLargeError` when neither fits.
+    """
+    available_memory, free_disk, kernel_bytes = _resources(n_samples, n_kernels,
+                                                           available_memory, free_disk)
+    copy_bytes = kernel_bytes if copy else 0.0
+    facts = (f"precomputed kernels, n={n_samples}, m={n_kernels}: "
+             f"{_gib(kernel_bytes)} (8 m n^2 bytes); {_gib(available_memory)} memory "
+             f"available, {_gib(free_disk)} free disk")
+    if copy_bytes <= MEMORY_FRACTION * available_memory:
+        where = ("their prepared copy fits in" if copy else
+                 "they are prepared in place (copy=False), within")
+        return "exact", f"{facts}; {where} {MEMORY_FRACTION:.0%} of memory"
+    if kernel_bytes <= DISK_FRACTION * free_disk:
+        return "blockwise", (f"{facts}; their prepared copy does not fit in "
+                             f"{MEMORY_FRACTION:.0%} of memory; a blockwise store of them "
+                             "fits on disk")
+    raise ProblemTooLargeError(
+        f"{facts}: the problem fits no backend: exact needs {_gib(copy_bytes)} more memory "
+        f"for the prepared copy, blockwise {_gib(kernel_bytes)} of disk; "
+        "backend_options={'copy': False} prepares them in place, or give a store on a larger "
+        "disk or object store (store=...)")

@@ -616,6 +616,43 @@ def test_auto_choice():
     assert model.solver_ == "exact" and "n=60" in model.solver_reason_
 
 
+def test_auto_choice_for_precomputed_kernels(monkeypatch):
+    """Precomputed kernels have no features for Nystrom: exact where their prepared copy fits
+    (at any n), blockwise where only the disk holds them, else a one-line error."""
+    from mkrk_dask import auto
+    from mkrk_dask.auto import choose_precomputed_solver
+
+    gib = 2**30
+    # 20,000 rows, 2 kernels: 6.0 GiB, above EXACT_MAX_N but in memory already
+    choice, reason = choose_precomputed_solver(20_000, 2, available_memory=16 * gib,
+                                               free_disk=50 * gib)
+    assert choice == "exact" and "prepared copy fits" in reason and "n=20000" in reason
+    assert choose_precomputed_solver(20_000, 2, available_memory=4 * gib,
+                                     free_disk=50 * gib)[0] == "blockwise"
+    choice, reason = choose_precomputed_solver(20_000, 2, copy=False, available_memory=4 * gib,
+                                               free_disk=1 * gib)
+    assert choice == "exact" and "in place" in reason
+    with pytest.raises(MemoryError, match="copy': False") as caught:
+        choose_precomputed_solver(20_000, 2, available_memory=4 * gib, free_disk=1 * gib)
+    assert "\n" not in str(caught.value)
+    # Through the estimator, above EXACT_MAX_N: exact, not a refusal of Nystrom.
+    monkeypatch.setattr(auto, "EXACT_MAX_N", 40)
+    X = np.random.default_rng(0).normal(size=(60, 3))
+    K = np.stack([X @ X.T + np.eye(60), np.exp(-np.sum((X[:, None] - X[None]) ** 2, -1))])
+    model = MKKMRK(3, kernels="precomputed", random_state=0).fit(K)
+    assert model.solver_ == "exact" and "precomputed kernels, n=60" in model.solver_reason_
+    # Where the copy does not fit memory: a blockwise store, with the exact backend's answer.
+    monkeypatch.setattr(auto, "MEMORY_FRACTION", 0.0)
+    stored = MKKMRK(3, kernels="precomputed", random_state=0).fit(K)
+    assert stored.solver_ == "blockwise" and "blockwise store" in stored.solver_reason_
+    np.testing.assert_allclose(stored.weights_, model.weights_, atol=1e-8)
+    np.testing.assert_array_equal(stored.labels_, model.labels_)
+    # ... unless the caller lets the fit prepare its own array.
+    in_place = MKKMRK(3, kernels="precomputed", random_state=0,
+                      backend_options={"copy": False}).fit(K.copy())
+    assert in_place.solver_ == "exact" and "in place" in in_place.solver_reason_
+
+
 def test_float32_factors_take_only_the_well_conditioned_columns_in_float32():
     """With float32 factors the columns of T whose eigenvalue is at least
     FLOAT32_PRODUCT_MIN_EIGENVALUE of the largest are multiplied in float32, the others in

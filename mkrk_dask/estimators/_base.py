@@ -240,7 +240,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _auto_dtype(self) -> bool:
         return isinstance(self.dtype, str) and self.dtype == "auto"
 
-    def _choose_solver(self, n_samples: int, n_kernels: int) -> str:
+    def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False) -> str:
         """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
         backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
         residuals are differences of nearly equal numbers) or where only float32 ones fit
@@ -248,6 +248,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
         and the bytes every pass moves."""
         plain = local_max_n = None
+        if precomputed:
+            return self._choose_precomputed_solver(n_samples, n_kernels)
         if self._auto_dtype() and self.solver in ("auto", "nystrom"):
             local_max_n = self._backend_options("nystrom",
                                                 strict=False).exact_dissimilarity_max_n
@@ -282,10 +284,26 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self.solver_reason_ = reason
         return choice
 
+    def _choose_precomputed_solver(self, n_samples: int, n_kernels: int) -> str:
+        """:meth:`_choose_solver` for precomputed kernels: no Nystrom (it needs features),
+        float64 storage."""
+        self._dtype_used = "float64"
+        if self.solver != "auto":
+            return self.solver
+        from ..auto import choose_precomputed_solver
+
+        copy = self._backend_options("exact", strict=False).copy
+        choice, reason = choose_precomputed_solver(n_samples, n_kernels, copy=copy)
+        progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
+                                f"{reason}")
+        self.solver_reason_ = reason
+        return choice
+
     def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
         """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""
         n_samples = data.shape[1] if specs is None else data[0].shape[0]
-        solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs))
+        solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs),
+                                     precomputed=specs is None)
         if specs is None and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
         if specs is None and solver != "exact":

@@ -66,8 +66,9 @@ class MKKMRK(MultipleKernelKMeans):
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
         kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
         chooses exact (in memory, n <= 12,000) or Nystrom from n and the memory and disk
-        available, records its choice in ``solver_`` and ``solver_reason_``, and raises a
-        one-line MemoryError saying what would fit when nothing does.
+        available (precomputed kernels: exact where their prepared copy fits in memory,
+        blockwise otherwise), records its choice in ``solver_`` and ``solver_reason_``, and
+        raises a one-line MemoryError saying what would fit when nothing does.
     store : str or path-like, optional
         Zarr store for the blockwise kernels or the Nystrom factors: a path, or any URL that
         Zarr and fsspec accept (``s3://bucket/run.zarr``: the way to run on a cluster whose
