@@ -66,7 +66,8 @@ def main() -> None:
     if store.exists():
         shutil.rmtree(store)
     cluster = LocalCluster(n_workers=1, threads_per_worker=args.threads, processes=False,
-                           dashboard_address=None)
+                           dashboard_address="127.0.0.1:0",
+                           worker_dashboard_address="127.0.0.1:0")
     client = Client(cluster)
     lines: list[str] = []
     try:

@@ -77,7 +77,8 @@ def generate(path: Path, scenario: str, n: int, seed: int) -> None:
 
     starts = range(0, n, BLOCK)
     with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster):
+                      dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as cluster, Client(cluster):
         parts = [dask.delayed(part, nout=2)(a, min(a + BLOCK, n)) for a in starts]
         d = spec["views"]["n_features"]
         n_views = sum(spec["views"][key] for key in ("n_informative", "n_noise", "n_redundant"))

@@ -75,7 +75,8 @@ def peer(method: str, path: Path, seed: int) -> dict:
         from distributed import Client, LocalCluster
 
         with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                          dashboard_address="127.0.0.1:0") as cluster, Client(cluster):
+                          dashboard_address="127.0.0.1:0",
+                          worker_dashboard_address="127.0.0.1:0") as cluster, Client(cluster):
             X = da.concatenate([da.from_zarr(str(v)) for v in _views(path)], axis=1)
             X = X.rechunk({1: -1})
             # dask-ml's own k-means|| fails under this dask (a KeyError in its graph), so its

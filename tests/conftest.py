@@ -15,6 +15,30 @@ from sklearn.datasets import load_digits
 
 from mkrk_dask.datasets import PAPER_DATASETS, default_data_dir
 
+#: addresses a test may listen on: this machine's loopback only
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _listen_on_loopback_only():
+    """Every socket the test process binds is on a loopback address: a server bound to all
+    interfaces (a Dask dashboard left at its default ``:8787`` or ``:0``, say) fails the test
+    that starts it, with the address in the message. Subprocesses (nanny workers, the CLI)
+    are started with loopback hosts by the tests themselves."""
+    import socket
+
+    original = socket.socket.bind
+
+    def bind(self, address):
+        host = address[0] if isinstance(address, tuple) else None
+        if self.family in (socket.AF_INET, socket.AF_INET6) and host not in _LOOPBACK:
+            raise OSError(f"a test bound a socket to {address!r}: listen on 127.0.0.1 only")
+        return original(self, address)
+
+    socket.socket.bind = bind
+    yield
+    socket.socket.bind = original
+
 
 @pytest.fixture(scope="module")
 def client():

@@ -52,7 +52,8 @@ def test_a_fit_inside_a_client_block_runs_there_and_starts_no_cluster(monkeypatc
         raise AssertionError("a LocalCluster was started although a Client is active")
 
     monkeypatch.setattr(cluster_module, "start_local_cluster", refuse)
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as lc, \
+    with LocalCluster(n_workers=1, processes=False, dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as lc, \
             Client(lc) as c:
         assert current_client() is c
         with get_task_stream(c) as stream:
@@ -69,7 +70,8 @@ def test_a_fit_inside_a_client_block_runs_there_and_starts_no_cluster(monkeypatc
 
 def test_estimator_with_a_client_clones_and_pickles():
     with LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
-                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0"
+                      ) as lc, Client(lc, set_as_default=False) as c:
         est = MKKMRK.paper(3, kernels=KERNELS, solver="nystrom", n_landmarks=30, scheduler=c,
                      random_state=0)
         twin = clone(est)

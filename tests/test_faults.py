@@ -33,7 +33,8 @@ def nanny_cluster():
     # it back is distributed's business, not the fit's (once in a loaded CI run it had not
     # after 300 s, and the next test would have inherited one worker)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None) as lc, Client(lc, set_as_default=False) as c:
+                      dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0"
+                      ) as lc, Client(lc, set_as_default=False) as c:
         yield c
 
 
@@ -174,7 +175,9 @@ def test_a_build_resumes_on_a_cluster_with_other_threads(client, tmp_path, monke
     monkeypatch.undo()
     log = io.StringIO()
     with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                      dashboard_address="127.0.0.1:0") as cluster, Client(cluster) as one_thread:
+                      dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster) as one_thread:
         with progress.reporting(1, log):
             resumed = _fit(one_thread, "nystrom", store=tmp_path / "s.zarr")
     assert f"the factors of {done[-1]:,} of {X.shape[0]:,} rows were done before" in log.getvalue()

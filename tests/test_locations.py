@@ -210,7 +210,8 @@ def test_the_visibility_check_asks_a_worker_that_failed_again(tmp_path):
         raise OSError("gone")
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address="127.0.0.1:0") as lc, \
+                      dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as lc, \
             Client(lc, set_as_default=False) as c:
         answers = _ask_every_worker(c, fails_once, str(tmp_path / "failed"))
         assert set(answers) == set(c.nthreads()) and set(answers.values()) == {"ok"}

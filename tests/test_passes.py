@@ -130,7 +130,8 @@ def test_block_helpers():
 def test_a_closed_client_is_reported_as_a_lost_scheduler():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+    with LocalCluster(n_workers=1, processes=False, dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as cluster:
         other = Client(cluster)
         check_client(other)
         other.close()

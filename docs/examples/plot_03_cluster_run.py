@@ -21,8 +21,9 @@ from mkrk_dask.progress import reporting
 X, y = load_digits(return_X_y=True)
 X, y = X[:800], y[:800]
 
+# Dashboards on this machine only (the defaults listen on every network interface).
 cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                       dashboard_address=None)
+                       dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0")
 client = Client(cluster)
 print("workers:", len(client.scheduler_info()["workers"]))
 
