@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import check_array, validate_data
 
 from ._lapack import cholesky_info
 from ._threads import held_threads, local_threads, map_threads, usable_cores
@@ -23,7 +23,8 @@ __all__ = ["check_views", "check_lazy_views", "check_precomputed", "prepare_prec
            "prepare_precomputed_deferred", "DeferredPsdTest",
            "kernel_stack", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
-           "materialize", "LAM_SCALINGS", "TOL_MODES", "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
+           "materialize", "validate_matrix", "LAM_SCALINGS", "TOL_MODES",
+           "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
 
 #: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
 LAM_SCALINGS = ("none", "normalized")
@@ -416,6 +417,20 @@ class DeferredPsdTest:
             with self._lock:
                 self._running.discard(p)
                 self.seconds += time.perf_counter() - start
+
+
+def validate_matrix(estimator: Any, X: Any, **kwargs: Any) -> Any:
+    """scikit-learn's ``validate_data`` for one matrix, with a one-line error for missing
+    values (scikit-learn's runs on for a paragraph about supervised learners; its other
+    messages, which its estimator checks match, pass unchanged)."""
+    try:
+        return validate_data(estimator, X, **kwargs)
+    except ValueError as err:
+        first, _, rest = str(err).partition("\n")
+        if not rest or "NaN" not in first:
+            raise
+        raise ValueError(f"{first} Impute or drop the samples with missing values first.") \
+            from None
 
 
 def kernel_stack(K: Any) -> np.ndarray:

@@ -63,6 +63,9 @@ def _one_line(err: BaseException, message: str) -> None:
     ({"solver": "blockwise", "chunk_size": 0}, X, ValueError, "chunk_size must be"),
     ({"solver": "blockwise", "dtype": "int8"}, X, ValueError, "dtype must be one of"),
     ({"dtype": "float16"}, X, ValueError, "dtype must be one of ('auto'"),
+    ({}, np.where(np.eye(40, 3) > 0, np.nan, X), ValueError, "Input X contains NaN"),
+    ({}, np.where(np.eye(40, 3) > 0, np.inf, X), ValueError, "Input X contains infinity"),
+    ({}, [np.where(np.eye(40, 3) > 0, np.nan, X), X], ValueError, "contains NaN"),
     ({}, X * 1e200, ValueError, "overflow float64 when squared"),
     ({}, X * 1e-200, ValueError, "underflow float64 when squared"),
     ({"kernels": "precomputed"}, np.diag([1.0, 1.0, -1.0, 1.0]), ValueError,
@@ -72,6 +75,14 @@ def test_estimator_fit(params: dict, data, error: type, message: str) -> None:
     with pytest.raises(error) as caught:
         MKKMRK.paper(**{"n_clusters": 2, **params}).fit(data)
     _one_line(caught.value, message)
+
+
+def test_predict_on_missing_values_is_one_line() -> None:
+    model = MKKMRK(2, random_state=0).fit(X)
+    for method in (model.predict, model.transform):
+        with pytest.raises(ValueError) as caught:
+            method(np.where(np.eye(5, 3) > 0, np.nan, X[:5]))
+        _one_line(caught.value, "Input X contains NaN")
 
 
 @pytest.mark.parametrize("lams, kwargs, message", [

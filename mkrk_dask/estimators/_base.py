@@ -31,7 +31,7 @@ from sklearn.base import (
 )
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import progress
 from .._threads import local_threads
@@ -58,6 +58,7 @@ from ..validation import (
     is_multiview,
     kernel_stack,
     materialize,
+    validate_matrix,
 )
 from ._final import final_embedding
 
@@ -218,8 +219,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         else:
             # One matrix: let scikit-learn record n_features_in_ (and feature_names_in_)
             # and word its errors.
-            views = [validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                                   ensure_min_samples=1)]
+            views = [validate_matrix(self, X, accept_sparse="csr", dtype=np.float64,
+                                      ensure_min_samples=1)]
             check_magnitude(views[0])
         if (is_multiview(X) or is_lazy(views[0])) and hasattr(self, "feature_names_in_"):
             del self.feature_names_in_  # no column names for a list of views or lazy arrays
@@ -481,7 +482,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         elif is_multiview(X):
             views = check_views(X)
         else:
-            views = [validate_data(self, X, reset=False, accept_sparse="csr", dtype=np.float64)]
+            views = [validate_matrix(self, X, reset=False, accept_sparse="csr",
+                                      dtype=np.float64)]
         dims = self.row_map_.n_features
         if len(views) != len(dims):
             raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")
