@@ -18,7 +18,6 @@ import numbers
 import os
 import time
 import warnings
-from functools import partial
 from numbers import Integral, Real
 from typing import Any
 
@@ -40,7 +39,7 @@ from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..backends.options import DTYPE_CHOICES
 from ..cluster import is_client
-from ..exceptions import NystromApproximationWarning, ProblemTooLargeError
+from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
@@ -61,6 +60,7 @@ from ..validation import (
     validate_matrix,
 )
 from ._final import final_embedding
+from ._solver_choice import choose_for
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
 
@@ -242,63 +242,8 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         return isinstance(self.dtype, str) and self.dtype == "auto"
 
     def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False) -> str:
-        """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
-        backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
-        residuals are differences of nearly equal numbers) or where only float32 ones fit
-        the disk; float64 otherwise. Measured: float32 factors match float64 ones against
-        exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
-        and the bytes every pass moves."""
-        plain = local_max_n = None
-        if precomputed:
-            return self._choose_precomputed_solver(n_samples, n_kernels)
-        if self._auto_dtype() and self.solver in ("auto", "nystrom"):
-            local_max_n = self._backend_options("nystrom",
-                                                strict=False).exact_dissimilarity_max_n
-            plain = n_samples > local_max_n
-        self._dtype_used = "float32" if plain else "float64"
-        if self.solver != "auto":
-            return self.solver
-        from ..auto import choose_solver
-
-        counts = np.atleast_1d(np.asarray(self.n_landmarks))
-        nystrom = self._backend_options("nystrom", strict=False)
-        choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
-                         max_components=nystrom.resolved_max_components(n_samples),
-                         # "auto" stores them only where they fit (never needs the disk)
-                         store_factors=bool(nystrom.factors_storage(n_samples)))
-        try:
-            choice, reason = choose(itemsize=np.dtype(self._storage_dtype()).itemsize)
-        except ProblemTooLargeError:
-            if not self._auto_dtype() or self._dtype_used == "float32":
-                raise
-            choice, reason = choose(itemsize=4)
-            self._dtype_used = "float32"
-            reason += "; dtype='auto': float32 factors (float64 ones would not fit the disk)"
-        else:
-            if choice != "nystrom":
-                self._dtype_used = "float64"
-            elif plain:
-                reason += (f"; dtype='auto': float32 factors (plain Nystrom at n > "
-                           f"{local_max_n:,})")
-        progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
-                                f"{reason}")
-        self.solver_reason_ = reason
-        return choice
-
-    def _choose_precomputed_solver(self, n_samples: int, n_kernels: int) -> str:
-        """:meth:`_choose_solver` for precomputed kernels: no Nystrom (it needs features),
-        float64 storage."""
-        self._dtype_used = "float64"
-        if self.solver != "auto":
-            return self.solver
-        from ..auto import choose_precomputed_solver
-
-        copy = self._backend_options("exact", strict=False).copy
-        choice, reason = choose_precomputed_solver(n_samples, n_kernels, copy=copy)
-        progress.reporter().log(f"[{type(self).__name__}] solver='auto' chose {choice!r}: "
-                                f"{reason}")
-        self.solver_reason_ = reason
-        return choice
+        """The solver, and what ``dtype="auto"`` stores (:func:`._solver_choice.choose_for`)."""
+        return choose_for(self, n_samples, n_kernels, precomputed=precomputed)
 
     def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
         """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""

@@ -1,0 +1,77 @@
+"""``solver="auto"`` and ``dtype="auto"`` for an estimator: which backend a fit uses, and
+in what precision its store keeps the data. The figures the choice is made from are in
+:mod:`mkrk_dask.auto`; this module reads the estimator's settings and records the choice
+(``solver_reason_``, the log, ``_dtype_used``)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from .. import progress
+from ..exceptions import ProblemTooLargeError
+
+__all__ = ["choose_for"]
+
+
+def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
+               precomputed: bool = False) -> str:
+    """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
+    backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
+    residuals are differences of nearly equal numbers) or where only float32 ones fit
+    the disk; float64 otherwise. Measured: float32 factors match float64 ones against
+    exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
+    and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed`."""
+    if precomputed:
+        return _for_precomputed(estimator, n_samples, n_kernels)
+    plain = local_max_n = None
+    if estimator._auto_dtype() and estimator.solver in ("auto", "nystrom"):
+        local_max_n = estimator._backend_options("nystrom",
+                                                 strict=False).exact_dissimilarity_max_n
+        plain = n_samples > local_max_n
+    estimator._dtype_used = "float32" if plain else "float64"
+    if estimator.solver != "auto":
+        return estimator.solver
+    from ..auto import choose_solver
+
+    counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
+    nystrom = estimator._backend_options("nystrom", strict=False)
+    choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
+                     max_components=nystrom.resolved_max_components(n_samples),
+                     # "auto" stores them only where they fit (never needs the disk)
+                     store_factors=bool(nystrom.factors_storage(n_samples)))
+    try:
+        choice, reason = choose(itemsize=np.dtype(estimator._storage_dtype()).itemsize)
+    except ProblemTooLargeError:
+        if not estimator._auto_dtype() or estimator._dtype_used == "float32":
+            raise
+        choice, reason = choose(itemsize=4)
+        estimator._dtype_used = "float32"
+        reason += "; dtype='auto': float32 factors (float64 ones would not fit the disk)"
+    else:
+        if choice != "nystrom":
+            estimator._dtype_used = "float64"
+        elif plain:
+            reason += f"; dtype='auto': float32 factors (plain Nystrom at n > {local_max_n:,})"
+    return _record(estimator, choice, reason)
+
+
+def _for_precomputed(estimator: Any, n_samples: int, n_kernels: int) -> str:
+    """Precomputed kernels: no Nystrom (it needs features), float64 storage
+    (:func:`mkrk_dask.auto.choose_precomputed_solver`)."""
+    estimator._dtype_used = "float64"
+    if estimator.solver != "auto":
+        return estimator.solver
+    from ..auto import choose_precomputed_solver
+
+    copy = estimator._backend_options("exact", strict=False).copy
+    return _record(estimator, *choose_precomputed_solver(n_samples, n_kernels, copy=copy))
+
+
+def _record(estimator: Any, choice: str, reason: str) -> str:
+    progress.reporter().log(f"[{type(estimator).__name__}] solver='auto' chose {choice!r}: "
+                            f"{reason}")
+    estimator.solver_reason_ = reason
+    return choice
