@@ -505,40 +505,24 @@ def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
         source = np.multiply(K, rows[:, None], out=out)
         source *= rows[None, :]
         np.fill_diagonal(source, 1.0)
-    scaled = (tile_buffer(K.shape[0]), tile_buffer(K.shape[0])) if in_place else None
     worst = 0.0
     for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
         upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
         tile = buffer[:upper.shape[0], :upper.shape[1]]
         np.subtract(upper, lower.T, out=tile)
         worst = max(worst, float(tile.max()), -float(tile.min()))
-        if scaled is not None and rows is not None:
-            _scale_pair_in_place(K, rows, rows_a, rows_b, scaled, tile)
-        elif out is not None:
+        if in_place and rows is not None:
+            # This pair only, now that it is compared: scaled as the whole-matrix path
+            # scales (rows, then columns; a diagonal tile's diagonal set to 1).
+            pairs = [(rows_a, rows_b)] + ([(rows_b, rows_a)] if rows_a != rows_b else [])
+            for a, b in pairs:
+                K[a, b] *= rows[a, None]
+                K[a, b] *= rows[None, b]
+            if rows_a == rows_b:
+                np.fill_diagonal(upper, 1.0)
+        if out is not None:
             symmetrize_tile(source, out, rows_a, rows_b, buffer)
     return worst
-
-
-def _scale_pair_in_place(K: np.ndarray, rows: np.ndarray, rows_a: slice, rows_b: slice,
-                         scaled: tuple[np.ndarray, np.ndarray], tile: np.ndarray) -> None:
-    """One tile pair of :func:`_tiled_pass` in place: both tiles scaled by ``rows`` (in the
-    order of the whole-matrix path: rows first, then columns), a diagonal tile's diagonal
-    set to 1, then averaged into both."""
-    upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
-    a, b = upper.shape
-    first, second = scaled[0][:a, :b], scaled[1][:b, :a]
-    np.multiply(upper, rows[rows_a, None], out=first)
-    first *= rows[None, rows_b]
-    np.multiply(lower, rows[rows_b, None], out=second)
-    second *= rows[None, rows_a]
-    if rows_a == rows_b:
-        np.fill_diagonal(first, 1.0)
-        np.fill_diagonal(second, 1.0)
-    np.add(first, second.T, out=tile)
-    tile *= 0.5
-    upper[...] = tile
-    if rows_a != rows_b:
-        lower[...] = tile.T
 
 
 def _check_symmetric(p: int, asym: float, scale: float, tol: float) -> None:
