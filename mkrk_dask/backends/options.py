@@ -64,9 +64,10 @@ class ExactOptions:
     copy : bool
         Precomputed kernels: True (default) checks and normalises them into a copy, leaving
         the input as it was; False does it in the caller's array, when that is a writeable
-        C-contiguous float64 ``(m, n, n)`` array, which saves its ``8 m n^2`` bytes (and the
-        time to write them). The input then holds the normalised kernels afterwards, also
-        after a fit that refuses them (see :func:`mkrk_dask.validation.prepare_precomputed`).
+        C-contiguous float64 ``(m, n, n)`` array, which saves the copy's ``8 m n^2`` bytes
+        (memory, not time, on COIL20's kernels: ``benchmarks/results/exact/exact_fit.md``).
+        The input then holds the normalised kernels afterwards, also after a fit that refuses
+        them (see :func:`mkrk_dask.validation.prepare_precomputed`).
         Kernels built from features are the backend's own either way.
     """
 
