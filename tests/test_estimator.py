@@ -157,6 +157,25 @@ def test_n_features_in_for_multiview_input(digits):
     assert not hasattr(model, "n_features_in_") and not hasattr(model, "n_features_per_view_")
 
 
+
+def test_a_refit_keeps_nothing_of_the_earlier_fit(digits):
+    # A refit with another solver or dictionary is a fresh fit: no attribute, and no summary
+    # line, of the earlier one survives (the Nystrom ranks of 2 kernels once broke the
+    # summary of a refit with more kernels).
+    X = digits[0][:150]
+    model = MKKMRK(3, kernels=["cosine", "gaussian(m=1)"], solver="nystrom", n_landmarks=30,
+                   max_iter=5, random_state=0).fit(X)
+    assert hasattr(model, "nystrom_ranks_") and hasattr(model, "nystrom_model_")
+    model.set_params(solver="exact", kernels="auto").fit(X)
+    assert not [name for name in vars(model) if name.startswith("nystrom")]
+    assert len(model.kernel_names_) > 2 and "Nystrom" not in model.summary()
+    assert model.dictionary_ in model.dictionary_scores_
+    model.set_params(solver="auto", kernels=["linear"]).fit(X)
+    assert not hasattr(model, "dictionary_") and "dictionary" not in model.summary()
+    assert "solver: exact" in model.summary() and hasattr(model, "solver_reason_")
+    model.set_params(solver="exact").fit(X)
+    assert not hasattr(model, "solver_reason_") and "solver:" not in model.summary()
+
 def test_column_names_are_not_kept_for_a_list_of_views(digits):
     pd = pytest.importorskip("pandas")
     X = digits[0][:60]

@@ -198,17 +198,12 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
 
         Records what the features were: ``n_features_per_view_`` (one count per view) and
         ``n_features_in_``, their total (the single view's count for one matrix);
-        ``feature_names_in_`` only for one matrix with string column names. Whatever a
-        previous fit recorded and this input does not have is removed (precomputed kernels
-        have no features)."""
-        recorded = ("n_features_in_", "n_features_per_view_", "feature_names_in_")
+        ``feature_names_in_`` only for one matrix with string column names (precomputed
+        kernels have no features)."""
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             # Shapes now; the values when the backend is chosen (_make_backend): the exact
             # backend checks them while making its normalised copy.
             K = kernel_stack(X)
-            for name in recorded:
-                if hasattr(self, name):
-                    delattr(self, name)
             return K, None, K.shape[1]
         if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
             # Dask and Zarr input stays where it is: shape and dtype now, values as the
@@ -222,8 +217,6 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             views = [validate_matrix(self, X, accept_sparse="csr", dtype=np.float64,
                                       ensure_min_samples=1)]
             check_magnitude(views[0])
-        if (is_multiview(X) or is_lazy(views[0])) and hasattr(self, "feature_names_in_"):
-            del self.feature_names_in_  # no column names for a list of views or lazy arrays
         self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
         self.n_features_in_ = sum(self.n_features_per_view_)
         # kernels="auto" has no specs of its own: each candidate dictionary brings them.
@@ -329,6 +322,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         -------
         self
         """
+        self._clear_fitted()
         if isinstance(self.kernels, str) and self.kernels == "auto":
             from ._dictionary import fit_auto_dictionary
 
@@ -360,13 +354,18 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                              fit=time.perf_counter() - started)
         return self
 
+    def _clear_fitted(self) -> None:
+        """Remove every fitted attribute of an earlier fit: a refit with other settings (a
+        solver, a dictionary) must not keep attributes, or a ``summary()`` line, that only
+        the earlier fit had."""
+        for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
+            delattr(self, name)
+        for name in ("_solver_used", "_dtype_used"):  # what solver/dtype="auto" chose
+            self.__dict__.pop(name, None)
+
     def _set_approximation(self, report: Any, result: Any) -> None:
         """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
         if report is None:
-            for name in ("nystrom_residual_", "nystrom_missed_fraction_", "nystrom_ranks_",
-                         "nystrom_max_components_", "nystrom_factors_storage_"):
-                if hasattr(self, name):
-                    delattr(self, name)
             return
         residual, missed = report.residual_fractions, report.missed_fraction
         self.nystrom_residual_ = residual
@@ -395,9 +394,6 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         convergence leaves at zero; the count is ``n_labels_polished_``), so that ``predict``
         on the training data gives ``labels_`` back.
         """
-        for name in ("row_map_", "cluster_centers_", "nystrom_model_", "n_labels_polished_"):
-            if hasattr(self, name):
-                delattr(self, name)
         if row_map is None:
             return
         centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
