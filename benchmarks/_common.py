@@ -246,6 +246,7 @@ def median_rbf_gamma(X: Any) -> float:
     """The peers' rbf width: 1 / the median squared distance between the rows of a uniform
     sample of X (``mkrk_dask.scales.sample_rows``: numpy, dask or Zarr)."""
     sample = sample_rows(X)
+    sample = sample.toarray() if hasattr(sample, "toarray") else sample  # CSR for sparse X
     sq = np.sum(sample**2, axis=1)
     d2 = np.maximum(sq[:, None] + sq[None, :] - 2 * sample @ sample.T, 0)
     return 1.0 / float(np.median(d2[np.triu_indices(len(sample), 1)]))

@@ -39,7 +39,7 @@ from .passes import (
     run_pass,
 )
 
-__all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows",
+__all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows", "unit_rows",
            "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS"]
 
 #: default largest n whose largest pairwise distance is computed exactly on Dask
@@ -60,8 +60,10 @@ def memory_scales(views: list, specs: list[KernelSpec]) -> dict[int, dict]:
             for v in sorted(views_needing_scale(specs))}
 
 
-def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> np.ndarray:
-    """A uniform sample of at most ``size`` rows of X (numpy, sparse, dask or Zarr), dense.
+def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> Any:
+    """A uniform sample of at most ``size`` rows of X (numpy, sparse, dask or Zarr), in
+    float64: dense, or CSR for sparse X (never densified: a sparse view may have millions of
+    columns).
 
     The seed is fixed: what is derived from the sample (the kernel widths, the default
     dictionary) depends on the data only, not on ``random_state``.
@@ -69,15 +71,26 @@ def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> np.ndarray:
     n = X.shape[0]
     idx = np.sort(np.random.default_rng(0).choice(n, size=min(size, n), replace=False))
     rows = take_rows(X, idx)
-    return rows.toarray() if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+    return rows.astype(np.float64) if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
 
 
-def _median_distance(rows: np.ndarray) -> float:
-    if not np.isfinite(rows).all():
+def unit_rows(rows: Any, zero_rows: str = "raise", view: int = 0) -> Any:
+    """``rows`` scaled to unit length (dense or sparse). ``zero_rows="raise"``: an all-zero
+    row is an error (it has no direction); ``"keep"``: it stays zero."""
+    norms = np.sqrt(row_sq_norms(rows))
+    if zero_rows == "raise" and not np.all(norms > 0):
+        raise ValueError(f"view {view} has an all-zero row; the angular kernel needs a "
+                         "direction for every row")
+    scale = 1.0 / np.maximum(norms, 1e-300)
+    return sp.diags(scale) @ rows if sp.issparse(rows) else rows * scale[:, None]
+
+
+def _median_distance(rows: Any) -> float:
+    if not np.isfinite(rows.data if sp.issparse(rows) else rows).all():
         raise ValueError("the data contain NaN or infinite values (found in the rows sampled "
                          "for the kernel widths)")
     sq = row_sq_norms(rows)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * rows @ rows.T, 0.0)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * inner_products(rows, rows), 0.0)
     upper = d2[np.triu_indices(rows.shape[0], k=1)]
     if not upper.size:
         raise ValueError(f"n_samples={rows.shape[0]}: a kernel width relative to the median "
@@ -98,11 +111,7 @@ def median_scales(views: list, specs: list[KernelSpec]) -> dict[tuple[int, str],
         rows = sample_rows(views[view])
         for family in sorted(f for v, f in needed if v == view):
             if family == "angular":
-                norms = np.linalg.norm(rows, axis=1, keepdims=True)
-                if not np.all(norms > 0):
-                    raise ValueError(f"view {view} has an all-zero row; the angular kernel "
-                                     "needs a direction for every row")
-                out[(view, family)] = _median_distance(rows / norms)
+                out[(view, family)] = _median_distance(unit_rows(rows, view=view))
             else:
                 out[(view, family)] = _median_distance(rows)
     return out

@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 
 from ..consensus import candidate_components
-from ..kernels import KernelSpec
-from ..scales import sample_rows
+from ..kernels import KernelSpec, row_sq_norms
+from ..scales import sample_rows, unit_rows
 from ..validation import is_multiview
 
 __all__ = ["GEOMETRIES", "GEOMETRY_SAMPLE_ROWS", "WIDTHS", "auto_dictionary",
@@ -56,19 +57,27 @@ def auto_dictionary(geometry: str, n_views: int) -> list[KernelSpec]:
 
 def candidate_geometries(views: list) -> tuple[list[str], str]:
     """The geometries worth fitting for these views, and why (from a sample of rows)."""
-    samples = [sample_rows(view) for view in views]
+    samples = [sample_rows(view) for view in views]  # sparse rows stay sparse
     if any(float(s.min()) < 0 for s in samples):
         return ["euclidean"], ("the data have negative values (an arbitrary origin, so angles "
                                "carry no meaning): Euclidean Gaussians")
-    units = [s / np.maximum(np.linalg.norm(s, axis=1, keepdims=True), 1e-300) for s in samples]
-    if any(np.ptp(u, axis=0).max() == 0 for u in units):
+    if any(_same_direction(unit_rows(s, zero_rows="keep")) for s in samples):
         return ["euclidean"], "the rows of a view all point the same way (no angles to tell apart)"
-    if all(np.allclose(np.linalg.norm(s, axis=1), 1.0, atol=1e-6) for s in samples):
+    if all(np.allclose(row_sq_norms(s), 1.0, atol=2e-6) for s in samples):
         return ["euclidean"], ("every row has unit length, where the angular and Euclidean "
                                "Gaussians coincide")
     return list(GEOMETRIES), ("non-negative data: the Euclidean, angular and mixed "
                               "dictionaries fitted, the one with the smallest within-cluster "
                               "share of the scatter of its features kept")
+
+
+def _same_direction(units: Any) -> bool:
+    """Whether all (unit or zero) rows are equal: no column varies."""
+    if sp.issparse(units):
+        spread = units.max(axis=0).toarray() - units.min(axis=0).toarray()
+    else:
+        spread = np.ptp(units, axis=0)
+    return float(spread.max()) == 0
 
 
 def _substore(store: Any, name: str) -> Any:
