@@ -79,6 +79,25 @@ def test_n_components_is_checked():
             MKKMRK(3, n_components=bad).fit(X[:50])
     with pytest.raises(ValueError, match="final_step='features' only"):
         MKKMRK(3, n_components=6, final_step="spectral").fit(X[:50])
+    # more eigenpairs than the samples allow: refused before any kernel is built (it was
+    # clamped to n - 1 without a word)
+    with pytest.raises(ValueError, match="n_components=50 is more than the 49 eigenpairs"):
+        MKKMRK(3, n_components=50).fit(X[:50])
+
+
+@pytest.mark.filterwarnings("ignore::mkrk_dask.exceptions.NystromApproximationWarning")
+def test_auto_rank_tries_only_the_ranks_the_nystrom_factors_hold(client):
+    # 2 landmarks for each of 4 kernels: 8 components. The candidates 2k = 6, 4k = 12 and
+    # 8k = 24 are cut to what the factors hold; the fit failed after the whole loop, with
+    # "fewer than k=24" for a k of 3.
+    kwargs = dict(kernels=auto_dictionary("euclidean", 1), solver="nystrom", n_landmarks=2,
+                  backend_options={"local_threshold": 0}, scheduler=client, random_state=0)
+    model = MKKMRK(3, **kwargs).fit(X)
+    assert int(np.sum(model.nystrom_ranks_)) == 8
+    assert list(model.component_scores_) == [6] and model.n_components_ == 6
+    with pytest.raises(ValueError, match="n_components=9, but the kernels with nonzero weight "
+                                         "have only 8 Nystrom components"):
+        MKKMRK(3, n_components=9, **kwargs).fit(X)
 
 
 def test_auto_rank_on_nystrom_predicts_its_own_labels(client):

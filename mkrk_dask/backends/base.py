@@ -129,6 +129,10 @@ class KernelBackend(ABC):
         kernels then ends beside the caller's work on it)."""
         return self.embedding(top)
 
+    def max_rank(self, weights: np.ndarray) -> int:
+        """The most eigenpairs :meth:`top_k` can give for these weights."""
+        return self.n_samples
+
     def approximation(self, weights: np.ndarray) -> ApproximationReport | None:
         """What the backend leaves out of the kernels; None for an exact backend."""
         return None

@@ -264,6 +264,10 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self._check_params()
         data, specs, n_samples = self._prepare_input(X)
         check_n_clusters(self.n_clusters, n_samples)
+        if self.n_components != "auto" and self.n_components > n_samples - 1:
+            raise ValueError(f"n_components={self.n_components} is more than the "
+                             f"{n_samples - 1} eigenpairs that {n_samples} samples allow "
+                             "(n_samples - 1)")
         backend = self._make_backend(data, specs)
         try:
             self._check_backend(backend)

@@ -19,12 +19,23 @@ from ..consensus import candidate_components, choose_partition, within_share
 __all__ = ["component_candidates", "final_embedding"]
 
 
-def component_candidates(estimator: Any, n_samples: int) -> list[int]:
+def component_candidates(estimator: Any, n_samples: int, limit: int | None = None
+                         ) -> list[int]:
     """The ranks the features final step of ``estimator`` tries (one unless
-    ``n_components="auto"``)."""
+    ``n_components="auto"``), at most ``limit`` (the eigenpairs the backend has for the
+    learned weights: Nystrom factors may hold fewer than the larger candidate ranks)."""
     if estimator.n_components == "auto":
-        return candidate_components(estimator.n_clusters, n_samples)
-    return [max(1, min(int(estimator.n_components), n_samples - 1))]
+        ranks = candidate_components(estimator.n_clusters, n_samples)
+        if limit is not None:
+            ranks = ([r for r in ranks if r <= limit]
+                     or [max(estimator.n_clusters, min(ranks[0], limit))])
+        return ranks
+    rank = max(1, min(int(estimator.n_components), n_samples - 1))
+    if limit is not None and rank > limit:
+        raise ValueError(f"n_components={rank}, but the kernels with nonzero weight have only "
+                         f"{limit} Nystrom components; use more landmarks (n_landmarks) or "
+                         "fewer components")
+    return [rank]
 
 
 def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
@@ -49,7 +60,7 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
         top = result.top  # the loop's top-k eigenvectors: no other rank is tried
         ranks = [top.eigenvalues.size]
     else:
-        ranks = component_candidates(estimator, n_samples)
+        ranks = component_candidates(estimator, n_samples, backend.max_rank(result.weights))
         top = backend.top_k(result.weights, ranks[-1])
         top.weights = np.array(result.weights)
     embedding = backend.draft_embedding(top)

@@ -199,6 +199,10 @@ class NystromBackend(KernelBackend):
         scale = np.repeat(weights, np.diff(self.offsets))[idx]
         return idx, scale
 
+    def max_rank(self, weights: np.ndarray) -> int:
+        """The factor columns of the kernels with nonzero weight: ``K_w``'s rank at most."""
+        return int(self._columns(weights)[0].size)
+
     def top_k(self, weights: np.ndarray, k: int, warm_start: TopK | None = None) -> TopK:
         idx, scale = self._columns(weights)
         if idx.size < k:
@@ -333,6 +337,9 @@ class NystromLocalBackend(NystromBackend):
 
     def _captured(self) -> np.ndarray:
         return super()._captured() + self.local.traces()
+
+    def max_rank(self, weights: np.ndarray) -> int:
+        return self.n_samples  # the local part makes K_w full rank
 
     def _factors(self) -> np.ndarray:
         """F in memory, in float64: ARPACK multiplies by float64 vectors, and a float32 F
