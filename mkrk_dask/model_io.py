@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .kernels import KernelSpec
+from .results import atomic_path
 from .store import json_normalize
 
 __all__ = ["save_model", "load_model", "FORMAT"]
@@ -208,14 +208,8 @@ def save_model(estimator: Any, directory: str | os.PathLike) -> Path:
     for name, write in (("arrays.npz", lambda f: np.savez(f, **arrays.data)),
                         ("model.json", lambda f: f.write(json.dumps(document, indent=1)
                                                          .encode()))):
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.")
-        try:
-            with os.fdopen(handle, "wb") as f:
-                write(f)
-            os.replace(temporary, folder / name)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        with atomic_path(folder / name) as temporary, open(temporary, "wb") as f:
+            write(f)
     return folder
 
 

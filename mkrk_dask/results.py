@@ -33,7 +33,7 @@ import numpy as np
 
 __all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
            "search_record", "mkkmrk_summary", "search_report", "write_labels", "atomic_path",
-           "weight_stats",
+           "plain_mode", "weight_stats",
            "library_version", "machine_line", "report_header"]
 
 def library_version() -> str:
@@ -55,18 +55,10 @@ def write_text(path: str | os.PathLike[str], text: str) -> Path:
     truncated one. The folder is created if needed.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent,
-                                         prefix=f".{path.name}.", suffix=".tmp", delete=False)
-    try:
-        with handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
     return path
 
 
@@ -140,6 +132,15 @@ def write_labels(path: str | os.PathLike[str], labels: Any) -> Path:
     return path
 
 
+def plain_mode(path: str | os.PathLike[str]) -> None:
+    """Give ``path`` the permissions a plain ``open()`` or ``mkdir`` would (0666 or 0777 less
+    the umask): ``tempfile`` makes its files 0600 and folders 0700, and a result renamed
+    into place would otherwise be private to its owner."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(path, (0o777 if os.path.isdir(path) else 0o666) & ~mask)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary file name beside ``path`` to write to; it replaces ``path`` when the block
@@ -148,6 +149,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     os.close(fd)
+    plain_mode(name)
     try:
         yield Path(name)
         os.replace(name, path)

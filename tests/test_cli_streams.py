@@ -59,7 +59,7 @@ def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path:
     argv = ["fit", str(digits_npz), "--lam", "2^-15", "--n-init", "2"]
     assert main([*argv, "-q"]) == 0
     quiet = capsys.readouterr()
-    assert quiet.out.startswith("ACC") and len(quiet.out.splitlines()) == 1
+    assert quiet.out.startswith("ACC") and "weights:" in quiet.out  # -q keeps the results
     assert quiet.err == ""
     assert main(argv) == 0
     default = capsys.readouterr()
@@ -71,6 +71,7 @@ def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path:
     # the same results; the memory and disk free at each run (in the solver's reason) vary
     machine = re.compile(r"[\d.]+ GiB (memory available|free disk)")
     assert machine.sub("", verbose.out) == machine.sub("", default.out)
+    assert machine.sub("", quiet.out) == machine.sub("", default.out)
     assert machine.search(default.out)  # the mask hides a figure, not the whole line
     assert len(verbose.err.splitlines()) > len(default.err.splitlines())
 
@@ -208,6 +209,54 @@ def test_out_refuses_an_earlier_run_without_force(digits_npz: Path, tmp_path: Pa
     assert main([*argv, "--max-iter", "1", "--force"]) == 0
     assert json.loads((out / "result.json").read_text())["n_iter"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary left
+
+
+def test_out_never_replaces_a_folder_of_other_files(digits_npz: Path, tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture) -> None:
+    # The results replace --out whole: a folder that is not an earlier run (here the one the
+    # data are in) was wiped, the data with it, and the fit exited 0.
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "digits.npz").write_bytes(digits_npz.read_bytes())
+    (data / "notes.txt").write_text("precious")
+    for extra in ([], ["--force"]):
+        assert main(["fit", str(data / "digits.npz"), "--out", str(data), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "other files, not an earlier run" in err and len(err.splitlines()) == 1
+        assert "iter" not in err  # refused before the fit
+    assert sorted(p.name for p in data.iterdir()) == ["digits.npz", "notes.txt"]
+    assert (data / "notes.txt").read_text() == "precious"
+    # the current folder (or one holding it) is refused too: it cannot be renamed away
+    monkeypatch.chdir(data)
+    for out in (".", str(tmp_path)):
+        assert main(["fit", "digits.npz", "--out", out, "--force"]) == 2
+        assert "current folder" in capsys.readouterr().err
+    # an empty --out (an unset $OUT) is an error, not a fit whose results go nowhere
+    assert main(["fit", "digits.npz", "--out", ""]) == 2
+    assert "--out is empty" in capsys.readouterr().err
+    # an empty folder takes the results
+    (tmp_path / "empty").mkdir()
+    assert main(["fit", "digits.npz", "--n-init", "2", "--out", str(tmp_path / "empty"),
+                 "-q"]) == 0
+    assert (tmp_path / "empty" / "result.json").is_file()
+
+
+def test_results_follow_the_umask(digits_npz: Path, tmp_path: Path) -> None:
+    # Written under temporary names (0600 files, 0700 folders) and renamed into place: they
+    # were private to their owner whatever the umask.
+    previous = os.umask(0o022)
+    try:
+        out, labels = tmp_path / "run", tmp_path / "labels.csv"
+        assert main(["fit", str(digits_npz), "--n-init", "2", "--out", str(out), "-q"]) == 0
+        assert main(["predict", str(out), str(digits_npz), "--out", str(labels), "-q",
+                     *_trust(out)]) == 0
+    finally:
+        os.umask(previous)
+    modes = {p: p.stat().st_mode & 0o777 for p in [out, labels, *out.rglob("*")]}
+    for path, mode in modes.items():
+        assert mode == (0o755 if path.is_dir() else 0o644), (path, oct(mode))
+    assert {"result.json", "labels.csv", "model.json"} <= {p.name for p in modes}
 
 
 def test_out_is_checked_before_the_fit(digits_npz: Path, tmp_path: Path,

@@ -189,7 +189,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_fit(args: argparse.Namespace) -> int:
-    out = Output(args.out, force=args.force) if args.out else None
+    out = Output(args.out, force=args.force) if args.out is not None else None
     if out is not None:
         out.check()
     data = load_input(args.data, labels=args.labels, y_key=args.y_key)
@@ -222,8 +222,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if data.y is not None:
         result(scores_line(record["metrics"] if record else
                            clustering_scores(data.y, model.labels_)))
-    if args.verbosity >= 1:
-        result(model.summary())
+    result(model.summary())  # the weights are results: -q silences stderr only
     if out is not None:
         log(args, f"results in {out.path}/ (labels, weights, Y, objective: .npy/.csv; "
                   f"metrics.json, result.json; the model: {record['model']})")
@@ -295,7 +294,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 
 def _cmd_predict(args: argparse.Namespace) -> int:
-    out = Output(args.out, force=args.force, kind="file") if args.out else None
+    out = Output(args.out, force=args.force, kind="file") if args.out is not None else None
     if out is not None:
         out.check()
     model = models.load(args.model, trust=args.trust)
@@ -386,7 +385,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
             from None
     path = Path(args.results).expanduser()
     report = read_results(path)
-    out = Path(args.out).expanduser() if args.out else path.parent / "figures"
+    out = Output.named(args.out) if args.out is not None else path.parent / "figures"
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the figures")
     heatmap_lams = parse_lams(args.heatmap_lams) if args.heatmap_lams else None

@@ -1,7 +1,8 @@
 """``--out`` of the commands: checked before the work starts, written whole or not at all.
 
 - :meth:`Output.check` runs before a fit: ``--out`` must not be a file where a folder is
-  expected (or the reverse), must not hold an earlier run unless ``--force`` is given, and its
+  expected (or the reverse), must not hold an earlier run unless ``--force`` is given, must not
+  hold anything else (the results replace the folder whole) nor be the current folder, and its
   file system must take a small probe file (writable, with room for a small result). The
   probe is removed: a failed check writes nothing.
 - :meth:`Output.folder` writes a result folder under a temporary name beside ``--out`` and
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..locations import nearest_existing
+from ..results import plain_mode
 from .errors import UserError
 
 __all__ = ["Output", "SMALL_RESULT"]
@@ -59,8 +61,16 @@ class Output:
 
     def __init__(self, path: str, *, force: bool, kind: str = "folder",
                  marker: str = "result.json"):
-        self.path = Path(path).expanduser()
+        self.path = self.named(path)
         self.force, self.kind, self.marker = force, kind, marker
+
+    @staticmethod
+    def named(path: str) -> Path:
+        """``--out`` as a path; an empty one (an unset shell variable, say) is an error, not
+        "no output"."""
+        if not str(path).strip():
+            raise UserError("--out is empty; give a path for the results")
+        return Path(path).expanduser()
 
     def check(self, need: int = SMALL_RESULT) -> None:
         """Refuse an ``--out`` that cannot take the result; nothing is left on disk.
@@ -69,15 +79,25 @@ class Output:
         ------
         UserError
             A file where a folder is expected (or the reverse), an earlier run without
-            ``--force``, a parent that is a file, a read-only or full file system.
+            ``--force``, a folder of other files (even with ``--force``), the current folder
+            or one holding it, a parent that is a file, a read-only or full file system.
         """
         p = self.path
         if self.kind == "folder":
             if p.exists() and not p.is_dir():
                 raise UserError(f"--out {p} is a file; give a folder for the results")
-            if (p / self.marker).exists() and not self.force:
+            if p.resolve() in (Path.cwd(), *Path.cwd().parents):
+                raise UserError(f"--out {p} is the current folder (or holds it); give a new "
+                                "folder for the results")
+            earlier = (p / self.marker).exists()
+            if earlier and not self.force:
                 raise UserError(f"--out {p} holds an earlier run ({self.marker}); give --force "
                                 "to replace it, or another folder")
+            if not earlier and p.is_dir() and any(p.iterdir()):
+                # The results replace the folder whole: never a folder of the user's files,
+                # even with --force.
+                raise UserError(f"--out {p} is a folder with other files, not an earlier run; "
+                                "give a new or empty folder")
         else:
             if p.is_dir():
                 raise UserError(f"--out {p} is a folder; give a file name")
@@ -122,6 +142,7 @@ class Output:
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+            plain_mode(staging)
         except OSError as err:
             self._remove(created)
             raise UserError(f"cannot write to --out {target}: {_strerror(err)}") from None
