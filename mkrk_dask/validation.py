@@ -420,17 +420,23 @@ class DeferredPsdTest:
 
 
 def validate_matrix(estimator: Any, X: Any, **kwargs: Any) -> Any:
-    """scikit-learn's ``validate_data`` for one matrix, with a one-line error for missing
-    values (scikit-learn's runs on for a paragraph about supervised learners; its other
-    messages, which its estimator checks match, pass unchanged)."""
+    """scikit-learn's ``validate_data`` for one matrix, with its errors in one line: for
+    missing values, the first line and what to do (scikit-learn's runs on for a paragraph
+    about supervised learners); otherwise its sentences without the data it prints (a 1-D or
+    complex X is printed whole), so the phrases its estimator checks match remain."""
     try:
         return validate_data(estimator, X, **kwargs)
     except ValueError as err:
-        first, _, rest = str(err).partition("\n")
-        if not rest or "NaN" not in first:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        if len(lines) <= 1:
             raise
-        raise ValueError(f"{first} Impute or drop the samples with missing values first.") \
-            from None
+        if "NaN" in lines[0]:
+            message = f"{lines[0]} Impute or drop the samples with missing values first."
+        else:
+            sentences = [lines[0].removesuffix(":") + "."] if lines[0].endswith(":") else lines[:1]
+            message = " ".join(sentences + [line for line in lines[1:]
+                                            if not line.startswith(("array=", "["))])
+        raise ValueError(message) from None
 
 
 def kernel_stack(K: Any) -> np.ndarray:

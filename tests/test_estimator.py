@@ -158,6 +158,15 @@ def test_n_features_in_for_multiview_input(digits):
 
 
 
+def test_dtype_takes_a_numpy_dtype(digits):
+    # np.dtype("float32") was refused by the parameter constraints (only a type or a string)
+    X = digits[0][:150]
+    for dtype in (np.dtype("float32"), np.float32, "float32"):
+        model = MKKMRK(3, kernels=["linear", "gaussian(m=1)"], solver="nystrom",
+                       n_landmarks=30, dtype=dtype, max_iter=5, random_state=0).fit(X)
+        assert model.nystrom_model_.dtype == np.float32
+
+
 def test_a_refit_keeps_nothing_of_the_earlier_fit(digits):
     # A refit with another solver or dictionary is a fresh fit: no attribute, and no summary
     # line, of the earlier one survives (the Nystrom ranks of 2 kernels once broke the

@@ -110,7 +110,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
         "n_landmarks": [Interval(Integral, 1, None, closed="left"), "array-like"],
         "landmarks": [StrOptions(set(LANDMARK_METHODS))],
-        "dtype": [StrOptions(set(DTYPE_CHOICES)), type],
+        "dtype": [StrOptions(set(DTYPE_CHOICES)), type, np.dtype],
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEPS))],
         "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
@@ -143,6 +143,10 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                              "spectral step clusters the top n_clusters eigenvectors)")
         if isinstance(self.dtype, str) and self.dtype not in DTYPE_CHOICES:
             raise ValueError(f"dtype must be one of {DTYPE_CHOICES}, got {self.dtype!r}")
+        if self.solver == "exact" and self.store is not None:
+            # It would be ignored: the user would believe the fit resumable.
+            raise ValueError("store applies to solver='blockwise' or 'nystrom' (or 'auto'); "
+                             "the exact backend keeps its kernels in memory")
         if self.backend_options is not None and not isinstance(self.backend_options, dict):
             raise ValueError(f"backend_options must be a dict or None, got "
                              f"{type(self.backend_options).__name__}")
