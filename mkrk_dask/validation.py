@@ -164,7 +164,8 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
     (a Cholesky factorisation of ``K + tol I``, in float32 first from the default
     :data:`PSD_TOL` up, a refusal always confirmed in float64; on a random principal submatrix of
     :data:`PSD_FULL_CHECK_MAX_N` rows when n is larger, with a warning). Returns a float64
-    C-contiguous ``(m, n, n)`` array (the input itself when it already is one: no copy).
+    C-contiguous ``(m, n, n)`` array (the input itself when it already is one: no copy; dask
+    or Zarr kernels as a dask array, read one kernel at a time).
     :func:`prepare_precomputed` makes the same checks while making the normalised copy a fit
     needs.
     """
@@ -172,7 +173,7 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
     sample = _psd_sample(K.shape[1])
 
     def check(p: int, work: np.ndarray) -> None:
-        Kp = K[p]
+        Kp = np.asarray(K[p], dtype=np.float64) if is_lazy(K) else K[p]  # one kernel read
         scale = _largest_entry(Kp, p)  # NaN and infinity first
         _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
         _check_psd(_psd_part(Kp, sample), p, psd_tol, work)
@@ -439,9 +440,17 @@ def validate_matrix(estimator: Any, X: Any, **kwargs: Any) -> Any:
         raise ValueError(message) from None
 
 
-def kernel_stack(K: Any) -> np.ndarray:
+def kernel_stack(K: Any) -> Any:
     """Precomputed kernels as a float64 C-contiguous ``(m, n, n)`` array, shapes checked,
-    values not (the input itself when it already is one: no copy)."""
+    values not (the input itself when it already is one: no copy). Dask or Zarr kernels stay
+    where they are, as a dask array: a backend reads them one kernel at a time."""
+    if is_lazy(K):
+        import dask.array as da
+
+        K = K if hasattr(K, "dask") else da.from_array(K, chunks=K.chunks)
+        if not (np.issubdtype(K.dtype, np.floating) or np.issubdtype(K.dtype, np.integer)):
+            raise ValueError(f"precomputed kernels must be real numbers, got dtype {K.dtype}")
+        return _checked_stack_shape(K[None] if K.ndim == 2 else K)
     if isinstance(K, list | tuple):
         shapes = {np.shape(k) for k in K}
         if len(shapes) != 1:
@@ -450,8 +459,10 @@ def kernel_stack(K: Any) -> np.ndarray:
     if sp.issparse(K):
         raise TypeError("precomputed kernels must be dense arrays")
     K = np.ascontiguousarray(K, dtype=np.float64)
-    if K.ndim == 2:
-        K = K[None]
+    return _checked_stack_shape(K[None] if K.ndim == 2 else K)
+
+
+def _checked_stack_shape(K: Any) -> Any:
     if K.ndim != 3:
         raise ValueError(f"precomputed kernels must have shape (m, n, n) or (n, n), got {K.shape}")
     m, n, n2 = K.shape

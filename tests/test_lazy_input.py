@@ -111,3 +111,45 @@ def test_dask_input_is_never_computed_whole(client):
     assert from_x, "no task of the input was seen"
     biggest = max(t.get("nbytes", 0) for t in from_x)
     assert 0 < biggest <= block_bytes < big.nbytes // 2
+
+
+def test_precomputed_kernels_in_zarr_are_read_one_kernel_at_a_time(client, tmp_path):
+    # They were read whole into the client's memory as float64 (8 m n^2 bytes), even for
+    # the blockwise backend, which writes them to its store one kernel at a time.
+    import tracemalloc
+
+    from mkrk_dask.validation import check_precomputed, kernel_stack
+
+    n, m = 300, 16
+    sq = ((X[:, None] - X[None]) ** 2).sum(-1)
+    stack = np.stack([np.exp(-sq / s) for s in np.geomspace(0.5, 50, m)])
+    stored = zarr.create_array(str(tmp_path / "k.zarr"), shape=stack.shape,
+                               chunks=(1, 150, 150), dtype="float64")
+    stored[...] = stack
+    assert isinstance(kernel_stack(stored), da.Array)
+    many = zarr.create_array(str(tmp_path / "many.zarr"), shape=(4 * m, n, n),
+                             chunks=(1, 150, 150), dtype="float64")
+    many[...] = np.concatenate([stack] * 4)
+    tracemalloc.start()
+    try:
+        checked = check_precomputed(many)  # finite, symmetric, PSD: kernel by kernel
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert isinstance(checked, da.Array)
+    # a few kernels' worth (two threads, each a kernel read and its PSD buffer), not 64
+    assert peak < 12 * n * n * 8
+    common = dict(kernels="precomputed", random_state=0, max_iter=10)
+    reference = MKKMRK(3, solver="blockwise", scheduler=client, **common).fit(stack)
+    for data in (stored, da.from_zarr(stored)):
+        model = MKKMRK(3, solver="blockwise", scheduler=client, **common).fit(data)
+        np.testing.assert_array_equal(model.weights_, reference.weights_)
+        np.testing.assert_array_equal(model.labels_, reference.labels_)
+    exact = MKKMRK(3, **common).fit(stored)  # solver="auto": read whole, prepared in place
+    assert exact.solver_ == "exact"
+    np.testing.assert_allclose(exact.weights_, reference.weights_, atol=1e-9)
+    bad = zarr.create_array(str(tmp_path / "bad.zarr"), shape=(2, n, n), chunks=(1, n, n),
+                            dtype="float64")
+    bad[...] = np.stack([stack[0], stack[1] + np.triu(np.ones((n, n)), 1)])
+    with pytest.raises(ValueError, match="kernel 1 is not symmetric"):
+        MKKMRK(3, solver="blockwise", scheduler=client, **common).fit(bad)

@@ -95,8 +95,11 @@ def _blockwise(options: BlockwiseOptions, views: list | None, specs: list | None
 
     if kernels is not None:
         m, n = int(kernels.shape[0]), int(kernels.shape[1])
-        common = dict(source="precomputed", n=n, m=m, request=None,
-                      fingerprint_of=[np.asarray(kernels).reshape(m * n, n)])
+        # (dask kernels: the fingerprint reads them slab by slab, as the build kernel by
+        # kernel; never all of them at once)
+        stacked = kernels.reshape(m * n, n) if hasattr(kernels, "dask") else \
+            np.asarray(kernels).reshape(m * n, n)
+        common = dict(source="precomputed", n=n, m=m, request=None, fingerprint_of=[stacked])
 
         def build(parts: dict) -> Any:
             return build_from_precomputed(kernels, normalize=normalize, **parts)

@@ -18,6 +18,7 @@ import numbers
 import os
 import time
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import Any
 
@@ -238,15 +239,17 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
     def _auto_dtype(self) -> bool:
         return isinstance(self.dtype, str) and self.dtype == "auto"
 
-    def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False) -> str:
+    def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False,
+                       lazy: bool = False) -> str:
         """The solver, and what ``dtype="auto"`` stores (:func:`._solver_choice.choose_for`)."""
-        return choose_for(self, n_samples, n_kernels, precomputed=precomputed)
+        return choose_for(self, n_samples, n_kernels, precomputed=precomputed, lazy=lazy)
 
     def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
         """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""
         n_samples = data.shape[1] if specs is None else data[0].shape[0]
+        lazy = specs is None and is_lazy(data)
         solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs),
-                                     precomputed=specs is None)
+                                     precomputed=specs is None, lazy=lazy)
         if specs is None and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
         if specs is None and solver != "exact":
@@ -255,6 +258,11 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         self._solver_used = solver
         if solver == "exact" and specs is not None and any(is_lazy(v) for v in data):
             data = materialize(data)  # dense kernels in memory: the data fit there too
+        if solver == "exact" and lazy:
+            # Read whole for the exact backend; the array read is the fit's own, so it is
+            # prepared in place instead of copied again.
+            data = np.ascontiguousarray(data.compute(), dtype=np.float64)
+            options = replace(options, copy=False)
         inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
         return make_backend(options, **inputs, normalize=self.normalize, store=self.store,
                             storage_options=self.storage_options, scheduler=self.scheduler,

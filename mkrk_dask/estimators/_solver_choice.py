@@ -17,15 +17,16 @@ __all__ = ["choose_for"]
 
 
 def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
-               precomputed: bool = False) -> str:
+               precomputed: bool = False, lazy: bool = False) -> str:
     """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
     backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
     residuals are differences of nearly equal numbers) or where only float32 ones fit
     the disk; float64 otherwise. Measured: float32 factors match float64 ones against
     exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
-    and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed`."""
+    and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed` (``lazy``:
+    in dask or Zarr arrays)."""
     if precomputed:
-        return _for_precomputed(estimator, n_samples, n_kernels)
+        return _for_precomputed(estimator, n_samples, n_kernels, lazy)
     plain = local_max_n = None
     if estimator._auto_dtype() and estimator.solver in ("auto", "nystrom"):
         local_max_n = estimator._backend_options("nystrom",
@@ -58,15 +59,16 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     return _record(estimator, choice, reason)
 
 
-def _for_precomputed(estimator: Any, n_samples: int, n_kernels: int) -> str:
+def _for_precomputed(estimator: Any, n_samples: int, n_kernels: int, lazy: bool) -> str:
     """Precomputed kernels: no Nystrom (it needs features), float64 storage
-    (:func:`mkrk_dask.auto.choose_precomputed_solver`)."""
+    (:func:`mkrk_dask.auto.choose_precomputed_solver`); dask or Zarr kernels need the memory
+    of a copy for the exact backend, which reads them whole, whatever ``copy``."""
     estimator._dtype_used = "float64"
     if estimator.solver != "auto":
         return estimator.solver
     from ..auto import choose_precomputed_solver
 
-    copy = estimator._backend_options("exact", strict=False).copy
+    copy = estimator._backend_options("exact", strict=False).copy or lazy
     return _record(estimator, *choose_precomputed_solver(n_samples, n_kernels, copy=copy))
 
 
