@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -109,8 +110,9 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
       any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
       scalar entries go to ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
-    - ``.csv``: comma-separated numbers, no labels; a first row that is not numeric is taken
-      as a header and skipped.
+    - ``.csv``: comma-separated numbers, no labels, UTF-8 (a byte order mark is ignored). A
+      first row in which no field is a number is a header and skipped; a first row with some
+      numbers is data (so a missing or non-numeric value in it is an error, as in any row).
     - ``.mat``: variable ``X`` (dense or sparse) and optional ``y``; MATLAB up to v7 through
       scipy, v7.3 (HDF5) through h5py (the ``io`` extra).
 
@@ -350,25 +352,36 @@ def _read_npy(path: Path) -> _RawData:
     return _RawData(X, None, None, {})
 
 
-def _is_numeric_row(line: str) -> bool:
+def _is_number(text: str) -> bool:
     try:
-        [float(field) for field in line.split(",")]
+        float(text)
     except ValueError:
         return False
     return True
 
 
+def _is_header(fields: list[str]) -> bool:
+    """A header names columns: no field is a number and some are not blank. A row with some
+    numbers (and a missing or non-numeric cell) is data, left to fail as such."""
+    return not any(_is_number(f) for f in fields) and any(f.strip() for f in fields)
+
+
 def _read_csv(path: Path) -> _RawData:
     try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
+        # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
+        with open(path, encoding="utf-8-sig") as handle:
+            if not _is_header(handle.readline().split(",")):
+                handle.seek(0)
+            with warnings.catch_warnings():
+                # An empty file is reported below, in one line, not as numpy's warning.
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+                X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64)
     except UnicodeDecodeError as err:
         raise _unreadable(path, ".csv (UTF-8 text)", err) from None
-    skip = 0 if _is_numeric_row(first) else 1
-    try:
-        X = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
     except ValueError as err:
         raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
+    if X.size == 0:
+        raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
     return _RawData(X, None, None, {})
 
 

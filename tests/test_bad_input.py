@@ -114,6 +114,7 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     put("corrupt.mat", b"MATLAB 5.0" + os.urandom(300))
     put("binary.csv", b"\xff\xfe\x00\x81" * 20)
     put("text.csv", b"1,2,3\n4,five,6\n")
+    put("empty.csv", b"")
     put("data.txt", b"1 2 3\n")
     good73 = write_mat73(tmp_path / "good73.mat", X=X, y=np.arange(40) % 2)
     put("truncated73.mat", good73.read_bytes()[:1500])
@@ -139,6 +140,7 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     ("truncated73.mat", "not a readable MATLAB v7.3 (HDF5) file"),
     ("binary.csv", "not a readable .csv"),
     ("text.csv", "expected comma-separated numbers"),
+    ("empty.csv", "no data rows"),
     ("data.txt", "unknown extension '.txt'"),
     ("two.npz", "expected an array 'X'"),
     ("cube.npz", "non-empty 2-D array"),
@@ -236,14 +238,18 @@ def _mkrk(*argv: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess
     return proc, time.perf_counter() - start
 
 
-def test_corrupt_npz_and_huge_lambda_in_a_real_process(bad_files: dict[str, Path],
-                                                       digits_npz: Path) -> None:
+def test_one_line_errors_in_a_real_process(bad_files: dict[str, Path],
+                                           digits_npz: Path) -> None:
     proc, _ = _mkrk("fit", str(bad_files["corrupt.npz"]))
     assert proc.returncode == 2 and "BadZipFile" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("mkrk fit: error: ")
     proc, _ = _mkrk("fit", str(digits_npz), "--lam", "2^5000")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "too large" in proc.stderr
+    # An empty .csv: numpy's two-line warning came before the error.
+    proc, _ = _mkrk("fit", str(bad_files["empty.csv"]), "-k", "3")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "no data rows" in proc.stderr
 
 
 class _Silent:

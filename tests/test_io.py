@@ -3,6 +3,7 @@ read into one Dataset (real files in tmp_path)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -83,6 +84,36 @@ def test_csv_non_numeric_body(tmp_path):
     path.write_text("a,b\n1,2\n3,x\n")
     with pytest.raises(ValueError, match="comma-separated numbers"):
         load_array_file(path)
+
+
+@pytest.mark.parametrize("content, rows", [
+    (b"\xef\xbb\xbf1,2,3\n4,5,6\n", 2),  # Excel's "CSV UTF-8": a byte order mark, no header
+    (b"\xef\xbb\xbfa,b,c\n1,2,3\n", 1),
+    (b",a,b\n1,2,3\n", 1),  # a header with a blank name (a pandas index column)
+])
+def test_csv_header_only_when_no_field_is_a_number(tmp_path, content, rows):
+    path = tmp_path / "table.csv"
+    path.write_bytes(content)
+    assert load_array_file(path).X.shape == (rows, 3)
+
+
+@pytest.mark.parametrize("first", ["5.1,,1.4", "5.1,x,1.4", ",,"])
+def test_csv_first_row_with_a_missing_or_bad_value_is_data(tmp_path, first):
+    # Such a row was taken for a header and dropped: 1 row loaded of 2, without a word.
+    path = tmp_path / "table.csv"
+    path.write_text(first + "\n4.9,3.0,1.4\n")
+    with pytest.raises(ValueError, match="expected comma-separated numbers .* at row 0"):
+        load_array_file(path)
+
+
+@pytest.mark.parametrize("content", ["", "a,b,c\n", "\n\n"])
+def test_csv_without_data_is_one_error_and_no_warning(tmp_path, content):
+    path = tmp_path / "empty.csv"
+    path.write_text(content)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warned "input contained no data" first
+        with pytest.raises(ValueError, match="empty.csv: no data rows"):
+            load_array_file(path)
 
 
 def test_mat_dense_with_row_labels(tmp_path):
