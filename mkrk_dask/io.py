@@ -207,14 +207,15 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
 def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
     """Read a labels file: ``.npy``, or text with one label per line (``.csv``: comma
     separated). Numeric text labels become numbers (int64 when all are integral); others
-    stay strings.
+    stay strings. A first text line that is not a number above numeric labels is a header
+    and skipped (``mkrk fit --out`` and ``mkrk predict --out`` write ``label``).
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If it cannot be read.
+        If it cannot be read or holds more than one column.
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -226,15 +227,27 @@ def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
             y = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=str, ndmin=1)
     except (*_READ_ERRORS, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read labels from {p}: {' '.join(str(err).split())}") from None
-    y = np.asarray(y).ravel()
+    y = np.asarray(y)
+    if sum(size > 1 for size in y.shape) > 1:
+        raise ValueError(f"labels file {p} holds an array of shape {y.shape}; expected one "
+                         "label per line")
+    y = y.ravel()
     if y.dtype.kind in "US":
-        try:
-            y = y.astype(np.float64)
-            if np.all(y == np.round(y)):
-                y = y.astype(np.int64)
-        except ValueError:
-            pass  # text labels: kept as strings, the metrics compare them as they are
+        numbers = _as_numbers(y)
+        if numbers is None and p.suffix != ".npy" and y.size > 1:
+            numbers = _as_numbers(y[1:])  # numbers under a header line
+        if numbers is not None:
+            y = numbers.astype(np.int64) if np.all(numbers == np.round(numbers)) else numbers
+        # otherwise text labels: kept as strings, the metrics compare them as they are
     return y
+
+
+def _as_numbers(text: np.ndarray) -> np.ndarray | None:
+    """Strings as float64, or None if one is not a number."""
+    try:
+        return text.astype(np.float64)
+    except ValueError:
+        return None
 
 
 def is_zarr_array(path: str | os.PathLike[str]) -> bool:

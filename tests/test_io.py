@@ -179,6 +179,10 @@ def test_subset_of_a_user_file(tmp_path):
     (".txt", "1\n2\n2\n", np.array([1, 2, 2])),
     (".csv", "0.5\n1.5\n", np.array([0.5, 1.5])),
     (".txt", "cat\ndog\n", np.array(["cat", "dog"])),
+    # a header line above numeric labels (mkrk writes "label") is no label
+    (".csv", "label\n2\n0\n2\n", np.array([2, 0, 2])),
+    (".txt", "class\n0.5\n1\n", np.array([0.5, 1.0])),
+    (".txt", "1\nlabel\n2\n", np.array(["1", "label", "2"])),  # only a first line
 ])
 def test_read_labels_text(tmp_path, suffix, text, expected):
     path = tmp_path / f"labels{suffix}"
@@ -186,6 +190,16 @@ def test_read_labels_text(tmp_path, suffix, text, expected):
     y = read_labels(path)
     np.testing.assert_array_equal(y, expected)
     assert y.dtype.kind == expected.dtype.kind
+
+
+@pytest.mark.parametrize("name, write", [
+    ("two.csv", lambda p: p.write_text("id,label\n0,1\n1,0\n")),
+    ("two.npy", lambda p: np.save(p, np.zeros((3, 2)))),
+])
+def test_read_labels_one_column_only(tmp_path, name, write):
+    write(tmp_path / name)
+    with pytest.raises(ValueError, match=r"shape \(\d, 2\); expected one label per line"):
+        read_labels(tmp_path / name)
 
 
 def test_read_labels_npy_and_missing(tmp_path):
