@@ -26,6 +26,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from .metrics import check_labels_present
 from .validation import check_int
 
 __all__ = ["Dataset", "load_array_file", "load_input", "read_labels", "is_zarr_array",
@@ -239,6 +240,7 @@ def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
         if numbers is not None:
             y = numbers.astype(np.int64) if np.all(numbers == np.round(numbers)) else numbers
         # otherwise text labels: kept as strings, the metrics compare them as they are
+    check_labels_present(y, f"labels file {p}")
     return y
 
 
@@ -273,18 +275,24 @@ def _labels_from_key(path: Path, key: str) -> np.ndarray:
         with np.load(path, allow_pickle=False) as archive:
             if key not in archive.files:
                 raise ValueError(f"{path} has no array {key!r} (found {archive.files})")
-            return np.asarray(archive[key]).ravel()
-    if path.suffix == ".mat":
+            y = archive[key]
+    elif path.suffix == ".mat":
         if _is_hdf5(path):
             with _h5py().File(path, "r") as handle:
                 if key not in handle:
                     raise ValueError(f"{path} has no variable {key!r}")
-                return np.asarray(handle[key]).ravel()
-        contents = scipy.io.loadmat(path)
-        if key not in contents:
-            raise ValueError(f"{path} has no variable {key!r}")
-        return np.asarray(contents[key]).ravel()
-    raise ValueError(f"--y-key applies to .npz and .mat files, not {path.suffix or path.name}")
+                y = np.asarray(handle[key])
+        else:
+            contents = scipy.io.loadmat(path)
+            if key not in contents:
+                raise ValueError(f"{path} has no variable {key!r}")
+            y = contents[key]
+    else:
+        raise ValueError(f"--y-key applies to .npz and .mat files, not "
+                         f"{path.suffix or path.name}")
+    y = np.asarray(y).ravel()
+    check_labels_present(y, f"{key!r} of {path}")
+    return y
 
 
 # --------------------------------------------------------------------------- file readers
@@ -475,8 +483,10 @@ def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int)
     if raw.view_names is not None and len(raw.view_names) != len(views):
         raise ValueError(f"{name}: {len(raw.view_names)} view names for {len(views)} views")
     y = None if raw.y is None else np.asarray(raw.y).ravel()
-    if y is not None and y.shape[0] != n_samples:
-        raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
+    if y is not None:
+        if y.shape[0] != n_samples:
+            raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
+        check_labels_present(y, f"y of {name}")
     extra = dict(raw.extra)
     if subset is not None:
         rows = _subset_rows(n_samples, subset, random_state)

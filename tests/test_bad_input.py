@@ -90,6 +90,7 @@ def test_predict_on_missing_values_is_one_line() -> None:
     ([-1.0], {}, "lam must be >= 0"),
     ([1.0], {"y": np.zeros(40), "n_repeats": 0}, "n_repeats must be an integer >= 1"),
     ([1.0], {"y": np.zeros(10)}, "y has 10 labels for 40 samples"),
+    ([1.0], {"y": np.r_[np.nan, np.zeros(39)]}, "y: 1 of 40 labels are missing"),
 ])
 def test_lambda_search(lams: list, kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError) as caught:
@@ -126,6 +127,8 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     files["views.npz"] = tmp_path / "views.npz"
     np.savez(tmp_path / "labels.npz", X=X, y=np.zeros(40))
     files["labels.npz"] = tmp_path / "labels.npz"
+    np.savez(tmp_path / "nan_labels.npz", X=X, y=np.r_[0.0, 1.0, np.nan, np.ones(37)])
+    files["nan_labels.npz"] = tmp_path / "nan_labels.npz"
     scipy.io.savemat(tmp_path / "noX.mat", {"A": X})
     files["noX.mat"] = tmp_path / "noX.mat"
     (tmp_path / "short_labels.csv").write_text("0\n1\n")
@@ -187,6 +190,7 @@ def _entries(root: Path) -> set[Path]:
     (["fit", "{digits}", "--max-iter", "0"], "max_iter must be a positive integer"),
     (["fit", "{nan.npy}", "-k", "2"], "NaN"),
     (["fit", "{digits}", "--labels", "{short_labels.csv}"], "2 labels for 150 samples"),
+    (["fit", "{nan_labels.npz}"], "y of nan_labels: 1 of 40 labels are missing"),
     (["fit", "{digits}", "--out", "{a_file}"], "is a file"),
     (["fit", "{digits}", "--tls-ca", "{a_file}"], "--tls-ca, --tls-cert and --tls-key"),
     (["fit", "{digits}", "--solver", "blockwise", "--storage-option", "novalue"],

@@ -202,6 +202,23 @@ def test_read_labels_one_column_only(tmp_path, name, write):
         read_labels(tmp_path / name)
 
 
+def test_missing_labels_are_an_error_in_every_reader(tmp_path):
+    # A NaN label was one more class: k = 4 for iris's 3.
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones((4, 2)), y=np.array([0, np.nan, 1, 1]),
+             truth=np.array(["a", "b", "", "a"]))
+    with pytest.raises(ValueError, match="y of d: 1 of 4 labels are missing .* index 1"):
+        load_array_file(path)
+    good = tmp_path / "good.npz"
+    np.savez(good, X=np.ones((4, 2)), truth=np.array(["a", "b", "", "a"]))
+    with pytest.raises(ValueError, match="'truth' of .*good.npz: 1 of 4 .* index 2"):
+        load_input(good, y_key="truth")
+    labels = tmp_path / "l.csv"
+    labels.write_text("label\n0\nnan\n1\n1\n")
+    with pytest.raises(ValueError, match="labels file .*l.csv: 1 of 4 .* index 1"):
+        read_labels(labels)
+
+
 def test_read_labels_npy_and_missing(tmp_path):
     path = tmp_path / "y.npy"
     np.save(path, np.array([[4], [5]]))
