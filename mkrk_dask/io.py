@@ -170,7 +170,9 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
     labels : str or path-like, optional
         A labels file (:func:`read_labels`); replaces the labels of the data file.
     y_key : str, optional
-        The name of the labels inside a .npz or .mat file (default ``y``, used when present).
+        The name of the labels inside a .npz or .mat file (without it ``y``, used when
+        present). An error if the file has no such array, for the formats that hold no labels
+        (.npy, .csv, a Zarr array: give ``labels``), and together with ``labels``.
     data_dir : str or path-like, optional
         Folder of the benchmark files (default :func:`mkrk_dask.datasets.default_data_dir`).
 
@@ -184,20 +186,25 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
         If ``source`` is neither a file, a Zarr array nor a known dataset, or ``labels`` does
         not exist.
     ValueError
-        If a file cannot be read, ``y_key`` is missing, or the labels do not match the rows.
+        If a file cannot be read, ``y_key`` cannot be honoured, or the labels do not match
+        the rows.
     """
     # Imported here: datasets (benchmark lookup) reads its files through this module.
-    from .datasets import load_dataset
+    from .datasets import _resolve_path
 
+    if labels is not None and y_key is not None:
+        raise ValueError("give the labels with --labels or with --y-key, not both")
     path = Path(source).expanduser()
     if is_zarr_array(path):
         data = Dataset(path.stem, _open_zarr_array(path), None)
     else:
         if path.is_dir():
             raise ValueError(f"{path} is a directory but not a Zarr array")
-        data = load_dataset(source, data_dir)
-        if y_key is not None and y_key != "y":
-            data = replace(data, y=_labels_from_key(path, y_key))
+        # The file itself (a benchmark's, or one in the data folder): --y-key reads it again.
+        path, name = _resolve_path(source, data_dir)
+        data = load_array_file(path, name=name)
+    if y_key is not None and (y_key != "y" or data.y is None):
+        data = replace(data, y=_labels_from_key(path, y_key))
     if labels is not None:
         data = replace(data, y=read_labels(labels))
     if data.y is not None and data.y.shape[0] != data.n_samples:
@@ -288,8 +295,9 @@ def _labels_from_key(path: Path, key: str) -> np.ndarray:
                 raise ValueError(f"{path} has no variable {key!r}")
             y = contents[key]
     else:
-        raise ValueError(f"--y-key applies to .npz and .mat files, not "
-                         f"{path.suffix or path.name}")
+        kind = "a Zarr array" if is_zarr_array(path) else f"a {path.suffix} file"
+        raise ValueError(f"--y-key applies to .npz and .mat files; {kind} holds no labels: "
+                         "give them with --labels FILE")
     y = np.asarray(y).ravel()
     check_labels_present(y, f"{key!r} of {path}")
     return y

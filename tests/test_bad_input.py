@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.io
+import zarr
 
 from mkrk_dask import MKKMRK, lambda_search
 from mkrk_dask.cli import main
@@ -191,6 +192,7 @@ def _entries(root: Path) -> set[Path]:
     (["fit", "{nan.npy}", "-k", "2"], "NaN"),
     (["fit", "{digits}", "--labels", "{short_labels.csv}"], "2 labels for 150 samples"),
     (["fit", "{nan_labels.npz}"], "y of nan_labels: 1 of 40 labels are missing"),
+    (["fit", "{x.zarr}", "--y-key", "foo", "-k", "3"], "a Zarr array holds no labels"),
     (["fit", "{digits}", "--out", "{a_file}"], "is a file"),
     (["fit", "{digits}", "--tls-ca", "{a_file}"], "--tls-ca, --tls-cert and --tls-key"),
     (["fit", "{digits}", "--solver", "blockwise", "--storage-option", "novalue"],
@@ -213,10 +215,11 @@ def test_cli_in_process(argv: list[str], message: str, bad_files: dict[str, Path
     (tmp_path / "a_file").write_text("not json")
     (tmp_path / "evil.joblib").write_bytes(b"\x80\x04K\x01.")
     (tmp_path / "bad.toml").write_text("not = [toml")
+    zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, dtype="f8")[:] = X
     names = {**{k: str(v) for k, v in bad_files.items()}, "digits": str(digits_npz),
              "nan.npy": str(tmp_path / "nan.npy"), "a_file": str(tmp_path / "a_file"),
              "evil.joblib": str(tmp_path / "evil.joblib"),
-             "bad.toml": str(tmp_path / "bad.toml")}
+             "bad.toml": str(tmp_path / "bad.toml"), "x.zarr": str(tmp_path / "x.zarr")}
     argv = [names[a[1:-1]] if a.startswith("{") and a.endswith("}") else a for a in argv]
     out = tmp_path / "out"
     if argv[0] in ("fit", "reproduce") and "--out" not in argv:

@@ -258,6 +258,30 @@ def test_load_input_y_key_in_mat_and_wrong_format(tmp_path):
         load_input(npy, y_key="gnd")
 
 
+def test_y_key_is_honoured_or_an_error_never_ignored(tmp_path):
+    # --y-key was ignored without a word for a Zarr array, and as "y" for every format.
+    values = np.eye(3)
+    zarr.create_array(str(tmp_path / "z.zarr"), shape=(3, 3), dtype="f8")[:] = values
+    np.save(tmp_path / "a.npy", values)
+    (tmp_path / "a.csv").write_text("1,0\n0,1\n")
+    np.savez(tmp_path / "x.npz", X=values)
+    for name, key, message in [("z.zarr", "foo", "a Zarr array holds no labels"),
+                               ("z.zarr", "y", "a Zarr array holds no labels"),
+                               ("a.npy", "y", "a .npy file holds no labels"),
+                               ("a.csv", "y", "a .csv file holds no labels"),
+                               ("x.npz", "y", "has no array 'y'")]:
+        with pytest.raises(ValueError, match=message):
+            load_input(tmp_path / name, y_key=key)
+    labels = tmp_path / "l.txt"
+    labels.write_text("0\n1\n1\n")
+    with pytest.raises(ValueError, match="--labels or with --y-key, not both"):
+        load_input(tmp_path / "x.npz", labels=labels, y_key="y")
+    # a benchmark name: the labels are read from its file in the data folder
+    np.savez(tmp_path / PAPER_DATASETS["usps"], X=values, y=np.zeros(3), gnd=np.arange(3))
+    np.testing.assert_array_equal(load_input("usps", y_key="gnd", data_dir=tmp_path).y,
+                                  [0, 1, 2])
+
+
 @pytest.mark.parametrize("zarr_format", [2, 3])
 def test_load_input_zarr_array_stays_lazy(tmp_path, zarr_format):
     path = tmp_path / "big.zarr"
