@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from .metrics import check_labels_present
 from .validation import check_int
 
 __all__ = ["Dataset", "load_array_file", "load_input", "read_labels", "is_zarr_array",
@@ -109,8 +111,9 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
       any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
       scalar entries go to ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
-    - ``.csv``: comma-separated numbers, no labels; a first row that is not numeric is taken
-      as a header and skipped.
+    - ``.csv``: comma-separated numbers, no labels, UTF-8 (a byte order mark is ignored). A
+      first row in which no field is a number is a header and skipped; a first row with some
+      numbers is data (so a missing or non-numeric value in it is an error, as in any row).
     - ``.mat``: variable ``X`` (dense or sparse) and optional ``y``; MATLAB up to v7 through
       scipy, v7.3 (HDF5) through h5py (the ``io`` extra).
 
@@ -167,7 +170,9 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
     labels : str or path-like, optional
         A labels file (:func:`read_labels`); replaces the labels of the data file.
     y_key : str, optional
-        The name of the labels inside a .npz or .mat file (default ``y``, used when present).
+        The name of the labels inside a .npz or .mat file (without it ``y``, used when
+        present). An error if the file has no such array, for the formats that hold no labels
+        (.npy, .csv, a Zarr array: give ``labels``), and together with ``labels``.
     data_dir : str or path-like, optional
         Folder of the benchmark files (default :func:`mkrk_dask.datasets.default_data_dir`).
 
@@ -181,20 +186,25 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
         If ``source`` is neither a file, a Zarr array nor a known dataset, or ``labels`` does
         not exist.
     ValueError
-        If a file cannot be read, ``y_key`` is missing, or the labels do not match the rows.
+        If a file cannot be read, ``y_key`` cannot be honoured, or the labels do not match
+        the rows.
     """
     # Imported here: datasets (benchmark lookup) reads its files through this module.
-    from .datasets import load_dataset
+    from .datasets import _resolve_path
 
+    if labels is not None and y_key is not None:
+        raise ValueError("give the labels with --labels or with --y-key, not both")
     path = Path(source).expanduser()
     if is_zarr_array(path):
         data = Dataset(path.stem, _open_zarr_array(path), None)
     else:
         if path.is_dir():
             raise ValueError(f"{path} is a directory but not a Zarr array")
-        data = load_dataset(source, data_dir)
-        if y_key is not None and y_key != "y":
-            data = replace(data, y=_labels_from_key(path, y_key))
+        # The file itself (a benchmark's, or one in the data folder): --y-key reads it again.
+        path, name = _resolve_path(source, data_dir)
+        data = load_array_file(path, name=name)
+    if y_key is not None and (y_key != "y" or data.y is None):
+        data = replace(data, y=_labels_from_key(path, y_key))
     if labels is not None:
         data = replace(data, y=read_labels(labels))
     if data.y is not None and data.y.shape[0] != data.n_samples:
@@ -205,14 +215,15 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
 def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
     """Read a labels file: ``.npy``, or text with one label per line (``.csv``: comma
     separated). Numeric text labels become numbers (int64 when all are integral); others
-    stay strings.
+    stay strings. A first text line that is not a number above numeric labels is a header
+    and skipped (``mkrk fit --out`` and ``mkrk predict --out`` write ``label``).
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If it cannot be read.
+        If it cannot be read or holds more than one column.
     """
     p = Path(path).expanduser()
     if not p.is_file():
@@ -224,15 +235,28 @@ def read_labels(path: str | os.PathLike[str]) -> np.ndarray:
             y = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, dtype=str, ndmin=1)
     except (*_READ_ERRORS, UnicodeDecodeError) as err:
         raise ValueError(f"cannot read labels from {p}: {' '.join(str(err).split())}") from None
-    y = np.asarray(y).ravel()
+    y = np.asarray(y)
+    if sum(size > 1 for size in y.shape) > 1:
+        raise ValueError(f"labels file {p} holds an array of shape {y.shape}; expected one "
+                         "label per line")
+    y = y.ravel()
     if y.dtype.kind in "US":
-        try:
-            y = y.astype(np.float64)
-            if np.all(y == np.round(y)):
-                y = y.astype(np.int64)
-        except ValueError:
-            pass  # text labels: kept as strings, the metrics compare them as they are
+        numbers = _as_numbers(y)
+        if numbers is None and p.suffix != ".npy" and y.size > 1:
+            numbers = _as_numbers(y[1:])  # numbers under a header line
+        if numbers is not None:
+            y = numbers.astype(np.int64) if np.all(numbers == np.round(numbers)) else numbers
+        # otherwise text labels: kept as strings, the metrics compare them as they are
+    check_labels_present(y, f"labels file {p}")
     return y
+
+
+def _as_numbers(text: np.ndarray) -> np.ndarray | None:
+    """Strings as float64, or None if one is not a number."""
+    try:
+        return text.astype(np.float64)
+    except ValueError:
+        return None
 
 
 def is_zarr_array(path: str | os.PathLike[str]) -> bool:
@@ -258,18 +282,25 @@ def _labels_from_key(path: Path, key: str) -> np.ndarray:
         with np.load(path, allow_pickle=False) as archive:
             if key not in archive.files:
                 raise ValueError(f"{path} has no array {key!r} (found {archive.files})")
-            return np.asarray(archive[key]).ravel()
-    if path.suffix == ".mat":
+            y = archive[key]
+    elif path.suffix == ".mat":
         if _is_hdf5(path):
             with _h5py().File(path, "r") as handle:
                 if key not in handle:
                     raise ValueError(f"{path} has no variable {key!r}")
-                return np.asarray(handle[key]).ravel()
-        contents = scipy.io.loadmat(path)
-        if key not in contents:
-            raise ValueError(f"{path} has no variable {key!r}")
-        return np.asarray(contents[key]).ravel()
-    raise ValueError(f"--y-key applies to .npz and .mat files, not {path.suffix or path.name}")
+                y = np.asarray(handle[key])
+        else:
+            contents = scipy.io.loadmat(path)
+            if key not in contents:
+                raise ValueError(f"{path} has no variable {key!r}")
+            y = contents[key]
+    else:
+        kind = "a Zarr array" if is_zarr_array(path) else f"a {path.suffix} file"
+        raise ValueError(f"--y-key applies to .npz and .mat files; {kind} holds no labels: "
+                         "give them with --labels FILE")
+    y = np.asarray(y).ravel()
+    check_labels_present(y, f"{key!r} of {path}")
+    return y
 
 
 # --------------------------------------------------------------------------- file readers
@@ -350,25 +381,36 @@ def _read_npy(path: Path) -> _RawData:
     return _RawData(X, None, None, {})
 
 
-def _is_numeric_row(line: str) -> bool:
+def _is_number(text: str) -> bool:
     try:
-        [float(field) for field in line.split(",")]
+        float(text)
     except ValueError:
         return False
     return True
 
 
+def _is_header(fields: list[str]) -> bool:
+    """A header names columns: no field is a number and some are not blank. A row with some
+    numbers (and a missing or non-numeric cell) is data, left to fail as such."""
+    return not any(_is_number(f) for f in fields) and any(f.strip() for f in fields)
+
+
 def _read_csv(path: Path) -> _RawData:
     try:
-        with open(path, encoding="utf-8") as handle:
-            first = handle.readline()
+        # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
+        with open(path, encoding="utf-8-sig") as handle:
+            if not _is_header(handle.readline().split(",")):
+                handle.seek(0)
+            with warnings.catch_warnings():
+                # An empty file is reported below, in one line, not as numpy's warning.
+                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+                X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64)
     except UnicodeDecodeError as err:
         raise _unreadable(path, ".csv (UTF-8 text)", err) from None
-    skip = 0 if _is_numeric_row(first) else 1
-    try:
-        X = np.loadtxt(path, delimiter=",", skiprows=skip, ndmin=2, dtype=np.float64)
     except ValueError as err:
         raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
+    if X.size == 0:
+        raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
     return _RawData(X, None, None, {})
 
 
@@ -449,8 +491,10 @@ def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int)
     if raw.view_names is not None and len(raw.view_names) != len(views):
         raise ValueError(f"{name}: {len(raw.view_names)} view names for {len(views)} views")
     y = None if raw.y is None else np.asarray(raw.y).ravel()
-    if y is not None and y.shape[0] != n_samples:
-        raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
+    if y is not None:
+        if y.shape[0] != n_samples:
+            raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
+        check_labels_present(y, f"y of {name}")
     extra = dict(raw.extra)
     if subset is not None:
         rows = _subset_rows(n_samples, subset, random_state)

@@ -13,12 +13,36 @@ from scipy.optimize import linear_sum_assignment
 from sklearn.metrics import normalized_mutual_info_score
 
 __all__ = [
+    "check_labels_present",
     "contingency_table",
     "clustering_accuracy",
     "normalized_mutual_info",
     "purity",
     "clustering_scores",
 ]
+
+
+def check_labels_present(y: np.ndarray, what: str) -> None:
+    """Raise a one-line ValueError naming ``what`` if a label is missing: NaN (or infinite) or
+    blank. numpy counts the NaNs as one more class, so they would change k and the scores.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        The labels.
+    what : str
+        Where they come from, for the message (``"y"``, a file name).
+    """
+    if y.dtype.kind == "f":
+        missing = ~np.isfinite(y)
+    elif y.dtype.kind in "US":
+        missing = np.char.str_len(np.char.strip(y)) == 0
+    else:
+        return
+    if missing.any():
+        rows = np.flatnonzero(missing)
+        raise ValueError(f"{what}: {rows.size} of {y.size} labels are missing (NaN, infinite or "
+                         f"blank), the first at index {rows[0]}; every sample needs a label")
 
 
 def _check_labels(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -30,6 +54,7 @@ def _check_labels(y_true: ArrayLike, y_pred: ArrayLike) -> tuple[np.ndarray, np.
             raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
         if arr.size == 0:
             raise ValueError(f"{name} is empty")
+        check_labels_present(arr, name)
         arrays.append(arr)
     if arrays[0].shape[0] != arrays[1].shape[0]:
         raise ValueError(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .assignment import repeated_assignments
-from .metrics import clustering_scores
+from .metrics import check_labels_present, clustering_scores
 from .solver import selected_kernels
 
 __all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores",
@@ -102,12 +102,13 @@ def lambda_search(
     if isinstance(estimator.kernels, str) and estimator.kernels == "auto":
         raise ValueError("lambda_search needs the kernels given ('paper' or a list): "
                          "kernels='auto' chooses a dictionary per fit; e.g. MKKMRK.paper(k)")
-    backend, n_samples = estimator._build(X)
     if y is not None:
         y = np.asarray(y).ravel()
-        if y.shape[0] != n_samples:
-            backend.close()
-            raise ValueError(f"y has {y.shape[0]} labels for {n_samples} samples")
+        check_labels_present(y, "y")  # here, not in the scores after the whole search
+    backend, n_samples = estimator._build(X)
+    if y is not None and y.shape[0] != n_samples:
+        backend.close()
+        raise ValueError(f"y has {y.shape[0]} labels for {n_samples} samples")
     results = []
     with backend:
         inputs = estimator._loop_inputs(backend)

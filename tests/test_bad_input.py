@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.io
+import zarr
 
 from mkrk_dask import MKKMRK, lambda_search
 from mkrk_dask.cli import main
@@ -95,6 +96,7 @@ def test_predict_on_missing_values_is_one_line() -> None:
     ([-1.0], {}, "lam must be >= 0"),
     ([1.0], {"y": np.zeros(40), "n_repeats": 0}, "n_repeats must be an integer >= 1"),
     ([1.0], {"y": np.zeros(10)}, "y has 10 labels for 40 samples"),
+    ([1.0], {"y": np.r_[np.nan, np.zeros(39)]}, "y: 1 of 40 labels are missing"),
 ])
 def test_lambda_search(lams: list, kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError) as caught:
@@ -119,6 +121,7 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     put("corrupt.mat", b"MATLAB 5.0" + os.urandom(300))
     put("binary.csv", b"\xff\xfe\x00\x81" * 20)
     put("text.csv", b"1,2,3\n4,five,6\n")
+    put("empty.csv", b"")
     put("data.txt", b"1 2 3\n")
     good73 = write_mat73(tmp_path / "good73.mat", X=X, y=np.arange(40) % 2)
     put("truncated73.mat", good73.read_bytes()[:1500])
@@ -130,6 +133,8 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     files["views.npz"] = tmp_path / "views.npz"
     np.savez(tmp_path / "labels.npz", X=X, y=np.zeros(40))
     files["labels.npz"] = tmp_path / "labels.npz"
+    np.savez(tmp_path / "nan_labels.npz", X=X, y=np.r_[0.0, 1.0, np.nan, np.ones(37)])
+    files["nan_labels.npz"] = tmp_path / "nan_labels.npz"
     scipy.io.savemat(tmp_path / "noX.mat", {"A": X})
     files["noX.mat"] = tmp_path / "noX.mat"
     (tmp_path / "short_labels.csv").write_text("0\n1\n")
@@ -144,6 +149,7 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     ("truncated73.mat", "not a readable MATLAB v7.3 (HDF5) file"),
     ("binary.csv", "not a readable .csv"),
     ("text.csv", "expected comma-separated numbers"),
+    ("empty.csv", "no data rows"),
     ("data.txt", "unknown extension '.txt'"),
     ("two.npz", "expected an array 'X'"),
     ("cube.npz", "non-empty 2-D array"),
@@ -190,6 +196,8 @@ def _entries(root: Path) -> set[Path]:
     (["fit", "{digits}", "--max-iter", "0"], "max_iter must be a positive integer"),
     (["fit", "{nan.npy}", "-k", "2"], "NaN"),
     (["fit", "{digits}", "--labels", "{short_labels.csv}"], "2 labels for 150 samples"),
+    (["fit", "{nan_labels.npz}"], "y of nan_labels: 1 of 40 labels are missing"),
+    (["fit", "{x.zarr}", "--y-key", "foo", "-k", "3"], "a Zarr array holds no labels"),
     (["fit", "{digits}", "--out", "{a_file}"], "is a file"),
     (["fit", "{digits}", "--tls-ca", "{a_file}"], "--tls-ca, --tls-cert and --tls-key"),
     (["fit", "{digits}", "--solver", "blockwise", "--storage-option", "novalue"],
@@ -212,10 +220,11 @@ def test_cli_in_process(argv: list[str], message: str, bad_files: dict[str, Path
     (tmp_path / "a_file").write_text("not json")
     (tmp_path / "evil.joblib").write_bytes(b"\x80\x04K\x01.")
     (tmp_path / "bad.toml").write_text("not = [toml")
+    zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, dtype="f8")[:] = X
     names = {**{k: str(v) for k, v in bad_files.items()}, "digits": str(digits_npz),
              "nan.npy": str(tmp_path / "nan.npy"), "a_file": str(tmp_path / "a_file"),
              "evil.joblib": str(tmp_path / "evil.joblib"),
-             "bad.toml": str(tmp_path / "bad.toml")}
+             "bad.toml": str(tmp_path / "bad.toml"), "x.zarr": str(tmp_path / "x.zarr")}
     argv = [names[a[1:-1]] if a.startswith("{") and a.endswith("}") else a for a in argv]
     out = tmp_path / "out"
     if argv[0] in ("fit", "reproduce") and "--out" not in argv:
@@ -241,14 +250,18 @@ def _mkrk(*argv: str, timeout: float = 120) -> tuple[subprocess.CompletedProcess
     return proc, time.perf_counter() - start
 
 
-def test_corrupt_npz_and_huge_lambda_in_a_real_process(bad_files: dict[str, Path],
-                                                       digits_npz: Path) -> None:
+def test_one_line_errors_in_a_real_process(bad_files: dict[str, Path],
+                                           digits_npz: Path) -> None:
     proc, _ = _mkrk("fit", str(bad_files["corrupt.npz"]))
     assert proc.returncode == 2 and "BadZipFile" not in proc.stderr
     assert proc.stderr.strip().splitlines()[-1].startswith("mkrk fit: error: ")
     proc, _ = _mkrk("fit", str(digits_npz), "--lam", "2^5000")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "too large" in proc.stderr
+    # An empty .csv: numpy's two-line warning came before the error.
+    proc, _ = _mkrk("fit", str(bad_files["empty.csv"]), "-k", "3")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "no data rows" in proc.stderr
 
 
 class _Silent:

@@ -119,10 +119,12 @@ def test_build_then_fit_reuses_store_and_nystrom_predict(digits_npz: Path, tmp_p
     predicted = np.loadtxt(labels, skiprows=1, dtype=int)
     np.testing.assert_array_equal(predicted, fitted)  # predict on the training data
     assert capsys.readouterr().out.startswith("ACC")  # with --out, the scores on stdout
-    # Without --out the labels go to stdout, one per line, and the scores to stderr.
-    assert main(["predict", str(out), str(digits_npz), *trust]) == 0
+    # Without --out the labels go to stdout, one per line, and the scores to stderr; the
+    # labels file predict wrote (a header line, then the labels) serves as --labels.
+    assert main(["predict", str(out), str(digits_npz), *trust, "--labels", str(labels)]) == 0
     printed = capsys.readouterr()
     np.testing.assert_array_equal(np.array(printed.out.split(), dtype=int), fitted)
+    assert "ACC 100.00" in printed.err
     assert "ACC" in printed.err and "predicted 150 samples" in printed.err
     # An exact model predicts where the library extends it out of sample; otherwise a
     # one-line user error.

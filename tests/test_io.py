@@ -3,6 +3,7 @@ read into one Dataset (real files in tmp_path)."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -85,6 +86,36 @@ def test_csv_non_numeric_body(tmp_path):
         load_array_file(path)
 
 
+@pytest.mark.parametrize("content, rows", [
+    (b"\xef\xbb\xbf1,2,3\n4,5,6\n", 2),  # Excel's "CSV UTF-8": a byte order mark, no header
+    (b"\xef\xbb\xbfa,b,c\n1,2,3\n", 1),
+    (b",a,b\n1,2,3\n", 1),  # a header with a blank name (a pandas index column)
+])
+def test_csv_header_only_when_no_field_is_a_number(tmp_path, content, rows):
+    path = tmp_path / "table.csv"
+    path.write_bytes(content)
+    assert load_array_file(path).X.shape == (rows, 3)
+
+
+@pytest.mark.parametrize("first", ["5.1,,1.4", "5.1,x,1.4", ",,"])
+def test_csv_first_row_with_a_missing_or_bad_value_is_data(tmp_path, first):
+    # Such a row was taken for a header and dropped: 1 row loaded of 2, without a word.
+    path = tmp_path / "table.csv"
+    path.write_text(first + "\n4.9,3.0,1.4\n")
+    with pytest.raises(ValueError, match="expected comma-separated numbers .* at row 0"):
+        load_array_file(path)
+
+
+@pytest.mark.parametrize("content", ["", "a,b,c\n", "\n\n"])
+def test_csv_without_data_is_one_error_and_no_warning(tmp_path, content):
+    path = tmp_path / "empty.csv"
+    path.write_text(content)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warned "input contained no data" first
+        with pytest.raises(ValueError, match="empty.csv: no data rows"):
+            load_array_file(path)
+
+
 def test_mat_dense_with_row_labels(tmp_path):
     path = tmp_path / "dense.mat"
     scipy.io.savemat(path, {"X": np.eye(3), "y": np.array([[1.0, 2.0, 2.0]])})
@@ -148,6 +179,10 @@ def test_subset_of_a_user_file(tmp_path):
     (".txt", "1\n2\n2\n", np.array([1, 2, 2])),
     (".csv", "0.5\n1.5\n", np.array([0.5, 1.5])),
     (".txt", "cat\ndog\n", np.array(["cat", "dog"])),
+    # a header line above numeric labels (mkrk writes "label") is no label
+    (".csv", "label\n2\n0\n2\n", np.array([2, 0, 2])),
+    (".txt", "class\n0.5\n1\n", np.array([0.5, 1.0])),
+    (".txt", "1\nlabel\n2\n", np.array(["1", "label", "2"])),  # only a first line
 ])
 def test_read_labels_text(tmp_path, suffix, text, expected):
     path = tmp_path / f"labels{suffix}"
@@ -155,6 +190,33 @@ def test_read_labels_text(tmp_path, suffix, text, expected):
     y = read_labels(path)
     np.testing.assert_array_equal(y, expected)
     assert y.dtype.kind == expected.dtype.kind
+
+
+@pytest.mark.parametrize("name, write", [
+    ("two.csv", lambda p: p.write_text("id,label\n0,1\n1,0\n")),
+    ("two.npy", lambda p: np.save(p, np.zeros((3, 2)))),
+])
+def test_read_labels_one_column_only(tmp_path, name, write):
+    write(tmp_path / name)
+    with pytest.raises(ValueError, match=r"shape \(\d, 2\); expected one label per line"):
+        read_labels(tmp_path / name)
+
+
+def test_missing_labels_are_an_error_in_every_reader(tmp_path):
+    # A NaN label was one more class: k = 4 for iris's 3.
+    path = tmp_path / "d.npz"
+    np.savez(path, X=np.ones((4, 2)), y=np.array([0, np.nan, 1, 1]),
+             truth=np.array(["a", "b", "", "a"]))
+    with pytest.raises(ValueError, match="y of d: 1 of 4 labels are missing .* index 1"):
+        load_array_file(path)
+    good = tmp_path / "good.npz"
+    np.savez(good, X=np.ones((4, 2)), truth=np.array(["a", "b", "", "a"]))
+    with pytest.raises(ValueError, match="'truth' of .*good.npz: 1 of 4 .* index 2"):
+        load_input(good, y_key="truth")
+    labels = tmp_path / "l.csv"
+    labels.write_text("label\n0\nnan\n1\n1\n")
+    with pytest.raises(ValueError, match="labels file .*l.csv: 1 of 4 .* index 1"):
+        read_labels(labels)
 
 
 def test_read_labels_npy_and_missing(tmp_path):
@@ -194,6 +256,30 @@ def test_load_input_y_key_in_mat_and_wrong_format(tmp_path):
     np.save(npy, np.eye(3))
     with pytest.raises(ValueError, match="--y-key applies to .npz and .mat"):
         load_input(npy, y_key="gnd")
+
+
+def test_y_key_is_honoured_or_an_error_never_ignored(tmp_path):
+    # --y-key was ignored without a word for a Zarr array, and as "y" for every format.
+    values = np.eye(3)
+    zarr.create_array(str(tmp_path / "z.zarr"), shape=(3, 3), dtype="f8")[:] = values
+    np.save(tmp_path / "a.npy", values)
+    (tmp_path / "a.csv").write_text("1,0\n0,1\n")
+    np.savez(tmp_path / "x.npz", X=values)
+    for name, key, message in [("z.zarr", "foo", "a Zarr array holds no labels"),
+                               ("z.zarr", "y", "a Zarr array holds no labels"),
+                               ("a.npy", "y", "a .npy file holds no labels"),
+                               ("a.csv", "y", "a .csv file holds no labels"),
+                               ("x.npz", "y", "has no array 'y'")]:
+        with pytest.raises(ValueError, match=message):
+            load_input(tmp_path / name, y_key=key)
+    labels = tmp_path / "l.txt"
+    labels.write_text("0\n1\n1\n")
+    with pytest.raises(ValueError, match="--labels or with --y-key, not both"):
+        load_input(tmp_path / "x.npz", labels=labels, y_key="y")
+    # a benchmark name: the labels are read from its file in the data folder
+    np.savez(tmp_path / PAPER_DATASETS["usps"], X=values, y=np.zeros(3), gnd=np.arange(3))
+    np.testing.assert_array_equal(load_input("usps", y_key="gnd", data_dir=tmp_path).y,
+                                  [0, 1, 2])
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])

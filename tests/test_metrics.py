@@ -138,6 +138,9 @@ def test_scores_dict_keys_and_range():
         ([], [], "empty"),
         ([[0, 1], [1, 0]], [0, 1], "1-D"),
         ([0, 1], [[0], [1]], "1-D"),
+        # a NaN or blank label was one more class
+        ([0.0, np.nan, 1.0], [0, 1, 1], "y_true: 1 of 3 labels are missing"),
+        (["a", " ", "b"], [0, 1, 1], "the first at index 1"),
     ],
 )
 def test_invalid_inputs(func, y_true, y_pred, message):

@@ -14,7 +14,7 @@ from sklearn.datasets import load_digits
 import mkrk_dask
 from mkrk_dask import MKKMRK, lambda_search
 from mkrk_dask.cli import models
-from mkrk_dask.io import Dataset
+from mkrk_dask.io import Dataset, read_labels
 from mkrk_dask.plotting import make_figures
 from mkrk_dask.results import (
     dataset_entries,
@@ -104,6 +104,8 @@ def test_write_labels_npy_and_csv(tmp_path: Path) -> None:
     np.testing.assert_array_equal(np.load(write_labels(tmp_path / "l.npy", labels)), labels)
     text = write_labels(tmp_path / "out" / "l.csv", labels).read_text().splitlines()
     assert text == ["label", "2", "0", "1"]
+    # and --labels reads them back: the header line was read as a fourth label
+    np.testing.assert_array_equal(read_labels(tmp_path / "out" / "l.csv"), labels)
 
 
 # --------------------------------------------------------------------------- a fit
@@ -127,6 +129,7 @@ def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: P
     np.testing.assert_allclose(np.array([row[1:] for row in rows[1:]], dtype=float),
                                fitted.representation_)
     np.testing.assert_array_equal(np.load(out / "labels.npy"), fitted.labels_)
+    np.testing.assert_array_equal(read_labels(out / "labels.csv"), fitted.labels_)
     weights_csv = (out / "weights.csv").read_text().splitlines()
     assert weights_csv[0] == "kernel,weight" and len(weights_csv) == 1 + len(fitted.weights_)
     objective = np.loadtxt(out / "objective.csv", delimiter=",", skiprows=1)

@@ -155,7 +155,9 @@ def _add_data(p: argparse.ArgumentParser, labels: bool = True) -> None:
         p.add_argument("--labels", metavar="FILE", default=None,
                        help="true labels (.npy, .csv or .txt) for the metrics")
         p.add_argument("--y-key", default=None, metavar="NAME",
-                       help="name of the labels inside a .npz/.mat file (default: y, if any)")
+                       help="name of the labels inside a .npz/.mat file (default: y, if "
+                            "any); an error if it is absent, with --labels, and for .npy, .csv "
+                            "and Zarr inputs, which hold no labels")
 
 
 def _add_out(p: argparse.ArgumentParser, what: str, default: str | None = None,
