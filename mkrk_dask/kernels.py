@@ -270,6 +270,7 @@ def kernel_blocks(
     normalize: bool = True,
     dtype: Any = np.float64,
     out: np.ndarray | None = None,
+    columns: Sequence[int] | None = None,
 ) -> np.ndarray:
     """Evaluate several kernels of one view on a block of rows.
 
@@ -289,10 +290,24 @@ def kernel_blocks(
         Filled instead of a new array (its dtype replaces ``dtype``): a caller that keeps
         the blocks in a larger array spares a second copy of them (see
         :func:`fill_kernel_blocks`).
+    columns : sequence of int, optional
+        Per kernel, how many leading columns of its block it needs (the Nystrom factors of a
+        smooth kernel use a prefix of the view's landmarks). Those are evaluated (more where a
+        narrower Gaussian is derived from the kernel, see Notes); the rest of its block is
+        left as it was. Default: all.
 
     Returns
     -------
     ndarray of shape (len(specs), na, nb)
+
+    Notes
+    -----
+    A Gaussian whose squared width is ``2^-j`` times that of the next wider one of its
+    family in ``specs`` (``1 <= j <= 4``; the default widths 0.5, 1 and 2 x the median are
+    such a chain) is that kernel's block squared ``j`` times, ``exp(-x)^(2^j)``: a
+    multiplication costs a small fraction of an exponential. The relative error grows by
+    ``2^j`` per link (a few units of round-off for the default chain; the evaluation alone
+    agrees to about 1e-15).
     """
     sq_a = row_sq_norms(Xa) if sq_norms_a is None else sq_norms_a
     sq_b = row_sq_norms(Xb) if sq_norms_b is None else sq_norms_b
@@ -302,28 +317,45 @@ def kernel_blocks(
         out = np.empty(shape, dtype=dtype)
     elif out.shape != shape:
         raise ValueError(f"out has shape {out.shape}, the blocks {shape}")
+    widths = [shape[2]] * len(specs) if columns is None else [int(c) for c in columns]
+    if len(widths) != len(specs) or not all(0 < c <= shape[2] for c in widths):
+        raise ValueError(f"columns must give 1..{shape[2]} columns for each of the "
+                         f"{len(specs)} kernels, got {columns!r}")
+    # The Gaussians of a family run from wide to narrow: a narrower one whose squared width
+    # is the wider one's over 2^j is its block squared j times (see Notes).
+    order, source, needed = _evaluation_plan(specs, widths)
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),
-    # so every avoided temporary is a pass over memory saved.
-    work = None if out.dtype == np.float64 else np.empty(inner.shape)
+    # so every avoided temporary is a pass over memory saved. Outputs of another dtype are
+    # computed in a float64 buffer per family (a chain is squared in place in its own).
+    buffers = None if out.dtype == np.float64 else {}
     sq_dist = chord = None
-    families = [spec.family for spec in specs]
+    families = [specs[p].family for p in order]
 
-    def reuse_inner(p: int, other: str, other_made: bool) -> np.ndarray | None:
+    def reuse_inner(i: int, other: str, other_made: bool) -> np.ndarray | None:
         # The (new) inner products become a derived block in place, instead of a fresh
         # block's page faults, once no later kernel reads them or the other derived block.
-        later = families[p + 1:]
+        later = families[i + 1:]
         free = ("linear" not in later and "polynomial" not in later
                 and (other_made or other not in later))
         return inner if free else None
 
-    for p, spec in enumerate(specs):
+    for i, p in enumerate(order):
+        spec = specs[p]
         if not spec.is_resolved:
             raise ValueError(f"kernel {spec.name} needs resolve_kernels() before evaluation")
-        block = out[p] if work is None else work
-        if spec.family == "linear":
-            np.copyto(block, inner)
+        cols = needed[p]
+        full = out[p] if buffers is None else buffers.setdefault(spec.family,
+                                                                 np.empty(inner.shape))
+        block = full[:, :cols]
+        if source[p] is not None:
+            q, squarings = source[p]
+            np.square((out[q] if buffers is None else full)[:, :cols], out=block)
+            for _ in range(squarings - 1):
+                np.square(block, out=block)
+        elif spec.family == "linear":
+            np.copyto(block, inner[:, :cols])
         elif spec.family == "polynomial":
-            np.add(inner, spec.a, out=block)
+            np.add(inner[:, :cols], spec.a, out=block)
             _integer_power(block, int(spec.b), out=block)
         elif spec.family == "angular":
             if chord is None:
@@ -331,22 +363,22 @@ def kernel_blocks(
                 _check_positive_diagonal(spec, sq_a)
                 _check_positive_diagonal(spec, sq_b)
                 chord = np.divide(inner, np.sqrt(sq_a)[:, None],
-                                  out=reuse_inner(p, "gaussian", sq_dist is not None))
+                                  out=reuse_inner(i, "gaussian", sq_dist is not None))
                 chord /= np.sqrt(sq_b)[None, :]
                 np.multiply(chord, -2.0, out=chord)
                 chord += 2.0
                 np.maximum(chord, 0.0, out=chord)
-            np.multiply(chord, -0.5 / spec.sigma**2, out=block)
+            np.multiply(chord[:, :cols], -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
         else:
             if sq_dist is None:
                 sq_dist = np.multiply(inner, -2.0,
-                                      out=reuse_inner(p, "angular", chord is not None))
+                                      out=reuse_inner(i, "angular", chord is not None))
                 sq_dist += sq_a[:, None]
                 sq_dist += sq_b[None, :]
                 # Round-off can make a distance slightly negative; it is a distance, clip it.
                 np.maximum(sq_dist, 0.0, out=sq_dist)
-            np.multiply(sq_dist, -0.5 / spec.sigma**2, out=block)
+            np.multiply(sq_dist[:, :cols], -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
         if normalize and spec.family not in _WIDTHED:
             diag_a = kernel_diagonal(spec, sq_a)
@@ -354,10 +386,39 @@ def kernel_blocks(
             _check_positive_diagonal(spec, diag_a)
             _check_positive_diagonal(spec, diag_b)
             block /= np.sqrt(diag_a)[:, None]
-            block /= np.sqrt(diag_b)[None, :]
-        if work is not None:
-            out[p] = work
+            block /= np.sqrt(diag_b)[None, :cols]
+        if buffers is not None:
+            out[p, :, :cols] = block
     return out
+
+
+#: most squarings that derive a narrower Gaussian from a wider one (a width ratio of 4)
+_MAX_SQUARINGS = 4
+
+
+def _evaluation_plan(specs: Sequence[KernelSpec], widths: list[int]
+                     ) -> tuple[list[int], list[tuple[int, int] | None], list[int]]:
+    """``(order, source, needed)`` of :func:`kernel_blocks`: the kernels without a width
+    first (they read the inner products), then each Gaussian family from its widest kernel
+    to its narrowest; ``source[p] = (q, j)`` when kernel p is kernel q's block squared j
+    times (``sigma_q^2 = 2^j sigma_p^2``, q evaluated just before p); ``needed[p]``: the
+    columns to evaluate, enough for p and every kernel derived from it."""
+    plain = [p for p, spec in enumerate(specs) if spec.family not in _WIDTHED]
+    order, source, needed = list(plain), [None] * len(specs), list(widths)
+    for family in _WIDTHED:
+        chain = sorted((p for p, spec in enumerate(specs) if spec.family == family),
+                       key=lambda p: -float(specs[p].sigma))
+        for wide, narrow in zip(chain, chain[1:], strict=False):
+            ratio = (float(specs[wide].sigma) / float(specs[narrow].sigma)) ** 2
+            steps = round(math.log2(ratio)) if ratio > 1 else 0
+            if 1 <= steps <= _MAX_SQUARINGS and math.isclose(ratio, 2.0**steps, rel_tol=1e-12):
+                source[narrow] = (wide, steps)
+        for p in reversed(chain):  # narrow to wide: a source evaluates what its users read
+            if source[p] is not None:
+                q = source[p][0]
+                needed[q] = max(needed[q], needed[p])
+        order += chain
+    return order, source, needed
 
 
 def fill_kernel_blocks(out: np.ndarray, idx: Sequence[int], specs: Sequence[KernelSpec],

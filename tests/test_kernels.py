@@ -151,3 +151,45 @@ def test_tiled_symmetrize_is_the_whole_matrix_formula(n, dtype):
     for K in reference:
         np.fill_diagonal(K, 1.0)
     np.testing.assert_array_equal(symmetrize(A, unit_diagonal=True), reference)
+
+
+@pytest.mark.parametrize("order", [[0.5, 1.0, 2.0], [2.0, 0.5, 1.0], [1.0, 2.0 ** 0.5, 4.0]])
+@pytest.mark.parametrize("family", ["gaussian", "angular"])
+def test_gaussians_whose_widths_double_are_squares_of_the_wider(X, family, order):
+    """A Gaussian at half (or 1/sqrt 2) the width of another is that kernel squared twice
+    (once): within a few units of round-off of its own exponential, whatever the order;
+    widths 3 and 7 apart share nothing (the exponential alone, to the bit)."""
+    X = np.abs(X) + 0.1  # angular kernels need non-zero rows
+    specs = resolve_kernels([KernelSpec(family, m=m) for m in order] + [KernelSpec(family, m=3.0),
+                            KernelSpec("linear")], [1.0], median_scales([X], [KernelSpec(
+                                family, m=1.0)]))
+    together = kernel_blocks(specs, X, X[:9])
+    for p, spec in enumerate(specs):
+        alone = kernel_blocks([spec], X, X[:9])[0]
+        np.testing.assert_allclose(together[p], alone, rtol=5e-15, atol=0)
+        if spec.family == "linear" or spec.m == 3.0:
+            np.testing.assert_array_equal(together[p], alone)
+    # The chain is what is used: the narrowest is not its own exponential.
+    narrow = int(np.argmin([s.sigma if s.family == family else np.inf for s in specs]))
+    assert not np.array_equal(together[narrow], kernel_blocks([specs[narrow]], X, X[:9])[0])
+    # float32 output: the same kernels rounded once.
+    np.testing.assert_array_equal(kernel_blocks(specs, X, X[:9], dtype=np.float32),
+                                  together.astype(np.float32))
+
+
+def test_columns_evaluate_a_prefix_of_each_block(X):
+    """columns: only the leading columns asked for (more where a narrower Gaussian reads
+    them) are evaluated, equal to the full evaluation; the rest are left as they were."""
+    specs = resolve_kernels([KernelSpec("linear"), KernelSpec("gaussian", m=2.0),
+                             KernelSpec("gaussian", m=1.0), KernelSpec("polynomial", a=1, b=2)],
+                            [1.0], median_scales([X], [KernelSpec("gaussian", m=1.0)]))
+    full = kernel_blocks(specs, X, X)
+    for dtype in (np.float64, np.float32):
+        out = np.full((4, 40, 40), np.nan, dtype=dtype)
+        kernel_blocks(specs, X, X, columns=[3, 5, 30, 40], out=out)
+        for p, cols in enumerate([3, 30, 30, 40]):  # the wide Gaussian serves the narrow one
+            np.testing.assert_array_equal(out[p][:, :cols], full[p][:, :cols].astype(dtype))
+            assert np.isnan(out[p][:, cols:]).all()
+    for bad in ([1, 2, 3], [0, 1, 1, 1], [41, 1, 1, 1]):
+        with pytest.raises(ValueError, match="columns must give 1..40 columns"):
+            kernel_blocks(specs, X, X, columns=bad)

@@ -10,7 +10,11 @@ import pytest
 import zarr
 
 from mkrk_dask import MKKMRK
-from mkrk_dask.backends.options import AUTO_MAX_COMPONENTS, NystromOptions
+from mkrk_dask.backends.options import (
+    AUTO_LANDMARK_OVERSAMPLING,
+    AUTO_MAX_COMPONENTS,
+    NystromOptions,
+)
 from mkrk_dask.landmarks import allocate_ranks
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.synthetic import make_multiview_blobs
@@ -162,3 +166,67 @@ def test_auto_stores_the_factors_of_wide_data(client, tmp_path):
     assert narrow.nystrom_model_.info["factors_storage"].startswith("not stored: computing")
     assert normalized_mutual_info(narrow.labels_, wide.labels_) > 0.95
     assert normalized_mutual_info(y, wide.labels_) > 0.9
+
+
+def test_landmark_oversampling_option():
+    options = NystromOptions(exact_dissimilarity_max_n=1000)
+    assert options.resolved_landmark_oversampling(1000) is None
+    assert options.resolved_landmark_oversampling(1001) == AUTO_LANDMARK_OVERSAMPLING
+    assert NystromOptions(landmark_oversampling=None).resolved_landmark_oversampling(10**9) is None
+    assert NystromOptions(landmark_oversampling=3).resolved_landmark_oversampling(10) == 3.0
+    for bad in (0.5, True, "all", -2):
+        with pytest.raises(ValueError, match="landmark_oversampling must be 'auto', None or a "
+                                             "number >= 1"):
+            NystromOptions(landmark_oversampling=bad)
+
+
+def test_a_smooth_kernel_uses_a_prefix_of_the_landmarks(blobs):
+    """With oversampling s, a kernel that keeps r < n_landmarks / s components uses the first
+    ceil(s r) landmarks, and its factor is the Nystrom approximation from those alone (against
+    the textbook formula K(X, L) W^+ K(L, X) truncated to its top r eigenvectors); the rough
+    kernel keeps all of them; the ranks stay (within the floor's reach)."""
+    from mkrk_dask.backends.nystrom.build import _build_model
+    from mkrk_dask.kernels import KernelSpec, kernel_blocks, resolve_kernels
+    from mkrk_dask.scales import median_scales
+
+    views, _ = blobs
+    specs = [KernelSpec("gaussian", m=m, view=v) for v in (0, 1) for m in (16.0, 0.25)]
+    specs = resolve_kernels(specs, [0.0, 0.0], median_scales(views, specs))
+    args = (views, specs, True, [150] * 4, "kmeans++", 0, 1e-10, 0.0, np.dtype(np.float64))
+    whole, _ = _build_model(*args)
+    prefixed, _ = _build_model(*args, None, 2.0)
+    # at most the rank it had: the smaller block may hold fewer eigenvalues above the floor
+    assert np.all(prefixed.ranks <= whole.ranks) and np.all(prefixed.ranks >= whole.ranks - 2)
+    counts = prefixed.kernel_landmarks
+    for p, rank in enumerate(whole.ranks):
+        assert counts[p] == min(150, int(np.ceil(2.0 * rank)))
+    assert counts[0] < 150 and counts[1] == 150  # the wide Gaussian is smooth, the narrow not
+    F = prefixed.factors(views)
+    offsets = prefixed.offsets
+    for p, spec in enumerate(specs):
+        X, L = views[spec.view], prefixed.landmarks[spec.view][:counts[p]]
+        C, W = kernel_blocks([spec], X, L)[0], kernel_blocks([spec], L, L)[0]
+        values, vectors = np.linalg.eigh(W)
+        top = np.argsort(values)[::-1][:int(prefixed.ranks[p])]
+        ref = C @ (vectors[:, top] / np.sqrt(values[top]))
+        Fp = F[:, offsets[p]:offsets[p + 1]]
+        np.testing.assert_allclose(Fp @ Fp.T, ref @ ref.T, atol=1e-8)
+    # the prefix evaluates fewer kernel entries, and the whole model is what None gives
+    np.testing.assert_array_equal(whole.factors(views), _build_model(*args, None, None)[0]
+                                  .factors(views))
+
+
+def test_auto_oversampling_above_the_local_part_keeps_the_clustering(client, blobs):
+    """landmark_oversampling="auto" prefixes the smooth kernels' landmarks only above
+    exact_dissimilarity_max_n (here 0: always); the weights and labels stay those of all
+    landmarks, and summary() says which kernels use a prefix."""
+    views, y = blobs
+    auto = MKKMRK(4, **_params(client)).fit(views)
+    every = MKKMRK(4, **_params(client, landmark_oversampling=None)).fit(views)
+    counts = auto.nystrom_model_.kernel_landmarks
+    assert min(counts) < 80 and every.nystrom_model_.kernel_landmarks == [80, 80, 80]
+    assert np.abs(auto.weights_ - every.weights_).max() < 0.02
+    assert normalized_mutual_info(auto.labels_, every.labels_) > 0.95
+    assert "landmarks)" in auto.summary() and "landmarks)" not in every.summary()
+    below = MKKMRK(4, **_params(client, exact_dissimilarity_max_n=10**6)).fit(views)
+    assert below.nystrom_model_.kernel_landmarks == [80, 80, 80]

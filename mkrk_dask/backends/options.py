@@ -26,6 +26,8 @@ STORE_DTYPES = ("float64", "float32")
 #: NystromOptions(max_components="auto")'s limit on the factors' total rank above
 #: exact_dissimilarity_max_n
 AUTO_MAX_COMPONENTS = 2048
+#: NystromOptions(landmark_oversampling="auto")'s factor above exact_dissimilarity_max_n
+AUTO_LANDMARK_OVERSAMPLING = 2.0
 #: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
 DTYPE_CHOICES = ("auto", *STORE_DTYPES)
 
@@ -157,6 +159,13 @@ class NystromOptions(_StoreOptions):
         ``exact_dissimilarity_max_n`` (where that pass is the fit's cost), none below (where
         the exact C and the local part cost more, and need the factors' full accuracy).
         None: no limit.
+    landmark_oversampling : float, "auto" or None
+        A kernel that keeps ``r`` components uses only the first ``ceil(oversampling * r)``
+        landmarks of its view (k-means++ order: a prefix covers the data), its transform
+        computed again from that prefix, so a smooth kernel's factor costs ``2 r^2
+        oversampling`` flops per row instead of ``2 r n_landmarks``. ``"auto"``:
+        :data:`AUTO_LANDMARK_OVERSAMPLING` above ``exact_dissimilarity_max_n`` (with
+        ``max_components``), none below. None: every kernel uses all its landmarks.
     store_factors : bool or "auto"
         Write the factors to the store (``n R`` entries), to be read back by the final pass;
         False computes them again there from the data instead, so the store holds only the
@@ -184,6 +193,7 @@ class NystromOptions(_StoreOptions):
     rel_floor: float = DEFAULT_REL_FLOOR
     rank_tol: float = DEFAULT_RANK_TOL
     max_components: Any = "auto"
+    landmark_oversampling: Any = "auto"
     store_factors: Any = "auto"
     exact_distance_max_n: int = 100_000
     blas_threads: int | None = None
@@ -214,6 +224,12 @@ class NystromOptions(_StoreOptions):
                     or self.max_components < 1)):
             raise ValueError("max_components must be 'auto', None or an integer >= 1, got "
                              f"{self.max_components!r}")
+        if not (self.landmark_oversampling in ("auto", None) or (
+                isinstance(self.landmark_oversampling, numbers.Real)
+                and not isinstance(self.landmark_oversampling, bool)
+                and self.landmark_oversampling >= 1)):
+            raise ValueError("landmark_oversampling must be 'auto', None or a number >= 1, got "
+                             f"{self.landmark_oversampling!r}")
         if not (isinstance(self.store_factors, bool) or self.store_factors == "auto"):
             raise ValueError("store_factors must be 'auto', True or False, got "
                              f"{self.store_factors!r}")
@@ -228,6 +244,14 @@ class NystromOptions(_StoreOptions):
         if self.max_components == "auto":
             return AUTO_MAX_COMPONENTS if n > self.exact_dissimilarity_max_n else None
         return self.max_components
+
+    def resolved_landmark_oversampling(self, n: int) -> float | None:
+        """The landmark oversampling for ``n`` rows (``"auto"`` resolved)."""
+        if self.landmark_oversampling == "auto":
+            return (AUTO_LANDMARK_OVERSAMPLING if n > self.exact_dissimilarity_max_n
+                    else None)
+        return None if self.landmark_oversampling is None else float(
+            self.landmark_oversampling)
 
     def factors_storage(self, n: int) -> bool | None:
         """Whether the factors of ``n`` rows are stored: True or False, or None where

@@ -595,8 +595,9 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 lines.append(
                     f"Nystrom components: R = {int(np.sum(self.nystrom_ranks_))}"
                     + ("" if limit is None else f" (max_components = {limit})") + ": "
-                    + ", ".join(f"{name} {rank}" for name, rank in
-                                zip(self.kernel_names_, self.nystrom_ranks_, strict=True)))
+                    + ", ".join(f"{name} {rank}{_landmark_note(self, p)}" for p, (name, rank)
+                                in enumerate(zip(self.kernel_names_, self.nystrom_ranks_,
+                                                 strict=True))))
                 if storage is not None:
                     lines.append(f"Nystrom factors: {storage}")
             flagged = [f"{name} ({miss:.0%})" for name, miss in
@@ -624,3 +625,14 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             lines.append(f"kernels: the {self.dictionary_} dictionary kept; "
                          f"{self.dictionary_reason_} (within-cluster shares: {scores})")
         return lines
+
+
+def _landmark_note(estimator: Any, p: int) -> str:
+    """`` (of the first c landmarks)`` where kernel p's factor uses a prefix of its view's
+    landmarks (``landmark_oversampling``), else nothing."""
+    model = getattr(estimator, "nystrom_model_", None)
+    if model is None:
+        return ""
+    count = model.kernel_landmarks[p]
+    available = model.landmarks[model.specs[p].view].shape[0]
+    return f" (first {count} landmarks)" if count < available else ""

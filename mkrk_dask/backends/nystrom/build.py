@@ -13,6 +13,7 @@ A complete store built from the same data and settings is reopened instead (no p
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 import time
@@ -150,6 +151,9 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             "exact_distance_max_n": int(options.exact_distance_max_n),
             "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
             "local_threshold": float(options.local_threshold)}
+        if options.resolved_landmark_oversampling(n) is not None:
+            # only where it applies: stores built before the option still match without it
+            expected["landmark_oversampling"] = options.resolved_landmark_oversampling(n)
         temporary = location is None
         if temporary:
             temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
@@ -293,13 +297,15 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,
                                            options.rank_tol, dtype,
-                                           options.resolved_max_components(n))
+                                           options.resolved_max_components(n),
+                                           options.resolved_landmark_oversampling(n))
         info["seconds"]["landmarks"] = time.perf_counter() - t0
         R = model.n_components
         chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
         meta = {"resolved_kernels": [s.to_dict() for s in resolved],
                 "scales": {str(k): v for k, v in scales.items()},
-                "ranks": model.ranks.tolist(), "chunk_size": chunk}
+                "ranks": model.ranks.tolist(), "chunk_size": chunk,
+                "kernel_landmarks": list(model.kernel_landmarks)}
         group = create_store(location, kind=STORE_KIND, metadata={**expected, **meta},
                              overwrite=options.overwrite or temporary)
         check_workers_see(client, location)
@@ -521,13 +527,16 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
 
 def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
                  counts: list[int], method: str, random_state: Any, rel_floor: float,
-                 rank_tol: float, dtype: np.dtype, max_components: int | None = None
+                 rank_tol: float, dtype: np.dtype, max_components: int | None = None,
+                 oversampling: float | None = None
                  ) -> tuple[NystromModel, dict[int, np.ndarray]]:
     rng = check_random_state(random_state)
+    counts = list(counts)
     landmarks: dict[int, np.ndarray] = {}
     indices: dict[int, np.ndarray] = {}
     transforms: list[Any] = [None] * len(specs)
     spectra: list[Any] = [None] * len(specs)
+    blocks: list[Any] = [None] * len(specs)
     for view in sorted({s.view for s in specs}):
         idx = [p for p, s in enumerate(specs) if s.view == view]
         r = max(counts[p] for p in idx)
@@ -542,8 +551,17 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
             T, values = landmark_transform(W[j][:counts[p], :counts[p]], rel_floor, rank_tol)
             if T.shape[1] == 0:
                 raise ValueError(f"kernel {specs[p].name}: the landmark block is zero")
-            transforms[p], spectra[p] = T, values
+            transforms[p], spectra[p], blocks[p] = T, values, W[j]
     ranks = allocate_ranks(spectra, max_components)
+    if oversampling is not None:
+        for p, rank in enumerate(ranks):
+            prefix = max(rank, math.ceil(oversampling * rank))
+            if prefix < counts[p]:
+                # The kernel's components from its first landmarks only (a smaller
+                # block, so at most the rank it had).
+                T, _ = landmark_transform(blocks[p][:prefix, :prefix], rel_floor, rank_tol)
+                transforms[p], counts[p] = T, prefix
+                ranks[p] = min(rank, T.shape[1])
     transforms = [T[:, :r] for T, r in zip(transforms, ranks, strict=True)]
     model = NystromModel(specs=specs, normalize=normalize, landmarks=landmarks,
                          kernel_landmarks=counts, transforms=transforms, dtype=dtype)
@@ -566,7 +584,9 @@ def _load_model(group: Any) -> tuple[NystromModel, dict]:
     transforms = [read_checked(group[f"transform_{p}"], (Ellipsis,))
                   for p in range(len(specs))]
     model = NystromModel(specs=specs, normalize=attrs["normalize"], landmarks=landmarks,
-                         kernel_landmarks=list(attrs["n_landmarks"]), transforms=transforms,
+                         kernel_landmarks=list(attrs.get("kernel_landmarks",
+                                                         attrs["n_landmarks"])),
+                         transforms=transforms,
                          dtype=attrs["dtype"])
     meta = {k: attrs[k] for k in ("resolved_kernels", "scales", "ranks", "chunk_size")}
     return model, meta

@@ -205,7 +205,8 @@ class NystromModel:
                 X = np.asarray(X, dtype=np.float64)
             blocks = kernel_blocks([self.specs[p] for p in idx], X, self.landmarks[view],
                                    row_sq_norms(X), self._landmark_sq[view],
-                                   normalize=self.normalize)
+                                   normalize=self.normalize,
+                                   columns=[self.kernel_landmarks[p] for p in idx])
             for j, p in enumerate(idx):
                 yield p, blocks[j][:, :self.kernel_landmarks[p]]
 
