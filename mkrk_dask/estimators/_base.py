@@ -62,6 +62,7 @@ from ..validation import (
 )
 from ._final import final_embedding
 from ._solver_choice import choose_for
+from ._summary import approximation_lines
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
 
@@ -586,25 +587,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         for p in np.argsort(-self.weights_):
             if self.weights_[p] >= SELECTION_THRESHOLD:
                 lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")
-        if hasattr(self, "nystrom_missed_fraction_"):
-            lines.append(f"Nystrom factors miss {self.nystrom_missed_fraction_:.1%} of the trace "
-                         "of the combined kernel")
-            if self.nystrom_ranks_ is not None:
-                limit = getattr(self, "nystrom_max_components_", None)
-                storage = getattr(self, "nystrom_factors_storage_", None)
-                lines.append(
-                    f"Nystrom components: R = {int(np.sum(self.nystrom_ranks_))}"
-                    + ("" if limit is None else f" (max_components = {limit})") + ": "
-                    + ", ".join(f"{name} {rank}{_landmark_note(self, p)}" for p, (name, rank)
-                                in enumerate(zip(self.kernel_names_, self.nystrom_ranks_,
-                                                 strict=True))))
-                if storage is not None:
-                    lines.append(f"Nystrom factors: {storage}")
-            flagged = [f"{name} ({miss:.0%})" for name, miss in
-                       zip(self.kernel_names_, self.nystrom_residual_, strict=True) if miss > 0.5]
-            if flagged:
-                lines.append("flagged (the factors miss more than half of their trace): "
-                             + ", ".join(flagged))
+        lines += approximation_lines(self)
         lines += self._summary_choices()
         return "\n".join(lines)
 
@@ -625,14 +608,3 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
             lines.append(f"kernels: the {self.dictionary_} dictionary kept; "
                          f"{self.dictionary_reason_} (within-cluster shares: {scores})")
         return lines
-
-
-def _landmark_note(estimator: Any, p: int) -> str:
-    """`` (of the first c landmarks)`` where kernel p's factor uses a prefix of its view's
-    landmarks (``landmark_oversampling``), else nothing."""
-    model = getattr(estimator, "nystrom_model_", None)
-    if model is None:
-        return ""
-    count = model.kernel_landmarks[p]
-    available = model.landmarks[model.specs[p].view].shape[0]
-    return f" (first {count} landmarks)" if count < available else ""
