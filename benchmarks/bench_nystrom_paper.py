@@ -43,9 +43,11 @@ def main() -> None:
     parser.add_argument("--datasets", nargs="*", default=list(DATASETS))
     parser.add_argument("--dtype", default="float64")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--exact-dissimilarity-max-n", type=int,
+    parser.add_argument("--exact-dissimilarity-max-n",
+                        type=lambda v: v if v == "auto" else int(v),
                         default=NystromOptions().exact_dissimilarity_max_n,
-                        help="largest n with the exact C (0: always the Nystrom estimate)")
+                        help="largest n with the exact C (0: always the Nystrom estimate; "
+                             "'auto', the default: the option's rule for the kernels)")
     parser.add_argument("--local-threshold", type=float, default=LOCAL_THRESHOLD,
                         help="smallest residual entry of the sparse local part (0: none)")
     parser.add_argument("--max-components", type=int, default=None,
@@ -148,7 +150,8 @@ def main() -> None:
            f" and the limit max_components = {args.max_components} (the components carrying "
            "the smallest share of their kernel's trace dropped first)") + ". "
         "`C from`: the Nystrom backend's C, exact (computed from the data by row-block "
-        f"pairs, n <= {args.exact_dissimilarity_max_n}) or the Nystrom estimate from the Gram "
+        f"pairs, exact_dissimilarity_max_n = {args.exact_dissimilarity_max_n}) or the Nystrom "
+        "estimate from the Gram "
         "matrix; `C rel err` = max |C_nystrom - C_exact| / max |C_exact|. `missed`: the "
         "share of the trace of K_w (at the Nystrom weights) that the factors leave out "
         "(`NystromBackend.missed_fraction`; the estimator warns above "

@@ -4,10 +4,11 @@
   and ``n <= 12,000`` (the dense eigensolver and the O(m n^2) passes stay fast);
 - Nystrom otherwise: it needs memory for one ``R x R`` Gram matrix (R = landmarks per kernel
   x m, at most ``max_components``) and, where its factors are stored (``8 n R`` bytes in
-  float64; by default only up to n = 20,000, where the sparse local part reads them), a
-  fraction of the free disk space. With the estimators' ``dtype="auto"``, factors are float32
-  above n = 20,000 and where only float32 ones fit the disk (half the bytes; the arithmetic
-  stays float64).
+  float64; by default only up to the exact-C limit,
+  :meth:`~mkrk_dask.backends.NystromOptions.exact_dissimilarity_limit`, where the sparse local
+  part reads them), a fraction of the free disk space. With the estimators' ``dtype="auto"``,
+  factors are float32 above that limit and where only float32 ones fit the disk (half the
+  bytes; the arithmetic stays float64).
 
 The blockwise backend (exact kernels on disk, every iteration reads all ``m n^2`` of them) is
 never chosen automatically for features: where it fits and exact does not, Nystrom gives nearly

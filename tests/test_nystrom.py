@@ -588,7 +588,7 @@ def test_auto_dtype_chooses_the_factors_precision(
     assert MKKMRK(3, **params).fit(X).dtype_ == "float64"
     # ... and stores float32 for the plain Nystrom backend above it.
     model = MKKMRK(3, backend_options={"exact_dissimilarity_max_n": 10_000}, **params).fit(X)
-    assert model.dtype_ == "float32" and "plain Nystrom at n > 10,000" in model.solver_reason_
+    assert model.dtype_ == "float32" and "plain Nystrom: n > 10,000" in model.solver_reason_
     assert model.embedding_.dtype == np.float32
     assert normalized_mutual_info(y, model.labels_) > 0.9
     explicit = dict(params, solver="nystrom")

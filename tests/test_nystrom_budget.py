@@ -11,8 +11,10 @@ import zarr
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.options import (
+    AUTO_EXACT_DISSIMILARITY_MAX_N,
     AUTO_LANDMARK_OVERSAMPLING,
     AUTO_MAX_COMPONENTS,
+    EXACT_DISSIMILARITY_BUDGET,
     NystromOptions,
 )
 from mkrk_dask.landmarks import allocate_ranks
@@ -42,10 +44,10 @@ def test_allocate_ranks_leaves_out_the_least_trace():
 
 def test_max_components_option():
     options = NystromOptions(exact_dissimilarity_max_n=1000)
-    assert options.resolved_max_components(1000) is None
-    assert options.resolved_max_components(1001) == AUTO_MAX_COMPONENTS
-    assert NystromOptions(max_components=None).resolved_max_components(10**9) is None
-    assert NystromOptions(max_components=7).resolved_max_components(10) == 7
+    assert options.resolved_max_components(1000, 12) is None
+    assert options.resolved_max_components(1001, 12) == AUTO_MAX_COMPONENTS
+    assert NystromOptions(max_components=None).resolved_max_components(10**9, 12) is None
+    assert NystromOptions(max_components=7).resolved_max_components(10, 12) == 7
     for bad in (0, 2.5, True, "all"):
         with pytest.raises(ValueError, match="max_components must be 'auto', None or an "
                                              "integer >= 1"):
@@ -53,11 +55,39 @@ def test_max_components_option():
     with pytest.raises(ValueError, match="store_factors must be 'auto', True or False"):
         NystromOptions(store_factors=1)
     with pytest.raises(ValueError, match="local part reads the stored factors"):
-        NystromOptions(store_factors=False).factors_storage(100)
-    assert NystromOptions(store_factors=False, local_threshold=0).factors_storage(100) is False
+        NystromOptions(store_factors=False).factors_storage(100, 12)
+    assert NystromOptions(store_factors=False, local_threshold=0).factors_storage(100, 12) is False
     # "auto": stored for the local part; above it, left to their size (None)
-    assert NystromOptions().factors_storage(20_000) is True
-    assert NystromOptions().factors_storage(20_001) is None
+    assert NystromOptions().factors_storage(20_000, 1) is True
+    assert NystromOptions().factors_storage(20_001, 1) is None
+    assert NystromOptions().factors_storage(5_000, 16) is None
+
+
+def test_exact_dissimilarity_limit():
+    """"auto": n = 20,000, or fewer rows where the exact C's pass over all pairs of rows
+    (n^2 m (m + 1) / 2 products) would exceed the budget; a number is taken as given."""
+    auto = NystromOptions()
+    assert auto.exact_dissimilarity_max_n == "auto"
+    assert auto.exact_dissimilarity_limit(1) == AUTO_EXACT_DISSIMILARITY_MAX_N
+    for m in (2, 7, 12, 16, 64):
+        limit = auto.exact_dissimilarity_limit(m)
+        pairs = m * (m + 1) / 2
+        assert limit**2 * pairs <= EXACT_DISSIMILARITY_BUDGET
+        assert min(limit + 1, AUTO_EXACT_DISSIMILARITY_MAX_N + 1) ** 2 * pairs > (
+            EXACT_DISSIMILARITY_BUDGET if limit < AUTO_EXACT_DISSIMILARITY_MAX_N else 0)
+        assert auto.exact_dissimilarity(limit, m) and not auto.exact_dissimilarity(limit + 1, m)
+        # the other "auto" settings switch at the same n
+        assert auto.resolved_max_components(limit, m) is None
+        assert auto.resolved_max_components(limit + 1, m) == AUTO_MAX_COMPONENTS
+        assert auto.resolved_landmark_oversampling(limit + 1, m) == AUTO_LANDMARK_OVERSAMPLING
+    # the paper's data sets (12 kernels, n <= 1,440) keep the exact C; 16 kernels at 10^4 not
+    assert auto.exact_dissimilarity(1440, 12) and not auto.exact_dissimilarity(10_000, 16)
+    fixed = NystromOptions(exact_dissimilarity_max_n=10_000)
+    assert fixed.exact_dissimilarity_limit(64) == 10_000 and fixed.exact_dissimilarity(10_000, 64)
+    for bad in (-1, 2.5, "all", True):
+        with pytest.raises(ValueError,
+                           match="exact_dissimilarity_max_n must be 'auto' or an integer"):
+            NystromOptions(exact_dissimilarity_max_n=bad)
 
 
 @pytest.fixture(scope="module")
@@ -170,10 +200,11 @@ def test_auto_stores_the_factors_of_wide_data(client, tmp_path):
 
 def test_landmark_oversampling_option():
     options = NystromOptions(exact_dissimilarity_max_n=1000)
-    assert options.resolved_landmark_oversampling(1000) is None
-    assert options.resolved_landmark_oversampling(1001) == AUTO_LANDMARK_OVERSAMPLING
-    assert NystromOptions(landmark_oversampling=None).resolved_landmark_oversampling(10**9) is None
-    assert NystromOptions(landmark_oversampling=3).resolved_landmark_oversampling(10) == 3.0
+    assert options.resolved_landmark_oversampling(1000, 12) is None
+    assert options.resolved_landmark_oversampling(1001, 12) == AUTO_LANDMARK_OVERSAMPLING
+    assert NystromOptions(
+        landmark_oversampling=None).resolved_landmark_oversampling(10**9, 12) is None
+    assert NystromOptions(landmark_oversampling=3).resolved_landmark_oversampling(10, 12) == 3.0
     for bad in (0.5, True, "all", -2):
         with pytest.raises(ValueError, match="landmark_oversampling must be 'auto', None or a "
                                              "number >= 1"):

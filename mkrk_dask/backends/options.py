@@ -28,6 +28,15 @@ STORE_DTYPES = ("float64", "float32")
 AUTO_MAX_COMPONENTS = 2048
 #: NystromOptions(landmark_oversampling="auto")'s factor above exact_dissimilarity_max_n
 AUTO_LANDMARK_OVERSAMPLING = 2.0
+#: NystromOptions(exact_dissimilarity_max_n="auto"): the exact C and the local part at most
+#: up to this n, and only while their pass's products of kernel entries, ``n^2 m (m + 1) / 2``,
+#: stay within :data:`EXACT_DISSIMILARITY_BUDGET`
+AUTO_EXACT_DISSIMILARITY_MAX_N = 20_000
+#: that pass ran at about 0.7 ns per product on 2 cores (n = 10^4, m = 16: 9.8 s, as much as
+#: the rest of the fit took above the limit at 10^5), so this budget keeps it to about 2 s.
+#: The paper's data sets (n <= 1,440, m = 12) stay well inside; m = 12 kernels stop at
+#: n = 5,661, m = 16 at 4,287
+EXACT_DISSIMILARITY_BUDGET = 2.5e9
 #: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
 DTYPE_CHOICES = ("auto", *STORE_DTYPES)
 
@@ -182,8 +191,11 @@ class NystromOptions(_StoreOptions):
         BLAS threads inside each task (default: 1 when a worker runs several threads).
     diagonal_correction : bool
         Estimate ``tr(K_p K_q)`` with the exact diagonal (above ``exact_dissimilarity_max_n``).
-    exact_dissimilarity_max_n : int
-        Up to this n, C is computed exactly and the sparse local part is collected.
+    exact_dissimilarity_max_n : int or "auto"
+        Up to this n, C is computed exactly and the sparse local part is collected (a pass
+        over all pairs of rows: ``n^2 m (m + 1) / 2`` products of kernel entries). ``"auto"``:
+        up to :data:`AUTO_EXACT_DISSIMILARITY_MAX_N`, and only while that pass stays within
+        :data:`EXACT_DISSIMILARITY_BUDGET` products (:meth:`exact_dissimilarity_limit`).
     local_threshold : float
         Smallest residual entry kept in the sparse local part; 0 turns it off.
     """
@@ -198,7 +210,7 @@ class NystromOptions(_StoreOptions):
     exact_distance_max_n: int = 100_000
     blas_threads: int | None = None
     diagonal_correction: bool = True
-    exact_dissimilarity_max_n: int = 20_000
+    exact_dissimilarity_max_n: Any = "auto"
     local_threshold: float = 0.01
 
     def __post_init__(self) -> None:
@@ -236,24 +248,41 @@ class NystromOptions(_StoreOptions):
         _integer("exact_distance_max_n", self.exact_distance_max_n, 0)
         _integer("blas_threads", self.blas_threads, 1, allow_none=True)
         _flag("diagonal_correction", self.diagonal_correction)
-        _integer("exact_dissimilarity_max_n", self.exact_dissimilarity_max_n, 0)
+        value = self.exact_dissimilarity_max_n
+        if value != "auto" and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+                                or value < 0):
+            raise ValueError("exact_dissimilarity_max_n must be 'auto' or an integer >= 0, got "
+                             f"{value!r}")
         _real("local_threshold", self.local_threshold, positive=False)
 
-    def resolved_max_components(self, n: int) -> int | None:
-        """The limit on R for ``n`` rows (``"auto"`` resolved)."""
+    def exact_dissimilarity_limit(self, m: int) -> int:
+        """The largest n whose C is computed exactly with ``m`` kernels (``"auto"`` resolved:
+        the limit, or less where the pass over all pairs of rows would exceed the budget)."""
+        if self.exact_dissimilarity_max_n != "auto":
+            return int(self.exact_dissimilarity_max_n)
+        pairs = max(1, m) * (max(1, m) + 1) / 2
+        return min(AUTO_EXACT_DISSIMILARITY_MAX_N,
+                   int(math.sqrt(EXACT_DISSIMILARITY_BUDGET / pairs)))
+
+    def exact_dissimilarity(self, n: int, m: int) -> bool:
+        """Whether ``n`` rows and ``m`` kernels get the exact C and the sparse local part."""
+        return n <= self.exact_dissimilarity_limit(m)
+
+    def resolved_max_components(self, n: int, m: int) -> int | None:
+        """The limit on R for ``n`` rows and ``m`` kernels (``"auto"`` resolved)."""
         if self.max_components == "auto":
-            return AUTO_MAX_COMPONENTS if n > self.exact_dissimilarity_max_n else None
+            return None if self.exact_dissimilarity(n, m) else AUTO_MAX_COMPONENTS
         return self.max_components
 
-    def resolved_landmark_oversampling(self, n: int) -> float | None:
-        """The landmark oversampling for ``n`` rows (``"auto"`` resolved)."""
+    def resolved_landmark_oversampling(self, n: int, m: int) -> float | None:
+        """The landmark oversampling for ``n`` rows and ``m`` kernels (``"auto"``
+        resolved)."""
         if self.landmark_oversampling == "auto":
-            return (AUTO_LANDMARK_OVERSAMPLING if n > self.exact_dissimilarity_max_n
-                    else None)
+            return None if self.exact_dissimilarity(n, m) else AUTO_LANDMARK_OVERSAMPLING
         return None if self.landmark_oversampling is None else float(
             self.landmark_oversampling)
 
-    def factors_storage(self, n: int) -> bool | None:
+    def factors_storage(self, n: int, m: int) -> bool | None:
         """Whether the factors of ``n`` rows are stored: True or False, or None where
         ``"auto"`` leaves it to their size (:func:`~mkrk_dask.backends.nystrom.build`
         stores them where they fit in the page cache).
@@ -263,7 +292,7 @@ class NystromOptions(_StoreOptions):
         ValueError
             ``store_factors=False`` where the sparse local part needs them.
         """
-        local = n <= self.exact_dissimilarity_max_n and self.local_threshold > 0
+        local = self.exact_dissimilarity(n, m) and self.local_threshold > 0
         if local and self.store_factors is False:
             raise ValueError(
                 f"store_factors=False: at n = {n:,} <= exact_dissimilarity_max_n the sparse "

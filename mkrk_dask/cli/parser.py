@@ -262,12 +262,13 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
                    help="rows per block of the store (default: chosen from n and the memory)")
     g.add_argument("--dtype", choices=DTYPE_CHOICES, default="auto",
                    help="storage precision of the store (auto: float32 Nystrom factors above "
-                   "n = 20,000 or where only those fit the disk, float64 otherwise)")
+                   "the exact-C limit (n = 20,000, fewer with many kernels) or where only "
+                   "those fit the disk, float64 otherwise)")
     g.add_argument("--n-landmarks", type=int, default=500, metavar="R",
                    help="Nystrom landmarks per kernel")
     g.add_argument("--max-components", default=None, metavar="R|auto|none",
                    help="Nystrom: largest total rank of the factors, all kernels together "
-                        "(default auto: 2048 above n = 20,000, no limit below)")
+                        "(default auto: 2048 above the exact-C limit, no limit below)")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",
                    help="Nystrom landmark selection (a store is reused only with the same one)")
 

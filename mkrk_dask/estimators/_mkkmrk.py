@@ -98,7 +98,8 @@ class MKKMRK(MultipleKernelKMeans):
     dtype : {"auto", "float64", "float32"}, default="auto"
         Storage precision of the blockwise kernels / Nystrom factors (the arithmetic is
         float64). ``"auto"``: float32 Nystrom factors for the plain Nystrom backend (n above
-        ``exact_dissimilarity_max_n``, 20,000 by default; as accurate against exact as
+        the exact-C limit, :meth:`~mkrk_dask.backends.NystromOptions.exact_dissimilarity_limit`:
+        n = 20,000, or fewer rows with many kernels; as accurate against exact as
         float64 ones, half the disk and the bytes every pass moves) and where only
         float32 factors fit the free disk; float64 otherwise. ``dtype_`` records the choice
         and ``solver_reason_`` why. With float32, the
@@ -114,7 +115,7 @@ class MKKMRK(MultipleKernelKMeans):
         ``{"eigen_method": "lapack"}`` or, for precomputed kernels the caller lets the fit
         overwrite, ``{"copy": False}`` (normalised in place, no copy) for the exact one, or
         ``{"local_threshold": 0}`` to turn off the Nystrom backend's sparse local part, which
-        by default follows the exact solution up to n = 20,000 (see
+        by default follows the exact solution up to the exact-C limit (see
         :class:`~mkrk_dask.backends.NystromOptions`).
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).

@@ -19,19 +19,19 @@ __all__ = ["choose_for"]
 def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
                precomputed: bool = False, lazy: bool = False) -> str:
     """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
-    backend is plain Nystrom (n above ``exact_dissimilarity_max_n``: no local part, whose
-    residuals are differences of nearly equal numbers) or where only float32 ones fit
+    backend is plain Nystrom (n above ``exact_dissimilarity_max_n`` as resolved for the
+    kernels: no local part, whose residuals are differences of nearly equal numbers) or
+    where only float32 ones fit
     the disk; float64 otherwise. Measured: float32 factors match float64 ones against
     exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
     and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed` (``lazy``:
     in dask or Zarr arrays)."""
     if precomputed:
         return _for_precomputed(estimator, n_samples, n_kernels, lazy)
-    plain = local_max_n = None
+    plain = None
     if estimator._auto_dtype() and estimator.solver in ("auto", "nystrom"):
-        local_max_n = estimator._backend_options("nystrom",
-                                                 strict=False).exact_dissimilarity_max_n
-        plain = n_samples > local_max_n
+        plain = not estimator._backend_options("nystrom", strict=False).exact_dissimilarity(
+            n_samples, n_kernels)
     estimator._dtype_used = "float32" if plain else "float64"
     if estimator.solver != "auto":
         return estimator.solver
@@ -40,9 +40,9 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
     nystrom = estimator._backend_options("nystrom", strict=False)
     choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
-                     max_components=nystrom.resolved_max_components(n_samples),
+                     max_components=nystrom.resolved_max_components(n_samples, n_kernels),
                      # "auto" stores them only where they fit (never needs the disk)
-                     store_factors=bool(nystrom.factors_storage(n_samples)))
+                     store_factors=bool(nystrom.factors_storage(n_samples, n_kernels)))
     try:
         choice, reason = choose(itemsize=np.dtype(estimator._storage_dtype()).itemsize)
     except ProblemTooLargeError:
@@ -55,7 +55,9 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
         if choice != "nystrom":
             estimator._dtype_used = "float64"
         elif plain:
-            reason += f"; dtype='auto': float32 factors (plain Nystrom at n > {local_max_n:,})"
+            limit = nystrom.exact_dissimilarity_limit(n_kernels)
+            reason += (f"; dtype='auto': float32 factors (plain Nystrom: n > {limit:,}, the "
+                       f"exact C's limit for {n_kernels} kernels)")
     return _record(estimator, choice, reason)
 
 

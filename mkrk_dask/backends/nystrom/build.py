@@ -78,6 +78,9 @@ _FACTOR_PROGRESS = "factor_rows"
 #: data the products with the landmarks grow with the width and reading the data again with
 #: them
 STORE_FLOPS_PER_BYTE = 200
+#: the factor pass queues a task behind each running one while a task's Gram result (R x R
+#: float64) is at most this size (R <= 2,896)
+_QUEUED_RESULT_BYTES = 64 * 2**20
 #: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
 _KERNEL_GRAM_BLOCK = 1024
 
@@ -134,7 +137,8 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
     n = int(views[0].shape[0])
     if any(int(v.shape[0]) != n for v in views):
         raise ValueError("all views must have the same number of rows")
-    counts = _landmark_counts(options.n_landmarks, len(specs), n)
+    m = len(specs)
+    counts = _landmark_counts(options.n_landmarks, m, n)
     info: dict[str, Any] = {"n_samples": n, "seconds": {}}
     client = session.client
     threads = client_threads(client)
@@ -147,13 +151,14 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             "landmarks": options.landmarks,
             "random_state": random_state if isinstance(random_state, int) else None,
             "rel_floor": float(options.rel_floor), "rank_tol": float(options.rank_tol),
-            "max_components": options.resolved_max_components(n),
+            "max_components": options.resolved_max_components(n, m),
             "exact_distance_max_n": int(options.exact_distance_max_n),
-            "exact_dissimilarity_max_n": int(options.exact_dissimilarity_max_n),
+            # the limit in force for these kernels ("auto" resolved)
+            "exact_dissimilarity_max_n": options.exact_dissimilarity_limit(m),
             "local_threshold": float(options.local_threshold)}
-        if options.resolved_landmark_oversampling(n) is not None:
+        if options.resolved_landmark_oversampling(n, m) is not None:
             # only where it applies: stores built before the option still match without it
-            expected["landmark_oversampling"] = options.resolved_landmark_oversampling(n)
+            expected["landmark_oversampling"] = options.resolved_landmark_oversampling(n, m)
         temporary = location is None
         if temporary:
             temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
@@ -179,7 +184,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
          group) = built
         info["chunk_size"] = chunk
         info["n_components"] = model.n_components
-        info["max_components"] = options.resolved_max_components(n)
+        info["max_components"] = options.resolved_max_components(n, m)
         info["store"] = str(path)
         info["dissimilarity_source"] = "nystrom" if exact_kernel_gram is None else "exact"
         left_out = info.pop("_left_out", [])
@@ -235,7 +240,7 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
             local, factors, int(meta["chunk_size"]), group)
 
 
-def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
+def _factors_storage(options: NystromOptions, n: int, m: int, row_bytes: int,
                      location: StoreLocation, distance_flops: float) -> tuple[bool, str]:
     """Whether the build stores its factors, and why. ``"auto"`` above the local part: only
     where computing them again would cost more than writing and reading them back (wide data:
@@ -244,7 +249,7 @@ def _factors_storage(options: NystromOptions, n: int, row_bytes: int,
     store on local disk, at most half the available memory and
     :data:`~mkrk_dask.auto.DISK_FRACTION` of the free disk); else the final pass computes them
     again."""
-    rule = options.factors_storage(n)
+    rule = options.factors_storage(n, m)
     if rule is not None and options.store_factors == "auto":
         return rule, "stored: the sparse local part reads them"
     if rule is not None:
@@ -297,8 +302,8 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,
                                            options.rank_tol, dtype,
-                                           options.resolved_max_components(n),
-                                           options.resolved_landmark_oversampling(n))
+                                           options.resolved_max_components(n, len(specs)),
+                                           options.resolved_landmark_oversampling(n, len(specs)))
         info["seconds"]["landmarks"] = time.perf_counter() - t0
         R = model.n_components
         chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
@@ -315,7 +320,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         for p, T in enumerate(model.transforms):
             _save_array(group, f"transform_{p}", T)
         store, info["factors_storage"] = _factors_storage(
-            options, n, R * dtype.itemsize, location,
+            options, n, len(specs), R * dtype.itemsize, location,
             sum(2.0 * L.shape[0] * L.shape[1] for L in model.landmarks.values()))
         factors_array = (create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
                                            dtype=dtype) if store else None)
@@ -347,7 +352,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     gram, traces, correction = sums["gram"], sums["traces"], sums["diag_correction"]
     exact_kernel_gram = local = None
     left_out: list[int] = []
-    if n <= options.exact_dissimilarity_max_n:
+    if options.exact_dissimilarity(n, len(specs)):
         t0 = time.perf_counter()
         exact_kernel_gram, local, left_out = _exact_kernel_gram(
             client, sources, model, n, threads, options.blas_threads, options.local_threshold,
@@ -513,9 +518,12 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
             seconds[key] += s
         checkpoint.save(tasks[i][1], sums)
 
+    # A task queued behind each running one lets a worker go on without waiting for the
+    # client to combine a result and submit the next; each waiting result is R x R float64.
+    queued = threads if R * R * 8 <= _QUEUED_RESULT_BYTES else 0
     with blas_threads(client, blas):
         run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",
-                 max_in_flight=max(2, threads), ordered=True)
+                 max_in_flight=max(2, threads) + queued, ordered=True)
     shared_model.release()
     release_memory(client)
     # The tasks keep the upper triangle (add_gram); the lower one is its mirror.

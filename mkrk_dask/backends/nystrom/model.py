@@ -218,14 +218,24 @@ class NystromModel:
             split = offsets[p] + single.shape[1]
             parts = []
             if single.shape[1]:
-                parts.append((np.asarray(C, dtype=np.float32) @ single, offsets[p]))
+                parts.append((np.asarray(C, dtype=np.float32), single, offsets[p]))
             if split < offsets[p + 1]:
-                parts.append((C @ self.transforms[p][:, single.shape[1]:], split))
+                parts.append((C, self.transforms[p][:, single.shape[1]:], split))
+            blocks = []
+            for left, right, start in parts:
+                target = out[:, start:start + right.shape[1]]
+                if left.dtype == out.dtype:
+                    # BLAS writes into the column slice (its rows are strided): no temporary
+                    # block and no copy of it
+                    blocks.append(np.matmul(left, right, out=target))
+                else:
+                    block = left @ right
+                    target[...] = block
+                    blocks.append(block)
             if sq_norms is not None:
+                # from the products before any cast to the factors' dtype
                 sq_norms[:, p] = sum(np.einsum("ij,ij->i", b, b, dtype=np.float64)
-                                     for b, _ in parts)
-            for block, start in parts:
-                out[:, start:start + block.shape[1]] = block
+                                     for b in blocks)
 
     def project(self, views: Sequence[Any], B: np.ndarray) -> np.ndarray:
         """``F B`` of the given rows without forming F, in float64:
