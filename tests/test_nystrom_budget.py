@@ -97,6 +97,25 @@ def blobs():
     return views, y
 
 
+def test_many_kernels_skip_the_exact_pass_by_default(client, blobs):
+    """With 64 kernels the default limit is 1,096 rows: 1,500 rows get C from the factors, no
+    local part, R capped and float32 factors, as far larger n do; 1,000 rows still get the
+    exact C and the local part (checked against the option itself, not a copy of its rule)."""
+    views, y = blobs
+    kernels = [f"gaussian(c={c:.4f})" for c in np.geomspace(0.5, 5.0, 64)]
+    limit = NystromOptions().exact_dissimilarity_limit(64)
+    assert 1000 <= limit < 1500
+    params = dict(kernels=kernels, n_landmarks=20, scheduler=client, random_state=0,
+                  solver="nystrom", lam=1.0, max_iter=3)
+    above = MKKMRK(4, **params).fit(views[0])
+    assert above.nystrom_model_.info["dissimilarity_source"] == "nystrom"
+    assert above.nystrom_model_.info["local_part"] is None and above.dtype_ == "float32"
+    below = MKKMRK(4, **params).fit(views[0][:1000])
+    assert below.nystrom_model_.info["dissimilarity_source"] == "exact"
+    assert below.dtype_ == "float64"
+    assert normalized_mutual_info(y, above.labels_) > 0.9
+
+
 def _params(client, **backend):
     return dict(kernels=["gaussian(c=0.5)", "gaussian(c=2)", "polynomial(a=1,b=2)"],
                 n_landmarks=80, scheduler=client, random_state=0, solver="nystrom",
