@@ -32,8 +32,9 @@ AUTO_LANDMARK_OVERSAMPLING = 2.0
 #: up to this n, and only while their pass's products of kernel entries, ``n^2 m (m + 1) / 2``,
 #: stay within :data:`EXACT_DISSIMILARITY_BUDGET`
 AUTO_EXACT_DISSIMILARITY_MAX_N = 20_000
-#: that pass ran at about 0.7 ns per product on 2 cores (n = 10^4, m = 16: 9.8 s, as much as
-#: the rest of the fit took above the limit at 10^5), so this budget keeps it to about 2 s.
+#: that pass ran at about 0.7 ns per product on 2 cores (n = 10^4, m = 16: 9.8 s in the
+#: backend's ``info["seconds"]["exact_kernel_gram"]``, 1.0 s at n = 2,500; the whole fit at
+#: 10^5, above the limit, took 14 s), so this budget keeps it to about 2 s.
 #: The paper's data sets (n <= 1,440, m = 12) stay well inside; m = 12 kernels stop at
 #: n = 5,661, m = 16 at 4,287
 EXACT_DISSIMILARITY_BUDGET = 2.5e9
@@ -46,10 +47,15 @@ def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
 
 
-def _integer(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
+def _integer(name: str, value: Any, minimum: int, allow_none: bool = False,
+             allow_auto: bool = False) -> None:
+    if (value is None and allow_none) or (allow_auto and isinstance(value, str)
+                                          and value == "auto"):
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        if allow_auto:
+            allowed = "'auto', None or " if allow_none else "'auto' or "
+            raise ValueError(f"{name} must be {allowed}an integer >= {minimum}, got {value!r}")
         raise ValueError(f"{name} must be an integer >= {minimum}"
                          f"{' or None' if allow_none else ''}, got {value!r}")
 
@@ -229,13 +235,7 @@ class NystromOptions(_StoreOptions):
         _real("rank_tol", self.rank_tol, positive=False)
         if self.rank_tol >= 1:
             raise ValueError(f"rank_tol must be < 1, got {self.rank_tol!r}")
-        if self.max_components != "auto" and (
-                self.max_components is not None and (
-                    isinstance(self.max_components, bool)
-                    or not isinstance(self.max_components, numbers.Integral)
-                    or self.max_components < 1)):
-            raise ValueError("max_components must be 'auto', None or an integer >= 1, got "
-                             f"{self.max_components!r}")
+        _integer("max_components", self.max_components, 1, allow_none=True, allow_auto=True)
         if not (self.landmark_oversampling in ("auto", None) or (
                 isinstance(self.landmark_oversampling, numbers.Real)
                 and not isinstance(self.landmark_oversampling, bool)
@@ -248,11 +248,8 @@ class NystromOptions(_StoreOptions):
         _integer("exact_distance_max_n", self.exact_distance_max_n, 0)
         _integer("blas_threads", self.blas_threads, 1, allow_none=True)
         _flag("diagonal_correction", self.diagonal_correction)
-        value = self.exact_dissimilarity_max_n
-        if value != "auto" and (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                                or value < 0):
-            raise ValueError("exact_dissimilarity_max_n must be 'auto' or an integer >= 0, got "
-                             f"{value!r}")
+        _integer("exact_dissimilarity_max_n", self.exact_dissimilarity_max_n, 0,
+                 allow_auto=True)
         _real("local_threshold", self.local_threshold, positive=False)
 
     def exact_dissimilarity_limit(self, m: int) -> int:

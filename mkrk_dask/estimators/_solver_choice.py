@@ -28,17 +28,18 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     in dask or Zarr arrays)."""
     if precomputed:
         return _for_precomputed(estimator, n_samples, n_kernels, lazy)
-    plain = None
+    nystrom = plain = None
     if estimator._auto_dtype() and estimator.solver in ("auto", "nystrom"):
-        plain = not estimator._backend_options("nystrom", strict=False).exact_dissimilarity(
-            n_samples, n_kernels)
+        nystrom = estimator._backend_options("nystrom", strict=False)
+        plain = not nystrom.exact_dissimilarity(n_samples, n_kernels)
     estimator._dtype_used = "float32" if plain else "float64"
     if estimator.solver != "auto":
         return estimator.solver
     from ..auto import choose_solver
 
+    if nystrom is None:
+        nystrom = estimator._backend_options("nystrom", strict=False)
     counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
-    nystrom = estimator._backend_options("nystrom", strict=False)
     choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
                      max_components=nystrom.resolved_max_components(n_samples, n_kernels),
                      # "auto" stores them only where they fit (never needs the disk)

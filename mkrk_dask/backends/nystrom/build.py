@@ -287,7 +287,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
            temporary: bool, random_state: Any, info: dict, resume: Any = None) -> tuple:
     """A new store, or the rest of the interrupted build ``resume``: landmarks and scales
     (kept in the store), the factor pass (checkpointed by task prefix), then exact C."""
-    n = sources[0].n_rows
+    n, m = sources[0].n_rows, len(specs)
     info["reused_store"] = False
     if resume is None:
         t0 = time.perf_counter()
@@ -302,8 +302,8 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         model, landmark_idx = _build_model(views, resolved, normalize, counts,
                                            options.landmarks, random_state, options.rel_floor,
                                            options.rank_tol, dtype,
-                                           options.resolved_max_components(n, len(specs)),
-                                           options.resolved_landmark_oversampling(n, len(specs)))
+                                           options.resolved_max_components(n, m),
+                                           options.resolved_landmark_oversampling(n, m))
         info["seconds"]["landmarks"] = time.perf_counter() - t0
         R = model.n_components
         chunk = int(options.chunk_size or factor_chunk_rows(n, R, dtype))
@@ -320,7 +320,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
         for p, T in enumerate(model.transforms):
             _save_array(group, f"transform_{p}", T)
         store, info["factors_storage"] = _factors_storage(
-            options, n, len(specs), R * dtype.itemsize, location,
+            options, n, m, R * dtype.itemsize, location,
             sum(2.0 * L.shape[0] * L.shape[1] for L in model.landmarks.values()))
         factors_array = (create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
                                            dtype=dtype) if store else None)
@@ -352,7 +352,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     gram, traces, correction = sums["gram"], sums["traces"], sums["diag_correction"]
     exact_kernel_gram = local = None
     left_out: list[int] = []
-    if options.exact_dissimilarity(n, len(specs)):
+    if options.exact_dissimilarity(n, m):
         t0 = time.perf_counter()
         exact_kernel_gram, local, left_out = _exact_kernel_gram(
             client, sources, model, n, threads, options.blas_threads, options.local_threshold,
