@@ -12,6 +12,7 @@ import zarr
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.options import (
     AUTO_EXACT_DISSIMILARITY_MAX_N,
+    AUTO_EXACT_DISSIMILARITY_MIN_N,
     AUTO_LANDMARK_OVERSAMPLING,
     AUTO_MAX_COMPONENTS,
     EXACT_DISSIMILARITY_BUDGET,
@@ -60,28 +61,36 @@ def test_max_components_option():
     # "auto": stored for the local part; above it, left to their size (None)
     assert NystromOptions().factors_storage(20_000, 1) is True
     assert NystromOptions().factors_storage(20_001, 1) is None
-    assert NystromOptions().factors_storage(5_000, 16) is None
+    assert NystromOptions().factors_storage(5_001, 16) is None
+    assert NystromOptions().factors_storage(5_000, 64) is True  # the floor
 
 
 def test_exact_dissimilarity_limit():
     """"auto": n = 20,000, or fewer rows where the exact C's pass over all pairs of rows
-    (n^2 m (m + 1) / 2 products) would exceed the budget; a number is taken as given."""
+    (n^2 m (m + 1) / 2 products) would exceed the budget, but never fewer than the floor; a
+    number is taken as given."""
     auto = NystromOptions()
     assert auto.exact_dissimilarity_max_n == "auto"
     assert auto.exact_dissimilarity_limit(1) == AUTO_EXACT_DISSIMILARITY_MAX_N
-    for m in (2, 7, 12, 16, 64):
+    for m in (2, 7, 12, 16, 64, 72):
         limit = auto.exact_dissimilarity_limit(m)
         pairs = m * (m + 1) / 2
-        assert limit**2 * pairs <= EXACT_DISSIMILARITY_BUDGET
-        assert min(limit + 1, AUTO_EXACT_DISSIMILARITY_MAX_N + 1) ** 2 * pairs > (
-            EXACT_DISSIMILARITY_BUDGET if limit < AUTO_EXACT_DISSIMILARITY_MAX_N else 0)
+        assert AUTO_EXACT_DISSIMILARITY_MIN_N <= limit <= AUTO_EXACT_DISSIMILARITY_MAX_N
+        if limit > AUTO_EXACT_DISSIMILARITY_MIN_N:
+            assert limit**2 * pairs <= EXACT_DISSIMILARITY_BUDGET
+        if AUTO_EXACT_DISSIMILARITY_MIN_N < limit < AUTO_EXACT_DISSIMILARITY_MAX_N:
+            assert (limit + 1) ** 2 * pairs > EXACT_DISSIMILARITY_BUDGET
+        if limit == AUTO_EXACT_DISSIMILARITY_MIN_N:
+            assert (limit + 1) ** 2 * pairs > EXACT_DISSIMILARITY_BUDGET
         assert auto.exact_dissimilarity(limit, m) and not auto.exact_dissimilarity(limit + 1, m)
         # the other "auto" settings switch at the same n
         assert auto.resolved_max_components(limit, m) is None
         assert auto.resolved_max_components(limit + 1, m) == AUTO_MAX_COMPONENTS
         assert auto.resolved_landmark_oversampling(limit + 1, m) == AUTO_LANDMARK_OVERSAMPLING
-    # the paper's data sets (12 kernels, n <= 1,440) keep the exact C; 16 kernels at 10^4 not
-    assert auto.exact_dissimilarity(1440, 12) and not auto.exact_dissimilarity(10_000, 16)
+    # the paper's data sets (12 kernels, n <= 1,440) and UCI mfeat (2,000 rows, 72 kernels)
+    # keep the exact C; 16 kernels at 10^4 not
+    assert auto.exact_dissimilarity(1440, 12) and auto.exact_dissimilarity(2000, 72)
+    assert not auto.exact_dissimilarity(10_000, 16)
     fixed = NystromOptions(exact_dissimilarity_max_n=10_000)
     assert fixed.exact_dissimilarity_limit(64) == 10_000 and fixed.exact_dissimilarity(10_000, 64)
     for bad in (-1, 2.5, "all", True):
@@ -97,14 +106,16 @@ def blobs():
     return views, y
 
 
-def test_many_kernels_skip_the_exact_pass_by_default(client, blobs):
-    """With 64 kernels the default limit is 1,096 rows: 1,500 rows get C from the factors, no
-    local part, R capped and float32 factors, as far larger n do; 1,000 rows still get the
-    exact C and the local part (checked against the option itself, not a copy of its rule)."""
-    views, y = blobs
+def test_many_kernels_skip_the_exact_pass_by_default(client):
+    """With 64 kernels the default limit is the floor, 5,000 rows: 5,200 rows get C from the
+    factors, no local part, R capped and float32 factors, as far larger n do; 1,000 rows still
+    get the exact C and the local part (checked against the option itself, not a copy of its
+    rule)."""
+    views, y, _ = make_multiview_blobs(5200, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=6, random_state=1)
     kernels = [f"gaussian(c={c:.4f})" for c in np.geomspace(0.5, 5.0, 64)]
     limit = NystromOptions().exact_dissimilarity_limit(64)
-    assert 1000 <= limit < 1500
+    assert 1000 <= limit < 5200
     params = dict(kernels=kernels, n_landmarks=20, scheduler=client, random_state=0,
                   solver="nystrom", lam=1.0, max_iter=3)
     above = MKKMRK(4, **params).fit(views[0])

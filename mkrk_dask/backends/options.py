@@ -29,14 +29,19 @@ AUTO_MAX_COMPONENTS = 2048
 #: NystromOptions(landmark_oversampling="auto")'s factor above exact_dissimilarity_max_n
 AUTO_LANDMARK_OVERSAMPLING = 2.0
 #: NystromOptions(exact_dissimilarity_max_n="auto"): the exact C and the local part at most
-#: up to this n, and only while their pass's products of kernel entries, ``n^2 m (m + 1) / 2``,
-#: stay within :data:`EXACT_DISSIMILARITY_BUDGET`
+#: up to this n, and above :data:`AUTO_EXACT_DISSIMILARITY_MIN_N` only while their pass's
+#: products of kernel entries, ``n^2 m (m + 1) / 2``, stay within
+#: :data:`EXACT_DISSIMILARITY_BUDGET`
 AUTO_EXACT_DISSIMILARITY_MAX_N = 20_000
+#: ... and always up to this n, whatever the number of kernels: there the pass costs no more
+#: than the factor pass and the eigensolver of the uncapped R (which grow with m too), and
+#: without it many kernels lose accuracy (UCI mfeat, n = 2,000 and 72 kernels, forced to
+#: Nystrom: NMI 24.5 points from exact without the exact C and the local part)
+AUTO_EXACT_DISSIMILARITY_MIN_N = 5_000
 #: that pass ran at about 0.7 ns per product on 2 cores (n = 10^4, m = 16: 9.8 s in the
 #: backend's ``info["seconds"]["exact_kernel_gram"]``, 1.0 s at n = 2,500; the whole fit at
 #: 10^5, above the limit, took 14 s), so this budget keeps it to about 2 s.
-#: The paper's data sets (n <= 1,440, m = 12) stay well inside; m = 12 kernels stop at
-#: n = 5,661, m = 16 at 4,287
+#: m = 12 kernels stop at n = 5,661, 16 or more at the floor
 EXACT_DISSIMILARITY_BUDGET = 2.5e9
 #: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
 DTYPE_CHOICES = ("auto", *STORE_DTYPES)
@@ -200,7 +205,8 @@ class NystromOptions(_StoreOptions):
     exact_dissimilarity_max_n : int or "auto"
         Up to this n, C is computed exactly and the sparse local part is collected (a pass
         over all pairs of rows: ``n^2 m (m + 1) / 2`` products of kernel entries). ``"auto"``:
-        up to :data:`AUTO_EXACT_DISSIMILARITY_MAX_N`, and only while that pass stays within
+        up to :data:`AUTO_EXACT_DISSIMILARITY_MAX_N`, and above
+        :data:`AUTO_EXACT_DISSIMILARITY_MIN_N` only while that pass stays within
         :data:`EXACT_DISSIMILARITY_BUDGET` products (:meth:`exact_dissimilarity_limit`).
     local_threshold : float
         Smallest residual entry kept in the sparse local part; 0 turns it off.
@@ -254,12 +260,14 @@ class NystromOptions(_StoreOptions):
 
     def exact_dissimilarity_limit(self, m: int) -> int:
         """The largest n whose C is computed exactly with ``m`` kernels (``"auto"`` resolved:
-        the limit, or less where the pass over all pairs of rows would exceed the budget)."""
+        the limit, or less where the pass over all pairs of rows would exceed the budget, but
+        not below the floor)."""
         if self.exact_dissimilarity_max_n != "auto":
             return int(self.exact_dissimilarity_max_n)
         pairs = max(1, m) * (max(1, m) + 1) / 2
         return min(AUTO_EXACT_DISSIMILARITY_MAX_N,
-                   int(math.sqrt(EXACT_DISSIMILARITY_BUDGET / pairs)))
+                   max(AUTO_EXACT_DISSIMILARITY_MIN_N,
+                       int(math.sqrt(EXACT_DISSIMILARITY_BUDGET / pairs))))
 
     def exact_dissimilarity(self, n: int, m: int) -> bool:
         """Whether ``n`` rows and ``m`` kernels get the exact C and the sparse local part."""
