@@ -15,6 +15,7 @@ from mkrk_dask.kernels import (
     kernel_blocks,
     kernel_matrices,
     max_pairwise_distance,
+    mirror_upper,
     paper_kernels,
     parse_kernel,
     resolve_kernels,
@@ -153,6 +154,15 @@ def test_tiled_symmetrize_is_the_whole_matrix_formula(n, dtype):
     np.testing.assert_array_equal(symmetrize(A, unit_diagonal=True), reference)
 
 
+@pytest.mark.parametrize("n", [1, 5, 256, 257, 600])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_mirror_upper_is_the_whole_matrix_formula(n, order):
+    A = np.asarray(np.random.default_rng(n).random((n, n)), order=order)
+    expected = np.triu(A) + np.triu(A, 1).T
+    assert mirror_upper(A) is A
+    np.testing.assert_array_equal(A, expected)
+
+
 @pytest.mark.parametrize("order", [[0.5, 1.0, 2.0], [2.0, 0.5, 1.0], [1.0, 2.0 ** 0.5, 4.0]])
 @pytest.mark.parametrize("family", ["gaussian", "angular"])
 def test_gaussians_whose_widths_double_are_squares_of_the_wider(X, family, order):
@@ -193,3 +203,59 @@ def test_columns_evaluate_a_prefix_of_each_block(X):
     for bad in ([1, 2, 3], [0, 1, 1, 1], [41, 1, 1, 1]):
         with pytest.raises(ValueError, match="columns must give 1..40 columns"):
             kernel_blocks(specs, X, X, columns=bad)
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_single_precision_is_float32_round_off_also_for_data_far_from_the_origin(offset):
+    """precision="single": every family in float32, within a few tens of float32 round-offs
+    of the float64 values (relative, where a Gaussian is at least 1e-3; absolute for the
+    others); the Gaussians' distances come from centred rows, so an offset of the data costs
+    nothing, where the plain float32 formula loses every digit of the narrowest one."""
+    rng = np.random.default_rng(4)
+    X = np.abs(rng.normal(size=(300, 12))) + offset  # non-negative: angular needs no sign
+    families = [KernelSpec("gaussian", m=m) for m in (0.5, 1.0, 2.0)] + [
+        KernelSpec("angular", m=m) for m in (0.5, 1.0, 2.0)]
+    specs = resolve_kernels([KernelSpec("linear"), KernelSpec("polynomial", a=1, b=2)]
+                            + families, [1.0], median_scales([X], families))
+    L = X[::3]
+    double = kernel_blocks(specs, X, L)
+    single = kernel_blocks(specs, X, L, precision="single")
+    assert single.dtype == np.float32
+    eps = np.finfo(np.float32).eps
+    for p, spec in enumerate(specs):
+        error = np.abs(single[p] - double[p])
+        if spec.family in ("gaussian", "angular"):
+            big = double[p] >= 1e-3
+            assert big.mean() > 0.05  # the bound is tested on many values
+            assert (error[big] / double[p][big]).max() <= 64 * eps, spec.name
+        assert error.max() <= 64 * eps * np.abs(double[p]).max(), spec.name
+    # The plain float32 formula ||a||^2 + ||b||^2 - 2 a.b far from the origin: the bound
+    # above is not vacuous.
+    narrow = specs[2]
+    a, b = X.astype(np.float32), L.astype(np.float32)
+    plain = np.exp(-((a * a).sum(1)[:, None] + (b * b).sum(1)[None, :] - 2 * a @ b.T)
+                   / np.float32(2 * narrow.sigma**2))
+    big = double[2] >= 1e-3
+    plain_error = (np.abs(plain - double[2])[big] / double[2][big]).max()
+    assert plain_error > 64 * eps if offset else plain_error < 64 * eps
+
+
+def test_single_precision_options(X):
+    """A prefix of columns as in double precision; sparse rows in float64, rounded once;
+    a float64 out or an unknown precision is refused."""
+    specs = resolve_kernels([KernelSpec("linear"), KernelSpec("gaussian", m=2.0),
+                             KernelSpec("gaussian", m=1.0), KernelSpec("polynomial", a=1, b=2)],
+                            [1.0], median_scales([X], [KernelSpec("gaussian", m=1.0)]))
+    full = kernel_blocks(specs, X, X, precision="single")
+    out = np.full((4, 40, 40), np.nan, dtype=np.float32)
+    kernel_blocks(specs, X, X, columns=[3, 5, 30, 40], out=out, precision="single")
+    for p, cols in enumerate([3, 30, 30, 40]):
+        np.testing.assert_allclose(out[p][:, :cols], full[p][:, :cols], rtol=1e-6, atol=1e-6)
+        assert np.isnan(out[p][:, cols:]).all()
+    S = sp.csr_matrix(np.where(X > -0.5, X, 0.0))
+    np.testing.assert_array_equal(kernel_blocks(specs, S, S, precision="single"),
+                                  kernel_blocks(specs, S, S).astype(np.float32))
+    with pytest.raises(ValueError, match="precision='single' fills a float32 out"):
+        kernel_blocks(specs, X, X, out=np.empty((4, 40, 40)), precision="single")
+    with pytest.raises(ValueError, match="precision must be 'double' or 'single'"):
+        kernel_blocks(specs, X, X, precision="half")

@@ -537,6 +537,95 @@ def test_rank_tol_cuts_smooth_kernels_and_keeps_the_fit_close(client):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_strong_columns_are_rotated_without_changing_the_approximation(dtype):
+    """A kernel with more strong columns than TRAPEZOID_COLUMNS gets them rotated (T Q, Q
+    orthogonal) so that T's head is a lower triangle with a non-negative diagonal: the factors
+    are the product with that transform (also for new rows, through ``project``), and F F^T,
+    the Nystrom approximation, is the unrotated one's."""
+    from mkrk_dask.backends.nystrom.model import TRAPEZOID_COLUMNS, NystromModel
+    from mkrk_dask.kernels import kernel_blocks
+    from mkrk_dask.landmarks import landmark_transform
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(700, 8))
+    spec = KernelSpec("gaussian", sigma=3.0, view=0)  # 176 strong columns of 300
+    L = X[:300]
+    T, values = landmark_transform(kernel_blocks([spec], L, L)[0])
+    model = NystromModel(specs=[spec], normalize=True, landmarks={0: L},
+                         kernel_landmarks=[300], transforms=[T], dtype=dtype)
+    s = model.strong_columns[0]
+    assert TRAPEZOID_COLUMNS < s < T.shape[1]  # rotated head and plain weak tail
+    P = model.product_transforms()[0]
+    assert P.shape == T.shape
+    assert np.all(np.triu(P[:s, :s], 1) == 0) and np.all(np.diag(P[:s, :s]) >= 0)
+    np.testing.assert_array_equal(P[:, s:], T[:, s:])
+    Q = np.linalg.lstsq(T[:, :s], P[:, :s], rcond=None)[0]
+    np.testing.assert_allclose(Q.T @ Q, np.eye(s), atol=1e-6)  # Q from an ill-posed solve
+    C = kernel_blocks([spec], X, L)[0]
+    F = model.factors([X])
+    assert F.dtype == dtype
+    exact = C @ P
+    rows = np.linalg.norm(exact, axis=1, keepdims=True)
+    eps = np.finfo(dtype).eps
+    # float32: the strong columns' bound (FLOAT32_PRODUCT_MIN_EIGENVALUE: at most 100 eps)
+    bound = (200 if dtype == np.float32 else 1e4) * eps * rows
+    assert np.all(np.abs(F - exact) <= bound)
+    plain = C @ T
+    approximation = plain @ plain.T
+    tol = 1e-3 if dtype == np.float32 else 1e-9
+    np.testing.assert_allclose(F.astype(np.float64) @ F.astype(np.float64).T, approximation,
+                               atol=tol * np.abs(approximation).max())
+    B = rng.normal(size=(T.shape[1], 3))
+    np.testing.assert_allclose(model.project([X], B), exact @ B,
+                               atol=1e-9 * np.abs(exact @ B).max())
+
+
+def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precision():
+    """With float32 factors, a view whose kernels keep only strong columns is evaluated in
+    float32 (kernel_blocks(precision="single")): its factors stay within the strong columns'
+    amplification (at most 100) of the kernel values' float32 error; a view with a weak
+    column keeps float64 values; float64 factors never use float32."""
+    from mkrk_dask.backends.nystrom.model import NystromModel
+    from mkrk_dask.kernels import kernel_blocks, resolve_kernels
+    from mkrk_dask.landmarks import landmark_transform
+    from mkrk_dask.scales import median_scales
+
+    rng = np.random.default_rng(2)
+    views = [rng.normal(size=(500, 6)) + 50.0, rng.normal(size=(500, 3))]
+    widths = [KernelSpec("gaussian", m=m, view=v) for v, m in ((0, 0.5), (1, 4.0))]
+    specs = resolve_kernels(widths, [1.0, 1.0], median_scales(views, widths))
+    landmarks = {0: views[0][:120], 1: views[1][:120]}
+    transforms = [landmark_transform(kernel_blocks([spec], landmarks[spec.view],
+                                                   landmarks[spec.view])[0])[0]
+                  for spec in specs]
+    models = {dt: NystromModel(specs=specs, normalize=True, landmarks=landmarks,
+                               kernel_landmarks=[120] * 2, transforms=transforms, dtype=dt)
+              for dt in (np.float32, np.float64)}
+    strong = models[np.float32].strong_columns
+    assert strong[0] == transforms[0].shape[1]  # view 0: all strong
+    assert strong[1] < transforms[1].shape[1]  # the wide Gaussian of view 1 has weak ones
+    assert models[np.float32].single_views() == {0}
+    assert models[np.float64].single_views() == set()
+    F = {dt: model.factors(views) for dt, model in models.items()}
+    offsets = models[np.float32].offsets
+    eps = np.finfo(np.float32).eps
+    for p in range(2):
+        block = slice(offsets[p], offsets[p + 1])
+        rows = np.linalg.norm(F[np.float64][:, block], axis=1)
+        error = np.abs(F[np.float32][:, block] - F[np.float64][:, block]).max(axis=1)
+        assert np.all(error <= 100 * 64 * eps * rows), specs[p].name
+    # The view evaluated in float64 instead gives other bits (so single precision was used)
+    # and an error of the same order: the float32 products' round-off dominates both.
+    models[np.float32]._single = set()
+    double_values = models[np.float32].factors(views)
+    view0 = slice(0, offsets[1])
+    assert not np.array_equal(double_values[:, view0], F[np.float32][:, view0])
+    single_error = np.abs(F[np.float32][:, view0] - F[np.float64][:, view0]).max()
+    double_error = np.abs(double_values[:, view0] - F[np.float64][:, view0]).max()
+    assert single_error <= 4 * double_error
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gram_sums_equal_the_plain_products(dtype):
     from mkrk_dask.backends.nystrom.tasks import add_gram, gram_order
 

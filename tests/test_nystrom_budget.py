@@ -142,7 +142,9 @@ def test_the_budget_limits_the_factors_rank(client, blobs):
     assert sum(full.nystrom_ranks_) > 60 and sum(capped.nystrom_ranks_) == 60
     assert all(1 <= c <= f for c, f in zip(capped.nystrom_ranks_, full.nystrom_ranks_,
                                           strict=True))
-    assert np.all(capped.nystrom_residual_ >= full.nystrom_residual_ - 1e-9)
+    # (float32 factors: a kernel kept whole misses only round-off, a few 1e-8 either way)
+    assert np.all(capped.nystrom_residual_ >= full.nystrom_residual_ - 1e-6)
+    assert capped.nystrom_residual_[:2].sum() > full.nystrom_residual_[:2].sum() + 1e-4
     assert normalized_mutual_info(y, capped.labels_) > 0.9
     assert "Nystrom components: R = 60 (max_components = 60): " in capped.summary()
     # Narrow data: the final pass computes the factors again instead of reading them back.

@@ -1,4 +1,5 @@
-"""Threads of the process (mkrk_dask._threads) and LAPACK without the GIL (mkrk_dask._lapack)."""
+"""Threads of the process (mkrk_dask._threads) and LAPACK and BLAS without the GIL
+(mkrk_dask._lapack)."""
 
 from __future__ import annotations
 
@@ -160,3 +161,45 @@ def test_cholesky_info_without_the_raw_routine_falls_back_to_scipys_wrapper(monk
     wrapped = good.copy()
     assert _lapack.cholesky_info(wrapped) == 0
     np.testing.assert_array_equal(np.triu(wrapped), np.triu(raw_factor))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("raw", [True, False])
+def test_syrk_upper_is_the_upper_triangle_of_the_plain_product(monkeypatch, dtype, raw):
+    """F^T F into the upper triangle (and added to it with accumulate), the lower triangle
+    never written; the same through the raw routine and through scipy's wrapper."""
+    if not raw:
+        monkeypatch.setattr(_lapack, "_raw_syrk", lambda prefix: None)
+    rng = np.random.default_rng(3)
+    F, G = (rng.standard_normal((rows, 70)).astype(dtype) for rows in (130, 9))
+    out = np.full((70, 70), 7.0, dtype=dtype, order="F")
+    assert _lapack.syrk_upper(F, out) is out
+    plain = F.astype(np.float64).T @ F.astype(np.float64)
+    tol = 1e-4 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(np.triu(out), np.triu(plain), rtol=tol, atol=tol * 100)
+    assert np.all(out[np.tril_indices(70, -1)] == 7.0)
+    _lapack.syrk_upper(G, out, accumulate=True)
+    plain += G.astype(np.float64).T @ G.astype(np.float64)
+    np.testing.assert_allclose(np.triu(out), np.triu(plain), rtol=tol, atol=tol * 100)
+    assert np.all(out[np.tril_indices(70, -1)] == 7.0)
+    empty = np.ones((70, 70), dtype=dtype, order="F")
+    np.testing.assert_array_equal(np.triu(_lapack.syrk_upper(F[:0], empty)), 0.0)
+
+
+def test_syrk_upper_is_the_raw_blas_routine_called_without_the_gil():
+    for prefix in "sd":
+        routine = _lapack._raw_syrk(prefix)
+        assert routine is not None  # not the f2py wrapper, which holds the GIL
+        assert not routine._flags_ & ctypes._FUNCFLAG_PYTHONAPI
+
+
+@pytest.mark.parametrize("F, out", [
+    (np.ones((5, 4)), np.ones((4, 8), order="F")[:, ::2]),
+    (np.ones((5, 4))[:, ::-1], np.ones((4, 4), order="F")),
+    (np.ones((5, 4), dtype=np.float32), np.ones((4, 4), order="F")),
+    (np.ones((5, 4)), np.ones((3, 3), order="F")),
+    (np.ones((5, 4), dtype=np.int64), np.ones((4, 4), dtype=np.int64, order="F")),
+])
+def test_syrk_upper_refuses_what_blas_cannot_take(F, out):
+    with pytest.raises(ValueError, match="syrk_upper needs a C-contiguous"):
+        _lapack.syrk_upper(F, out)

@@ -28,7 +28,7 @@ from sklearn.utils import check_random_state
 from ...checkpoints import PassCheckpoint
 from ...cluster import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
-from ...kernels import KernelSpec, kernel_blocks, resolve_kernels, row_sq_norms
+from ...kernels import KernelSpec, kernel_blocks, mirror_upper, resolve_kernels, row_sq_norms
 from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
 from ...locations import StoreLocation, check_workers_see, nearest_existing
 from ...passes import (
@@ -527,8 +527,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     shared_model.release()
     release_memory(client)
     # The tasks keep the upper triangle (add_gram); the lower one is its mirror.
-    upper = np.triu(sums["gram"])
-    return {"gram": upper + np.triu(upper, 1).T, "traces": sums["traces"],
+    return {"gram": mirror_upper(sums["gram"]), "traces": sums["traces"],
             "diag_correction": 0.5 * (sums["diag_correction"] + sums["diag_correction"].T)
             }, seconds
 

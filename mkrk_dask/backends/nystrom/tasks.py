@@ -14,9 +14,9 @@ import time
 from typing import Any
 
 import numpy as np
-import scipy.linalg.blas
 import scipy.sparse as sp
 
+from ..._lapack import syrk_upper
 from ..._malloc import trims_heap
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
 from ...passes import read_rows
@@ -29,6 +29,8 @@ __all__ = ["factor_task", "embed_task", "stream_embed_task", "kernel_gram_pair_t
 
 #: factors per Gram update in a factor task (whole store chunks; at least one)
 GRAM_BYTES = 32 * 2**20
+#: column blocks of a float32 Gram product added to the float64 sums (see add_gram)
+_ADD_BLOCKS = 8
 
 
 @trims_heap
@@ -52,6 +54,10 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     # buffer serves them all, instead of fresh pages mapped (and faulted) every time.
     step = chunk * max(1, GRAM_BYTES // (chunk * R * np.dtype(model.dtype).itemsize))
     buffer = np.empty((min(step, stop - start), R), dtype=model.dtype)
+    # float32 factors: their F^T F in a reused buffer (fresh 4 R^2 bytes per chunk cost page
+    # faults and zeroing); see add_gram
+    scratch = (np.zeros((R, R), dtype=model.dtype, order="F")
+               if model.dtype != np.float64 else None)
     for a in range(0, stop - start, step):
         b = min(a + step, stop - start)
         part = [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
@@ -68,7 +74,7 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
         if factors_array is not None:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
-        gram = add_gram(gram, F)
+        gram = add_gram(gram, F, scratch)
         t3 = time.perf_counter()
         seconds["factors"] += t1 - t0
         seconds["write"] += t2 - t1
@@ -78,26 +84,36 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
 
 
 def gram_order(dtype: Any) -> str:
-    """Memory order of the Gram sums of factors of ``dtype`` (that of :func:`add_gram`'s
-    product, so that adding it up never strides across rows)."""
-    return "F" if np.dtype(dtype) == np.float64 else "C"
+    """Memory order of the Gram sums of factors of ``dtype``: Fortran, that of
+    :func:`add_gram`'s BLAS product (adding it up never strides across rows)."""
+    return "F"
 
 
-def add_gram(gram: np.ndarray, F: np.ndarray) -> np.ndarray:
-    """``gram + F^T F``, at least in the upper triangle (the one the sums are read from).
+def add_gram(gram: np.ndarray, F: np.ndarray, scratch: np.ndarray | None = None
+             ) -> np.ndarray:
+    """``gram + F^T F`` in the upper triangle (the one the sums are read from).
 
-    float64 factors: one BLAS ``dsyrk`` into ``gram`` (Fortran order) in place, half the
-    flops of ``F.T @ F`` and no R x R temporary to allocate and add. float32 factors: their
-    float32 product (numpy's matmul of ``F.T`` and ``F`` is itself a ``syrk``), added in
-    float64 to a C-ordered ``gram``, so the sum over chunks does not accumulate float32
-    round-off. (An ``ssyrk`` into a reused buffer measured no faster over a whole pass.)
+    One BLAS ``syrk`` (half the flops of ``F.T @ F``), called with the GIL released
+    (:func:`mkrk_dask._lapack.syrk_upper`: the other task thread's numpy work goes on beside
+    it). float64 factors: into ``gram`` (Fortran order) in place. float32 factors: into
+    ``scratch`` (an R x R float32 Fortran-ordered buffer the caller reuses, so no fresh pages
+    per chunk, whose lower triangle is zero: ``syrk`` never writes it; without it, a new
+    one), then added in float64, so the sum over chunks does not accumulate float32
+    round-off.
     """
-    if F.dtype != np.float64:
-        gram += F.T @ F
-        return gram
-    # F.T of a C-ordered F is Fortran-ordered: BLAS reads it without a copy.
-    return scipy.linalg.blas.dsyrk(1.0, F.T, beta=1.0, c=gram, trans=0, lower=0,
-                                   overwrite_c=1)
+    if F.dtype == np.float64:
+        return syrk_upper(F, gram, accumulate=True)
+    if scratch is None:
+        scratch = np.zeros((F.shape[1], F.shape[1]), dtype=F.dtype, order="F")
+    syrk_upper(F, scratch)
+    # Column blocks down to the diagonal: little more than the upper triangle is added (a
+    # whole R x R float64 sum costs 5% of the product's time at R = 2,048).
+    R = gram.shape[0]
+    step = max(1, -(-R // _ADD_BLOCKS))
+    for j0 in range(0, R, step):
+        j1 = min(j0 + step, R)
+        gram[:j1, j0:j1] += scratch[:j1, j0:j1]
+    return gram
 
 
 @trims_heap
