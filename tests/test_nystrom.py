@@ -614,9 +614,15 @@ def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precisio
         rows = np.linalg.norm(F[np.float64][:, block], axis=1)
         error = np.abs(F[np.float32][:, block] - F[np.float64][:, block]).max(axis=1)
         assert np.all(error <= 100 * 64 * eps * rows), specs[p].name
+    # project (the final pass's F B without F): within float32 round-off of the exact F B
+    B = rng.normal(size=(models[np.float32].n_components, 3))
+    exact = F[np.float64] @ B
+    projected = models[np.float32].project(views, B)
+    assert np.abs(projected - exact).max() <= 1e-4 * np.abs(exact).max()
     # The view evaluated in float64 instead gives other bits (so single precision was used)
     # and an error of the same order: the float32 products' round-off dominates both.
     models[np.float32]._single = set()
+    assert not np.array_equal(models[np.float32].project(views, B), projected)
     double_values = models[np.float32].factors(views)
     view0 = slice(0, offsets[1])
     assert not np.array_equal(double_values[:, view0], F[np.float32][:, view0])

@@ -269,12 +269,16 @@ class NystromModel:
                 if all(strong[p] == T.shape[1] for p, T in enumerate(self.transforms)
                        if self.specs[p].view == view)}
 
+    def _single_view_set(self) -> set[int]:
+        """:meth:`single_views`, computed once."""
+        if self.__dict__.get("_single") is None:
+            self._single = self.single_views()
+        return self._single
+
     def _landmark_blocks(self, views: Sequence[Any]) -> Any:
         """``(p, K_p(X, L_p))`` for every kernel; the kernels of a view share one distance
         block (float32 for the :meth:`single_views`)."""
-        single = self.__dict__.get("_single")
-        if single is None:
-            single = self._single = self.single_views()
+        single = self._single_view_set()
         for view in sorted(self.landmarks):
             idx = [p for p, s in enumerate(self.specs) if s.view == view]
             X = views[view]
@@ -316,13 +320,17 @@ class NystromModel:
                                      for b in blocks)
 
     def project(self, views: Sequence[Any], B: np.ndarray) -> np.ndarray:
-        """``F B`` of the given rows without forming F, in float64:
-        ``sum_p K_p(X, L_p) (T_p B_p)``, ``2 r k`` flops per row and kernel instead of the
+        """``F B`` of the given rows without forming F, summed in float64:
+        ``sum_p K_p(X, L_p) (T_p Q_p B_p)``, ``2 r k`` flops per row and kernel instead of the
         factors' ``2 r r_p'``. Equal to :func:`embed_rows` of float64 factors up to round-off
-        (float32 factors round F first: about 1e-7 relative)."""
+        (float32 factors round F first: about 1e-7 relative). The kernels of the
+        :meth:`single_views`, whose values are float32, take their product in float32 too
+        (twice the rate; the fit keeps H in float32)."""
         n = views[0].shape[0]
         offsets = self.offsets
-        maps = [T @ B[offsets[p]:offsets[p + 1]]
+        single = self._single_view_set()
+        maps = [(T @ B[offsets[p]:offsets[p + 1]]).astype(
+                    np.float32 if self.specs[p].view in single else np.float64)
                 for p, T in enumerate(self.product_transforms())]
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
