@@ -131,7 +131,8 @@ def _save_row_map(row_map: Any, arrays: _Arrays) -> dict[str, Any]:
                 "feature_scale": (None if row_map.feature_scale is None
                                   else arrays.put("nys.feature_scale", row_map.feature_scale)),
                 "n_features": row_map.n_features, "chunk_rows": int(row_map.chunk_rows),
-                "n_labels_polished": int(row_map.n_labels_polished), "local": local}
+                "n_labels_polished": int(row_map.n_labels_polished),
+                "factor_layout": row_map.factor_layout, "local": local}
     raise TypeError(f"cannot save a row map of type {type(row_map).__name__}")
 
 
@@ -163,7 +164,8 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
                            else arrays.get(record["feature_scale"])),
             n_features=record["n_features"],
             chunk_rows=record["chunk_rows"], n_labels_polished=record["n_labels_polished"],
-            local=local)
+            # saved before the layout was recorded: the factors its coefficients were fitted to
+            factor_layout=record.get("factor_layout", "plain"), local=local)
     raise ValueError(f"unknown row map kind {record['kind']!r}")
 
 

@@ -81,3 +81,27 @@ def test_an_object_array_smuggled_into_the_npz_is_not_loaded(tmp_path):
     np.savez(folder / "arrays.npz", **arrays)  # pickles the object array
     with pytest.raises(ValueError, match="cannot be read"):
         load_model(folder)
+
+
+def test_a_nystrom_model_saved_before_its_factor_layout_was_recorded_loads_as_plain(
+        client, tmp_path):
+    """A saved Nystrom model records how its factors follow from its transforms
+    ("rotated"); a file without that key (saved before it was recorded) is read as "plain",
+    the factors its coefficients were fitted to, never with rotated factors, which give
+    another embedding for the same coefficients."""
+    from mkrk_dask.backends.nystrom.model import TRAPEZOID_COLUMNS
+
+    model = MKKMRK.paper(10, kernels=["cosine", "gaussian(c=0.2)"], solver="nystrom",
+                         n_landmarks=120, scheduler=client, random_state=0).fit(X)
+    assert max(model.nystrom_model_.strong_columns) > TRAPEZOID_COLUMNS  # a rotated kernel
+    folder = save_model(model, tmp_path / "model")
+    document = json.loads((folder / "model.json").read_text())
+    assert document["row_map"]["factor_layout"] == "rotated"
+    assert load_model(folder).nystrom_model_.factor_layout == "rotated"
+    del document["row_map"]["factor_layout"]
+    (folder / "model.json").write_text(json.dumps(document))
+    old = load_model(folder).nystrom_model_
+    assert old.factor_layout == "plain"
+    for T, P in zip(old.transforms, old.product_transforms(), strict=True):
+        np.testing.assert_array_equal(P, T)
+    assert not np.allclose(old.transform([NEW]), model.nystrom_model_.transform([NEW]))

@@ -337,6 +337,14 @@ def test_store_is_reused_and_checked(client, small, tmp_path):
     with pytest.raises(StoreError, match="n_landmarks"):
         NystromBackend.from_views(views, specs, n_landmarks=31, scheduler=client, store=path,
                                   random_state=2)
+    # A store built before the factor layout was recorded holds sums of other factors.
+    group = zarr.open_group(str(path), mode="r+")
+    assert group.attrs["factor_layout"] == "rotated"
+    group.attrs.update({k: v for k, v in group.attrs.asdict().items() if k != "factor_layout"})
+    del group.attrs["factor_layout"]
+    with pytest.raises(StoreError, match="without metadata key 'factor_layout'"):
+        NystromBackend.from_views(views, specs, n_landmarks=30, scheduler=client, store=path,
+                                  random_state=2)
 
 
 def test_estimated_largest_distance_is_recorded_and_bounded(client, small):
@@ -578,6 +586,16 @@ def test_strong_columns_are_rotated_without_changing_the_approximation(dtype):
     B = rng.normal(size=(T.shape[1], 3))
     np.testing.assert_allclose(model.project([X], B), exact @ B,
                                atol=1e-9 * np.abs(exact @ B).max())
+    # The "plain" layout (models saved before it was recorded): T as it is, no rotation.
+    plain = NystromModel(specs=[spec], normalize=True, landmarks={0: L},
+                         kernel_landmarks=[300], transforms=[T], dtype=dtype,
+                         factor_layout="plain")
+    np.testing.assert_array_equal(plain.product_transforms()[0], T)
+    assert plain.single_views() == set()
+    np.testing.assert_allclose(plain.factors([X]), C @ T, atol=bound.max())
+    with pytest.raises(ValueError, match="factor_layout must be 'rotated' or 'plain'"):
+        NystromModel(specs=[spec], normalize=True, landmarks={0: L}, kernel_landmarks=[300],
+                     transforms=[T], factor_layout="turned")
 
 
 def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precision():

@@ -303,6 +303,7 @@ class NystromBackend(KernelBackend):
         return NystromModel(specs=list(m.specs), normalize=m.normalize,
                             landmarks=dict(m.landmarks), kernel_landmarks=list(m.kernel_landmarks),
                             transforms=list(m.transforms), dtype=m.dtype,
+                            factor_layout=m.factor_layout,
                             coefficients=coefficients, local=local,
                             n_features=list(self.n_features or m.n_features),
                             info=dict(self.info))

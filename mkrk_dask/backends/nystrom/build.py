@@ -58,7 +58,7 @@ from ...store import (
 from ..options import NystromOptions
 from . import local as local_part
 from .local import LOCAL_RESULTS, NO_ENTRIES, LocalPart, load_local
-from .model import NystromModel
+from .model import FACTOR_LAYOUT, NystromModel
 from .tasks import factor_task, gram_order, kernel_gram_pair_task
 
 __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
@@ -155,7 +155,10 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             "exact_distance_max_n": int(options.exact_distance_max_n),
             # the limit in force for these kernels ("auto" resolved)
             "exact_dissimilarity_max_n": options.exact_dissimilarity_limit(m),
-            "local_threshold": float(options.local_threshold)}
+            "local_threshold": float(options.local_threshold),
+            # how factors follow from the transforms: a store of another layout (built before
+            # it was recorded) has sums of other factors
+            "factor_layout": FACTOR_LAYOUT}
         if options.resolved_landmark_oversampling(n, m) is not None:
             # only where it applies: stores built before the option still match without it
             expected["landmark_oversampling"] = options.resolved_landmark_oversampling(n, m)

@@ -25,7 +25,7 @@ from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
 
 __all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "FLOAT32_PRODUCT_MIN_EIGENVALUE",
-           "TRAPEZOID_COLUMNS"]
+           "TRAPEZOID_COLUMNS", "FACTOR_LAYOUT"]
 
 #: rows of the kernel blocks evaluated at once by :meth:`NystromModel.factors`: at 500
 #: landmarks a block of 512 rows is 2 MiB in float64, so the several elementwise passes of a
@@ -41,6 +41,8 @@ FACTOR_BLOCK_ROWS = 512
 #: values, which a view of strong columns only takes in float32 (:meth:`single_views`: a few
 #: tens of eps_32, so at most a few thousand eps_32, 3e-4, in the weakest strong column)
 FLOAT32_PRODUCT_MIN_EIGENVALUE = 1e-4
+#: the factor layout of new models and stores (see :attr:`NystromModel.factor_layout`)
+FACTOR_LAYOUT = "rotated"
 #: columns per product of a kernel's strong columns, rotated so that T's head is lower
 #: triangular (:meth:`NystromModel.product_transforms`): a block of columns starting at j
 #: skips the first j rows of T, which are zero. Narrower blocks skip more zeros but run BLAS
@@ -89,11 +91,13 @@ def _lower_trapezoidal(head: np.ndarray) -> np.ndarray:
     return rotated
 
 
-def _trapezoid_product(left: np.ndarray, head: np.ndarray, out: np.ndarray) -> np.ndarray:
+def _trapezoid_product(left: np.ndarray, head: np.ndarray, out: np.ndarray,
+                       triangle: bool = True) -> np.ndarray:
     """``left @ head`` into ``out`` for a ``head`` whose first rows are lower triangular
-    (:func:`_lower_trapezoidal`): columns ``j0:j1`` read rows ``j0:`` only."""
+    (:func:`_lower_trapezoidal`): columns ``j0:j1`` read rows ``j0:`` only. ``triangle=False``:
+    one product (a head that was not rotated)."""
     s = head.shape[1]
-    if s <= TRAPEZOID_COLUMNS:
+    if s <= TRAPEZOID_COLUMNS or not triangle:
         return np.matmul(left, head, out=out)
     for j0 in range(0, s, TRAPEZOID_COLUMNS):
         j1 = min(j0 + TRAPEZOID_COLUMNS, s)
@@ -142,13 +146,19 @@ class NystromModel:
     n_features: list[int | None] | None = None
     chunk_rows: int = 4096
     n_labels_polished: int = 0
+    #: how the factors are computed from ``transforms``: ``"rotated"`` (the strong columns
+    #: rotated, :meth:`product_transforms`; float32 values for :meth:`single_views`) or
+    #: ``"plain"`` (``K_p(X, L_p) T_p`` in float64 values: models saved before git 47915c5,
+    #: whose coefficients were fitted to those factors)
+    factor_layout: str = FACTOR_LAYOUT
     local: dict | None = field(default=None, repr=False)
     info: dict = field(default_factory=dict, repr=False)
     _landmark_sq: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _train_factors: np.ndarray | None = field(default=None, repr=False)
     #: per kernel: its strong columns, rotated and in the product's dtype, and its weak ones
     #: (see :meth:`product_transforms`)
-    _products: list[tuple[np.ndarray, np.ndarray]] | None = field(default=None, repr=False)
+    _products: list[tuple[np.ndarray, np.ndarray, np.ndarray]] | None = field(default=None,
+                                                                             repr=False)
     #: the views evaluated in float32 (see :meth:`single_views`)
     _single: set[int] | None = field(default=None, repr=False)
 
@@ -159,6 +169,9 @@ class NystromModel:
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
+        if self.factor_layout not in ("rotated", "plain"):
+            raise ValueError(f"factor_layout must be 'rotated' or 'plain', got "
+                             f"{self.factor_layout!r}")
         # One memory layout whether built or read back from a store: BLAS rounds differently
         # for C- and F-ordered operands, and a resumed build must give the same bits.
         self.transforms = [np.ascontiguousarray(T, dtype=np.float64) for T in self.transforms]
@@ -211,17 +224,19 @@ class NystromModel:
         diagonal (unique, so every process derives the same F from the same ``T_p``).
         ``F_p = K_p(X, L_p) T_p Q`` then costs about ``r'^2 / 2`` fewer multiply-adds per row:
         :func:`_trapezoid_product`. Weak columns are left as they are."""
-        return [np.hstack([head.astype(np.float64), T[:, head.shape[1]:]])
-                for (head, _), T in zip(self._product_parts(), self.transforms, strict=True)]
+        return [np.hstack([head, tail]) for head, _, tail in self._product_parts()]
 
-    def _product_parts(self) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Per kernel: its strong columns, rotated (:meth:`product_transforms`), in the
-        dtype of their product (float32 for float32 factors); its weak columns (float64)."""
+    def _product_parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """Per kernel: its strong columns, rotated (:meth:`product_transforms`), in float64
+        and in the dtype of their product (float32 for float32 factors); its weak columns
+        (float64)."""
         if self.__dict__.get("_products") is None:
             dtype = np.float32 if self.dtype == np.float32 else np.float64
-            self._products = [(_lower_trapezoidal(T[:, :s]).astype(dtype), T[:, s:])
-                              for T, s in zip(self.transforms, self.strong_columns,
-                                              strict=True)]
+            rotate = _lower_trapezoidal if self.factor_layout == "rotated" else np.asarray
+            heads = [rotate(T[:, :s]) for T, s in zip(self.transforms, self.strong_columns,
+                                                       strict=True)]
+            self._products = [(head, head.astype(dtype), T[:, head.shape[1]:])
+                              for head, T in zip(heads, self.transforms, strict=True)]
         return self._products
 
     @property
@@ -262,7 +277,7 @@ class NystromModel:
         columns are all strong (:attr:`strong_columns`). A strong column's error grows like
         ``sqrt(lambda_max / lambda_k)`` times that of the kernel values, at most 100 times;
         a weak column needs float64 values (and product) not to be swamped."""
-        if self.dtype != np.float32:
+        if self.dtype != np.float32 or self.factor_layout == "plain":
             return set()
         strong = self.strong_columns
         return {view for view in self.landmarks
@@ -294,7 +309,8 @@ class NystromModel:
 
     def _factor_block(self, views: Sequence[Any], sq_norms: np.ndarray | None,
                       out: np.ndarray) -> None:
-        offsets, parts = self.offsets, self._product_parts()
+        offsets = self.offsets
+        parts = [(head, tail) for _, head, tail in self._product_parts()]
         for p, C in self._landmark_blocks(views):
             head, tail = parts[p]
             split = offsets[p] + head.shape[1]
@@ -303,7 +319,8 @@ class NystromModel:
                 # the strong columns in the factors' dtype (float32: twice the rate), written
                 # by BLAS straight into F's column slice (strided rows): no temporary, no copy
                 blocks.append(_trapezoid_product(np.asarray(C, dtype=head.dtype), head,
-                                                 out[:, offsets[p]:split]))
+                                                 out[:, offsets[p]:split],
+                                                 self.factor_layout == "rotated"))
             if split < offsets[p + 1]:
                 target = out[:, split:offsets[p + 1]]
                 if out.dtype == np.float64:

@@ -107,7 +107,7 @@ def add_gram(gram: np.ndarray, F: np.ndarray, scratch: np.ndarray | None = None
         scratch = np.zeros((F.shape[1], F.shape[1]), dtype=F.dtype, order="F")
     syrk_upper(F, scratch)
     # Column blocks down to the diagonal: little more than the upper triangle is added (a
-    # whole R x R float64 sum costs 5% of the product's time at R = 2,048).
+    # whole R x R float64 sum took 2.8 ms beside the 144 ms product at R = 2,048).
     R = gram.shape[0]
     step = max(1, -(-R // _ADD_BLOCKS))
     for j0 in range(0, R, step):
