@@ -346,9 +346,14 @@ class NystromModel:
         n = views[0].shape[0]
         offsets = self.offsets
         single = self._single_view_set()
-        maps = [(T @ B[offsets[p]:offsets[p + 1]]).astype(
-                    np.float32 if self.specs[p].view in single else np.float64)
-                for p, T in enumerate(self.product_transforms())]
+        # T_p Q_p B_p from the cached parts (head, weak tail), not product_transforms(): no
+        # copy of every transform per call
+        maps = []
+        for p, (head, _, tail) in enumerate(self._product_parts()):
+            split = offsets[p] + head.shape[1]
+            product = head @ B[offsets[p]:split] + tail @ B[split:offsets[p + 1]]
+            maps.append(product.astype(np.float32 if self.specs[p].view in single
+                                       else np.float64))
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
