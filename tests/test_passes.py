@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import zarr
+from distributed import Client, LocalCluster, get_task_stream
 
 from mkrk_dask.exceptions import PassFailedError, SchedulerLostError
 from mkrk_dask.passes import (
@@ -104,10 +105,17 @@ def test_shared_object_is_shared_again_when_lost(client):
     shared.release()
 
 
-@pytest.mark.parametrize("kind", ["numpy", "sparse", "zarr", "dask"])
+@pytest.mark.parametrize("kind", ["numpy", "sparse", "zarr", "dask", "persisted",
+                                  "persisted columns", "persisted sparse"])
 def test_row_source_gives_the_rows_of_every_input_kind(client, tmp_path, kind):
     X = np.random.default_rng(1).normal(size=(37, 4))
     data = {"numpy": X, "sparse": sp.csr_matrix(X), "dask": da.from_array(X, chunks=(10, 4))}
+    if kind.startswith("persisted"):
+        # chunks of 10 rows (of 2 columns): a block of 12 rows spans two or three of them
+        chunks = (10, 2) if kind == "persisted columns" else (10, 4)
+        source_array = sp.csr_matrix(X) if kind == "persisted sparse" else X
+        data[kind] = client.persist(da.from_array(source_array, chunks=chunks,
+                                                  asarray=False))
     if kind == "zarr":
         data["zarr"] = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(8, 4),
                                          dtype="float64")
@@ -120,6 +128,27 @@ def test_row_source_gives_the_rows_of_every_input_kind(client, tmp_path, kind):
             rows = rows.toarray() if sp.issparse(rows) else rows
             np.testing.assert_array_equal(rows, X[start:stop])
     source.release()
+    if kind.startswith("persisted"):
+        # its tasks take the chunks in memory: nothing computes slices of them
+        with get_task_stream(client) as stream:
+            client.submit(read_rows, *source.block(5, 30)).result()
+        assert [str(t["key"]) for t in stream.data if "read_rows" not in str(t["key"])] == []
+
+
+def test_row_source_of_an_array_persisted_by_another_client_is_refused(client):
+    X = np.arange(40.0).reshape(20, 2)
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as other, \
+            Client(client.scheduler.address, set_as_default=False) as same:
+        # another cluster, or another client of this one: its tasks failed on "lost
+        # dependencies"; now one line says what to do
+        for owner in (other, same):
+            persisted = owner.persist(da.from_array(X, chunks=(5, 2)))
+            with pytest.raises(ValueError, match=r"^the dask array was persisted with another "
+                                                 r"client \(of inproc://[^\n]*$"):
+                RowSource(client, persisted)
 
 
 def test_block_helpers():
