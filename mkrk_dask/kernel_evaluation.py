@@ -91,6 +91,7 @@ def kernel_blocks(
     out: np.ndarray | None = None,
     columns: Sequence[int] | None = None,
     precision: str = "double",
+    columns_cache: dict | None = None,
 ) -> np.ndarray:
     """Evaluate several kernels of one view on a block of rows.
 
@@ -125,6 +126,10 @@ def kernel_blocks(
         a Gaussian is at least 1e-3 and of the largest value otherwise (the narrowest
         Gaussian of a chain gathers the most). Sparse rows are evaluated in float64 and
         rounded.
+    columns_cache : dict, optional
+        With ``precision="single"``: a dict the caller keeps with ``Xb`` (the same rows on
+        every call, e.g. a model's landmarks), which holds ``Xb``'s side of the float32
+        distances (centred, with its squared norms) from one call to the next.
 
     Returns
     -------
@@ -169,13 +174,17 @@ def kernel_blocks(
         readers = [needed[p] for p in order if specs[p].family in ("linear", "polynomial")]
         inner = (np.asarray(Xa, dtype=np.float32) @ np.asarray(
             Xb[:max(readers)], dtype=np.float32).T) if readers else None
+        kept = {} if columns_cache is None else columns_cache
         if "gaussian" in families:
-            sq_dist = _centred_sq_distances(Xa, Xb)
+            sq_dist = _centred_sq_distances(Xa, kept.get("gaussian") or kept.setdefault(
+                "gaussian", _centred_columns(Xb)))
         if "angular" in families:
             for rows in (sq_a, sq_b):
                 _check_positive_diagonal(specs[order[families.index("angular")]], rows)
-            chord = _centred_sq_distances(np.asarray(Xa) / np.sqrt(sq_a)[:, None],
-                                          np.asarray(Xb) / np.sqrt(sq_b)[:, None])
+            chord = _centred_sq_distances(
+                np.asarray(Xa) / np.sqrt(sq_a)[:, None],
+                kept.get("angular") or kept.setdefault(
+                    "angular", _centred_columns(np.asarray(Xb) / np.sqrt(sq_b)[:, None])))
     else:
         inner = inner_products(Xa, Xb).astype(np.float64, copy=False)
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),
@@ -249,20 +258,34 @@ def _root(values: np.ndarray, dtype: Any) -> np.ndarray:
     return np.sqrt(values).astype(dtype, copy=False)
 
 
-def _centred_sq_distances(Xa: Any, Xb: Any) -> np.ndarray:
-    """Squared Euclidean distances between the rows of ``Xa`` and ``Xb`` in float32, from the
-    rows centred on the mean of ``Xb``: ``||a||^2 + ||b||^2 - 2 a.b`` loses the digits the
-    norms share, and centring leaves them about the size of the distances themselves."""
-    Xa = np.asarray(Xa, dtype=np.float64)
+def _centred_columns(Xb: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``Xb``'s side of :func:`_centred_sq_distances`: the mean of its rows (float64), and
+    ``[B^T; ||b||^2; 1]`` in float32 for the rows ``B`` centred on it, shape ``(d + 2, nb)``."""
     Xb = np.asarray(Xb, dtype=np.float64)
     centre = Xb.mean(axis=0)
-    A, B = Xa - centre, Xb - centre
-    sq_dist = (-2.0 * A).astype(np.float32) @ B.astype(np.float32).T
-    sq_dist += row_sq_norms(A).astype(np.float32)[:, None]
-    sq_dist += row_sq_norms(B).astype(np.float32)[None, :]
+    B = Xb - centre
+    right = np.empty((B.shape[1] + 2, B.shape[0]), dtype=np.float32)
+    right[:-2] = B.T
+    right[-2] = row_sq_norms(B)
+    right[-1] = 1.0
+    return centre, right
+
+
+def _centred_sq_distances(Xa: Any, columns: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Squared Euclidean distances in float32 between the rows of ``Xa`` and those of
+    ``Xb`` (:func:`_centred_columns` of it), both centred on the mean of ``Xb``:
+    ``||a||^2 + ||b||^2 - 2 a.b`` loses the digits the norms share, and centring leaves them
+    about the size of the distances themselves. One product gives the three terms:
+    ``[-2 A, 1, ||a||^2] @ [B^T; ||b||^2; 1]``."""
+    centre, right = columns
+    A = np.asarray(Xa, dtype=np.float64) - centre
+    left = np.empty((A.shape[0], A.shape[1] + 2), dtype=np.float32)
+    np.multiply(A, -2.0, out=left[:, :-2], casting="same_kind")
+    left[:, -2] = 1.0
+    left[:, -1] = row_sq_norms(A)
     # Not clipped at 0 (a pass over the block): a distance that round-off makes slightly
     # negative gives a Gaussian above 1 by about as much as the error stated for this path.
-    return sq_dist
+    return left @ right
 
 
 #: most squarings that derive a narrower Gaussian from a wider one (a width ratio of 4)

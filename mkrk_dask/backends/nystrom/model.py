@@ -161,11 +161,15 @@ class NystromModel:
                                                                              repr=False)
     #: the views evaluated in float32 (see :meth:`single_views`)
     _single: set[int] | None = field(default=None, repr=False)
+    #: per view: the landmarks' side of the float32 distances (``kernel_blocks``'
+    #: ``columns_cache``)
+    _landmark_side: dict[int, dict] = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict:
-        # The training rows' factors, the product transforms and the views evaluated in
-        # float32 are caches, made on demand.
-        return {**self.__dict__, "_train_factors": None, "_products": None, "_single": None}
+        # The training rows' factors, the product transforms, the views evaluated in float32
+        # and the landmarks' side of the distances are caches, made on demand.
+        return {**self.__dict__, "_train_factors": None, "_products": None, "_single": None,
+                "_landmark_side": {}}
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
@@ -178,6 +182,7 @@ class NystromModel:
         self.landmarks = {v: np.ascontiguousarray(L, dtype=np.float64)
                           for v, L in self.landmarks.items()}
         self._landmark_sq = {v: row_sq_norms(L) for v, L in self.landmarks.items()}
+        self._landmark_side = {}  # of these landmarks (dataclasses.replace passes it on)
         if self.n_features is None:
             n_views = max(self.landmarks) + 1
             self.n_features = [int(self.landmarks[v].shape[1]) if v in self.landmarks else None
@@ -303,7 +308,9 @@ class NystromModel:
                                    row_sq_norms(X), self._landmark_sq[view],
                                    normalize=self.normalize,
                                    columns=[self.kernel_landmarks[p] for p in idx],
-                                   precision="single" if view in single else "double")
+                                   precision="single" if view in single else "double",
+                                   columns_cache=self.__dict__.setdefault(
+                                       "_landmark_side", {}).setdefault(view, {}))
             for j, p in enumerate(idx):
                 yield p, blocks[j][:, :self.kernel_landmarks[p]]
 
