@@ -69,7 +69,7 @@ def kernel_diagonal(spec: KernelSpec, sq_norms: np.ndarray) -> np.ndarray:
     return np.ones_like(sq_norms)  # gaussian, angular
 
 
-def _check_positive_diagonal(spec: KernelSpec, diag: np.ndarray) -> None:
+def check_positive_diagonal(spec: KernelSpec, diag: np.ndarray) -> None:
     bad = np.flatnonzero(~(diag > 0))
     if bad.size:
         kind = "cosine" if spec.family == "linear" else spec.name
@@ -180,7 +180,7 @@ def kernel_blocks(
                 "gaussian", _centred_columns(Xb)))
         if "angular" in families:
             for rows in (sq_a, sq_b):
-                _check_positive_diagonal(specs[order[families.index("angular")]], rows)
+                check_positive_diagonal(specs[order[families.index("angular")]], rows)
             chord = _centred_sq_distances(
                 np.asarray(Xa) / np.sqrt(sq_a)[:, None],
                 kept.get("angular") or kept.setdefault(
@@ -221,8 +221,8 @@ def kernel_blocks(
         elif spec.family == "angular":
             if chord is None:
                 # ||u_i - u_j||^2 = 2 - 2 cos(x_i, x_j) for unit rows u = x / ||x||.
-                _check_positive_diagonal(spec, sq_a)
-                _check_positive_diagonal(spec, sq_b)
+                check_positive_diagonal(spec, sq_a)
+                check_positive_diagonal(spec, sq_b)
                 chord = np.divide(inner, np.sqrt(sq_a)[:, None],
                                   out=reuse_inner(i, "gaussian", sq_dist is not None))
                 chord /= np.sqrt(sq_b)[None, :]
@@ -244,8 +244,8 @@ def kernel_blocks(
         if normalize and spec.family not in _WIDTHED:
             diag_a = kernel_diagonal(spec, sq_a)
             diag_b = kernel_diagonal(spec, sq_b)
-            _check_positive_diagonal(spec, diag_a)
-            _check_positive_diagonal(spec, diag_b)
+            check_positive_diagonal(spec, diag_a)
+            check_positive_diagonal(spec, diag_b)
             block /= _root(diag_a, work)[:, None]
             block /= _root(diag_b[:cols], work)[None, :]
         if buffers is not None:

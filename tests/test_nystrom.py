@@ -7,6 +7,7 @@ import warnings
 import dask.array as da
 import numpy as np
 import pytest
+import scipy.sparse as sp
 import zarr
 
 from mkrk_dask import MKKMRK, NystromApproximationWarning
@@ -596,6 +597,55 @@ def test_strong_columns_are_rotated_without_changing_the_approximation(dtype):
     with pytest.raises(ValueError, match="factor_layout must be 'rotated' or 'plain'"):
         NystromModel(specs=[spec], normalize=True, landmarks={0: L}, kernel_landmarks=[300],
                      transforms=[T], factor_layout="turned")
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_kernels_of_few_features_take_the_product_of_their_features(normalize, dtype):
+    """A linear kernel (cosine when normalised) with fewer features than landmarks:
+    ``F_p = phi(X) (phi(L)^T T_p Q_p)``, the same factors as the kernel block's product (dense
+    rows), also through ``project``; sparse rows and kernels with as many landmarks as
+    features go through the kernel block."""
+    from mkrk_dask.backends.nystrom.model import NystromModel
+    from mkrk_dask.kernels import kernel_blocks, resolve_kernels
+    from mkrk_dask.landmarks import landmark_transform
+    from mkrk_dask.scales import median_scales
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 5)) + 2.0
+    raw = [KernelSpec("linear"), KernelSpec("gaussian", m=1.0), KernelSpec("linear")]
+    specs = resolve_kernels(raw, [1.0], median_scales([X], raw))
+    counts = [40, 60, 5]  # the last: as many landmarks as features
+    L = X[:60]
+    transforms = [landmark_transform(kernel_blocks([spec], L[:c], L[:c],
+                                                   normalize=normalize)[0])[0]
+                  for spec, c in zip(specs, counts, strict=True)]
+    model = NystromModel(specs=specs, normalize=normalize, landmarks={0: L},
+                         kernel_landmarks=counts, transforms=transforms, dtype=dtype)
+    assert list(model._feature_parts()) == [0]
+    P = model.product_transforms()
+    blocks = kernel_blocks(specs, X, L, normalize=normalize)
+    exact = np.hstack([blocks[p][:, :c] @ P[p] for p, c in enumerate(counts)])
+    rows = np.linalg.norm(exact, axis=1, keepdims=True)
+    eps = np.finfo(dtype).eps
+    bound = (200 if dtype == np.float32 else 1e4) * eps * rows
+    F = model.factors([X])
+    assert np.all(np.abs(F - exact) <= bound)
+    # the linear kernel's columns: its features' product, computed here independently
+    phi = X / np.linalg.norm(X, axis=1, keepdims=True) if normalize else X
+    phi_l = L[:40] / np.linalg.norm(L[:40], axis=1, keepdims=True) if normalize else L[:40]
+    np.testing.assert_allclose(F[:, :P[0].shape[1]], phi @ (phi_l.T @ P[0]),
+                               atol=bound.max())
+    F_sparse = model.factors([sp.csr_matrix(X)])
+    assert np.all(np.abs(F_sparse - exact) <= bound)
+    B = rng.normal(size=(model.n_components, 2))
+    np.testing.assert_allclose(model.project([X], B), exact @ B,
+                               atol=1e-4 * np.abs(exact @ B).max())
+    if normalize:
+        zero = X[:4].copy()
+        zero[2] = 0.0
+        with pytest.raises(ValueError, match=r"^kernel cosine: row 2 has a zero"):
+            model.factors([zero])
 
 
 def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precision():

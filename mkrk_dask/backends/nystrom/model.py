@@ -13,6 +13,7 @@ same landmarks and transforms, which is what ``MKKMRK.predict`` / ``transform`` 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...assignment import nearest_centre
+from ...kernel_evaluation import check_positive_diagonal
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
 
@@ -164,12 +166,14 @@ class NystromModel:
     #: per view: the landmarks' side of the float32 distances (``kernel_blocks``'
     #: ``columns_cache``)
     _landmark_side: dict[int, dict] = field(default_factory=dict, repr=False)
+    #: per linear kernel of few features: its landmarks' side (see :meth:`_feature_parts`)
+    _features: dict[int, tuple] | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
         # The training rows' factors, the product transforms, the views evaluated in float32
         # and the landmarks' side of the distances are caches, made on demand.
         return {**self.__dict__, "_train_factors": None, "_products": None, "_single": None,
-                "_landmark_side": {}}
+                "_landmark_side": {}, "_features": None}
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
@@ -182,7 +186,8 @@ class NystromModel:
         self.landmarks = {v: np.ascontiguousarray(L, dtype=np.float64)
                           for v, L in self.landmarks.items()}
         self._landmark_sq = {v: row_sq_norms(L) for v, L in self.landmarks.items()}
-        self._landmark_side = {}  # of these landmarks (dataclasses.replace passes it on)
+        # of these landmarks (dataclasses.replace passes them on)
+        self._landmark_side, self._features = {}, None
         if self.n_features is None:
             n_views = max(self.landmarks) + 1
             self.n_features = [int(self.landmarks[v].shape[1]) if v in self.landmarks else None
@@ -244,6 +249,43 @@ class NystromModel:
                               for head, T in zip(heads, self.transforms, strict=True)]
         return self._products
 
+    def _feature_parts(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The linear kernels (``linear``, ``cosine``) with fewer features than landmarks:
+        ``K_p(X, L_p) = phi(X) phi(L_p)^T`` for ``phi(x) = x`` (``x / ||x||`` normalised), so
+        ``F_p = phi(X) (phi(L_p)^T T_p Q_p)`` costs ``2 d r_p'`` flops a row instead of
+        ``2 r_p (d + r_p')``. Per such kernel: ``phi(L_p)^T`` (float64) and the products of
+        :meth:`_product_parts`' strong columns (in their product's dtype) and weak columns
+        (float64) with it."""
+        if self.__dict__.get("_features") is None:
+            features = {}
+            for p, ((head, head_in_dtype, tail), spec) in enumerate(
+                    zip(self._product_parts(), self.specs, strict=True)):
+                L = self.landmarks[spec.view][:self.kernel_landmarks[p]]
+                if spec.family != "linear" or L.shape[1] >= L.shape[0]:
+                    continue
+                phi_t = (L / np.sqrt(row_sq_norms(L))[:, None] if self.normalize else L).T
+                features[p] = (np.ascontiguousarray(phi_t),
+                               (phi_t @ head).astype(head_in_dtype.dtype), phi_t @ tail)
+            self._features = features
+        return self._features
+
+    def _feature_rows(self, views: Sequence[Any]) -> dict[int, np.ndarray]:
+        """``phi(X)`` (float64) of the given rows for the kernels of :meth:`_feature_parts`
+        whose view is dense here (sparse rows go through their kernel block)."""
+        rows = {}
+        for p in self._feature_parts():
+            spec = self.specs[p]
+            X = views[spec.view]
+            if sp.issparse(X):
+                continue
+            X = np.asarray(X, dtype=np.float64)
+            if self.normalize:
+                sq = row_sq_norms(X)
+                check_positive_diagonal(spec, sq)
+                X = X / np.sqrt(sq)[:, None]
+            rows[p] = X
+        return rows
+
     @property
     def offsets(self) -> np.ndarray:
         """Column offsets of the kernels' blocks in F (length m + 1)."""
@@ -295,12 +337,14 @@ class NystromModel:
             self._single = self.single_views()
         return self._single
 
-    def _landmark_blocks(self, views: Sequence[Any]) -> Any:
-        """``(p, K_p(X, L_p))`` for every kernel; the kernels of a view share one distance
-        block (float32 for the :meth:`single_views`)."""
+    def _landmark_blocks(self, views: Sequence[Any], skip: Any = ()) -> Any:
+        """``(p, K_p(X, L_p))`` for every kernel not in ``skip``; the kernels of a view share
+        one distance block (float32 for the :meth:`single_views`)."""
         single = self._single_view_set()
         for view in sorted(self.landmarks):
-            idx = [p for p, s in enumerate(self.specs) if s.view == view]
+            idx = [p for p, s in enumerate(self.specs) if s.view == view and p not in skip]
+            if not idx:
+                continue
             X = views[view]
             if not sp.issparse(X):
                 X = np.asarray(X, dtype=np.float64)
@@ -318,8 +362,11 @@ class NystromModel:
                       out: np.ndarray) -> None:
         offsets = self.offsets
         parts = [(head, tail) for _, head, tail in self._product_parts()]
-        for p, C in self._landmark_blocks(views):
-            head, tail = parts[p]
+        features = self._feature_parts()
+        rows = self._feature_rows(views)
+        # a generator: one view's kernel blocks are alive at a time
+        for p, C in itertools.chain(self._landmark_blocks(views, skip=rows), rows.items()):
+            head, tail = (features[p][1:]) if p in rows else parts[p]
             split = offsets[p] + head.shape[1]
             blocks = []
             if head.shape[1]:
@@ -327,7 +374,8 @@ class NystromModel:
                 # by BLAS straight into F's column slice (strided rows): no temporary, no copy
                 blocks.append(_trapezoid_product(np.asarray(C, dtype=head.dtype), head,
                                                  out[:, offsets[p]:split],
-                                                 self.factor_layout == "rotated"))
+                                                 self.factor_layout == "rotated"
+                                                 and p not in rows))
             if split < offsets[p + 1]:
                 target = out[:, split:offsets[p + 1]]
                 if out.dtype == np.float64:
@@ -361,11 +409,16 @@ class NystromModel:
             product = head @ B[offsets[p]:split] + tail @ B[split:offsets[p + 1]]
             maps.append(product.astype(np.float32 if self.specs[p].view in single
                                        else np.float64))
+        features = self._feature_parts()
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
-            for p, C in self._landmark_blocks(part):
+            rows = self._feature_rows(part)
+            for p, C in self._landmark_blocks(part, skip=rows):
                 out[a:a + FACTOR_BLOCK_ROWS] += C @ maps[p]
+            for p, phi in rows.items():  # float64: a product of d columns only
+                out[a:a + FACTOR_BLOCK_ROWS] += phi @ (features[p][0] @ maps[p].astype(
+                    np.float64))
         return out
 
     def diagonal(self, views: Sequence[Any]) -> np.ndarray:
