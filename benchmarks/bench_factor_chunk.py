@@ -6,8 +6,11 @@ view, float32 factors, R capped at 2,048). On one chunk of 4,096 new rows, one B
 median of ``--repeats``, in one run:
 
 - the factors as before git 47915c5 (``factor_layout="plain"``: the strong columns not
-  rotated, float64 kernel values), with the strong columns rotated to a triangle, and with
-  both that and float32 kernel values (the default);
+  rotated, float64 kernel values), with the strong columns rotated to a triangle, with both
+  that and float32 kernel values, and with the linear kernels' factors from their features
+  as well (``NystromModel._feature_parts``, git fa82a38: the default); the first three take
+  every kernel through its kernel block, and the float32 values keep the landmarks' side of
+  the distances (git 33c3a5e);
 - the chunk's Gram product ``F^T F`` (``syrk``);
 - two threads side by side, each evaluating the factors of 3 chunks and their Gram
   products in turn, once through scipy's f2py ``ssyrk`` (which holds the GIL) and once
@@ -107,9 +110,12 @@ def main() -> None:
     variants = {
         "plain (before 47915c5)": dataclasses.replace(model, factor_layout="plain", **fresh),
         "strong columns rotated": dataclasses.replace(model, **fresh),
-        "rotated + float32 values (default)": dataclasses.replace(model, **fresh),
+        "rotated + float32 values": dataclasses.replace(model, **fresh),
+        "+ linear kernels by their features (default)": dataclasses.replace(model, **fresh),
     }
     variants["strong columns rotated"]._single = set()  # float64 kernel values
+    for name in ("plain (before 47915c5)", "strong columns rotated", "rotated + float32 values"):
+        variants[name]._features = {}  # every kernel through its kernel block
     R = model.n_components
     F = model.factors(rows)
     scratch = np.zeros((R, R), dtype=F.dtype, order="F")
@@ -138,7 +144,7 @@ def main() -> None:
     lines = [f"| {name} | {1e3 * s:.1f} | {base / s:.2f}x | {s / gram:.2f} |"
              for name, s in seconds.items()]
     lines.append(f"| the chunk's Gram product `F^T F` (syrk) | {1e3 * gram:.1f} | | 1.00 |")
-    alone = seconds["rotated + float32 values (default)"]
+    alone = seconds["+ linear kernels by their features (default)"]
     side = [f"| {name} | {wall:.2f} | {1e3 * f:.1f} | {f / alone:.2f} |"
             for name, (wall, f) in beside.items()]
     body = (
