@@ -409,16 +409,17 @@ class NystromModel:
             product = head @ B[offsets[p]:split] + tail @ B[split:offsets[p + 1]]
             maps.append(product.astype(np.float32 if self.specs[p].view in single
                                        else np.float64))
-        features = self._feature_parts()
+        # linear kernels of few features: phi(L_p)^T T_p Q_p B_p, in float64 (d columns only)
+        feature_maps = {p: phi_t @ maps[p].astype(np.float64)
+                        for p, (phi_t, _, _) in self._feature_parts().items()}
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
             rows = self._feature_rows(part)
             for p, C in self._landmark_blocks(part, skip=rows):
                 out[a:a + FACTOR_BLOCK_ROWS] += C @ maps[p]
-            for p, phi in rows.items():  # float64: a product of d columns only
-                out[a:a + FACTOR_BLOCK_ROWS] += phi @ (features[p][0] @ maps[p].astype(
-                    np.float64))
+            for p, phi in rows.items():
+                out[a:a + FACTOR_BLOCK_ROWS] += phi @ feature_maps[p]
         return out
 
     def diagonal(self, views: Sequence[Any]) -> np.ndarray:
