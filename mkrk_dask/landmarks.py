@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
+from ._compute import compute_here
 from .kernels import inner_products, row_sq_norms
 
 __all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
@@ -52,7 +53,7 @@ def take_rows(X: Any, indices: np.ndarray) -> Any:
     if sp.issparse(X):
         rows = sp.csr_matrix(X)[sorted_idx]
     elif hasattr(X, "compute"):  # dask
-        rows = np.asarray(X[sorted_idx].compute())
+        rows = np.asarray(compute_here(X[sorted_idx]))
     elif hasattr(X, "get_orthogonal_selection"):  # zarr
         rows = np.asarray(X.get_orthogonal_selection((sorted_idx, slice(None))))
     else:

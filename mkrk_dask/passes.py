@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._compute import compute_here
 from ._malloc import malloc_trim
 from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
@@ -191,6 +192,8 @@ def read_rows(source: Any, start: int | None = None, stop: int | None = None,
         block = _join_row_chunks(source, start, stop)
     else:
         block = source if start is None else source[start:stop]
+    if _is_dask(block):  # rows of a dask array read on the client (the local part's rows)
+        block = compute_here(block)
     if sp.issparse(block):
         block = sp.csr_matrix(block, dtype=np.float64)
         values = block.data

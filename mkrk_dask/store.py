@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
+from ._compute import compute_here
 from .exceptions import StoreError, StoreIntegrityError
 from .locations import StoreLocation
 
@@ -110,7 +111,7 @@ def _hash_dense_rows(digest: Any, X: Any) -> None:
     for start in range(0, n, step):
         slab = X[start:start + step]
         if hasattr(slab, "compute"):  # dask
-            slab = slab.compute()
+            slab = compute_here(slab)
         digest.update(np.ascontiguousarray(np.asarray(slab)).tobytes())
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_array, validate_data
 
+from ._compute import compute_here
 from ._lapack import cholesky_info
 from ._threads import held_threads, local_threads, map_threads, usable_cores
 from .kernels import symmetrize_tile, tile_buffer, tile_pairs
@@ -98,7 +99,7 @@ def check_lazy_views(X: Any) -> list[Any]:
 def materialize(views: list[Any]) -> list[Any]:
     """Lazy views read into memory and validated (for the exact backend, whose kernels are
     in memory anyway)."""
-    return check_views([np.asarray(v.compute() if hasattr(v, "compute") else v[...])
+    return check_views([np.asarray(compute_here(v) if hasattr(v, "compute") else v[...])
                         if is_lazy(v) else v for v in views])
 
 

@@ -35,17 +35,36 @@ def test_zarr_and_dask_input_give_the_numpy_result(client, zarr_x, solver):
     def persisted() -> da.Array:
         # The dask-ml idiom: X.persist() under the user's client; its chunks are already in
         # the workers' memory (the workers' read check used to fail on it).
-        return da.from_zarr(zarr_x, chunks=(40, 6)).persist()
+        with client.as_current():
+            return da.from_zarr(zarr_x, chunks=(40, 6)).persist()
 
-    for data in (zarr_x, da.from_zarr(zarr_x, chunks=(40, 6)), persisted):
-        with client.as_current() if callable(data) else contextlib.nullcontext():
+    # A persisted array is also fitted when its client is not the current one (its sample
+    # of rows was computed on dask's local scheduler: "Missing dependency").
+    cases = [(zarr_x, False), (da.from_zarr(zarr_x, chunks=(40, 6)), False),
+             (persisted, True), (persisted, False)]
+    for data, current in cases:
+        with client.as_current() if current else contextlib.nullcontext():
             model = MKKMRK.paper(3, **common).fit(data() if callable(data) else data)
         np.testing.assert_allclose(model.weights_, reference.weights_, atol=1e-12)
         np.testing.assert_array_equal(model.labels_, reference.labels_)
         assert model.n_features_in_ == 6
     if solver == "nystrom":
         np.testing.assert_array_equal(model.predict(da.from_zarr(zarr_x)), model.labels_)
+        np.testing.assert_array_equal(model.predict(persisted()), model.labels_)
         np.testing.assert_allclose(model.transform(zarr_x), model.embedding_, atol=1e-10)
+
+
+def test_an_array_persisted_by_another_client_is_refused_in_one_line(client):
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                      dashboard_address="127.0.0.1:0",
+                      worker_dashboard_address="127.0.0.1:0") as cluster, \
+            Client(cluster, set_as_default=False) as other:
+        elsewhere = other.persist(da.from_array(X, chunks=(50, 6)))
+        with pytest.raises(ValueError, match=r"^the dask array was persisted with another "
+                                             r"client \(of inproc://[^\n]*$"):
+            MKKMRK(3, solver="nystrom", n_landmarks=40, scheduler=client).fit(elsewhere)
 
 
 def test_multiview_lazy_input(client, zarr_x):

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._compute import compute_here
 from ..kernels import KernelSpec, kernel_blocks, row_sq_norms
 
 __all__ = ["KernelRowMap", "kernel_row_map"]
@@ -88,7 +89,7 @@ def _rows(block: Any, view: int) -> Any:
     """A block of new rows in memory, float64 (dask and Zarr blocks are read here), finite."""
     if sp.issparse(block):
         return sp.csr_matrix(block, dtype=np.float64)
-    rows = np.asarray(block.compute() if hasattr(block, "compute") else block,
+    rows = np.asarray(compute_here(block) if hasattr(block, "compute") else block,
                       dtype=np.float64)
     if not np.isfinite(rows).all():
         raise ValueError(f"view {view}: the new rows contain NaN or infinity")

@@ -34,6 +34,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import progress
+from .._compute import compute_here
 from .._threads import local_threads
 from ..assignment import FINAL_STEPS, lloyd_centres, nearest_centre
 from ..backends import KernelBackend, make_backend, make_options, option_names
@@ -262,7 +263,7 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
         if solver == "exact" and lazy:
             # Read whole for the exact backend; the array read is the fit's own, so it is
             # prepared in place instead of copied again.
-            data = np.ascontiguousarray(data.compute(), dtype=np.float64)
+            data = np.ascontiguousarray(compute_here(data), dtype=np.float64)
             options = replace(options, copy=False)
         inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
         return make_backend(options, **inputs, normalize=self.normalize, store=self.store,

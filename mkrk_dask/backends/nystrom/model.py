@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ..._compute import compute_here
 from ...assignment import nearest_centre
 from ...kernel_evaluation import check_positive_diagonal
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
@@ -58,7 +59,8 @@ def _in_memory(rows: Any, view: int) -> Any:
     """A block of new rows in memory (dask and Zarr blocks are read here), finite."""
     if sp.issparse(rows):
         return rows
-    block = np.asarray(rows.compute() if hasattr(rows, "compute") else rows, dtype=np.float64)
+    block = np.asarray(compute_here(rows) if hasattr(rows, "compute") else rows,
+                       dtype=np.float64)
     if not np.isfinite(block).all():
         raise ValueError(f"view {view}: the new rows contain NaN or infinity")
     return block
