@@ -95,6 +95,23 @@ def test_a_worker_killed_during_a_pass_changes_nothing(nanny_cluster, monkeypatc
     np.testing.assert_array_equal(disturbed.labels_, reference.labels_)
 
 
+def test_a_worker_killed_during_a_pass_over_persisted_input_changes_nothing(nanny_cluster,
+                                                                          monkeypatch):
+    """A persisted dask array's tasks take its chunks from the workers' memory: a worker
+    killed in the factor pass takes some of them along, the scheduler computes them again
+    from their graph, and the fit ends as on numpy input."""
+    import dask.array as da
+
+    reference = _fit(nanny_cluster, "nystrom")
+    nanny_cluster.wait_for_workers(2, timeout=120)
+    persisted = nanny_cluster.persist(da.from_array(X, chunks=(60, 5)))
+    killed = _kill_during(monkeypatch, nanny_cluster, "Nystrom factors + Gram")
+    disturbed = _fit(nanny_cluster, "nystrom", data=persisted)
+    assert killed, "the factor pass never ran"
+    np.testing.assert_array_equal(disturbed.weights_, reference.weights_)
+    np.testing.assert_array_equal(disturbed.labels_, reference.labels_)
+
+
 class _Stop(BaseException):
     """Stands for the client dying right after a checkpoint was written."""
 
