@@ -176,15 +176,16 @@ def kernel_blocks(
             Xb[:max(readers)], dtype=np.float32).T) if readers else None
         kept = {} if columns_cache is None else columns_cache
         if "gaussian" in families:
-            sq_dist = _centred_sq_distances(Xa, kept.get("gaussian") or kept.setdefault(
-                "gaussian", _centred_columns(Xb)))
+            if "gaussian" not in kept:
+                kept["gaussian"] = _centred_columns(Xb)
+            sq_dist = _centred_sq_distances(Xa, kept["gaussian"])
         if "angular" in families:
             for rows in (sq_a, sq_b):
                 check_positive_diagonal(specs[order[families.index("angular")]], rows)
-            chord = _centred_sq_distances(
-                np.asarray(Xa) / np.sqrt(sq_a)[:, None],
-                kept.get("angular") or kept.setdefault(
-                    "angular", _centred_columns(np.asarray(Xb) / np.sqrt(sq_b)[:, None])))
+            if "angular" not in kept:
+                kept["angular"] = _centred_columns(np.asarray(Xb) / np.sqrt(sq_b)[:, None])
+            chord = _centred_sq_distances(np.asarray(Xa) / np.sqrt(sq_a)[:, None],
+                                          kept["angular"])
     else:
         inner = inner_products(Xa, Xb).astype(np.float64, copy=False)
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),

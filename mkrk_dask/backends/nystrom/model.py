@@ -274,18 +274,20 @@ class NystromModel:
     def _feature_rows(self, views: Sequence[Any]) -> dict[int, np.ndarray]:
         """``phi(X)`` (float64) of the given rows for the kernels of :meth:`_feature_parts`
         whose view is dense here (sparse rows go through their kernel block)."""
-        rows = {}
+        rows, per_view = {}, {}
         for p in self._feature_parts():
             spec = self.specs[p]
             X = views[spec.view]
             if sp.issparse(X):
                 continue
-            X = np.asarray(X, dtype=np.float64)
-            if self.normalize:
-                sq = row_sq_norms(X)
-                check_positive_diagonal(spec, sq)
-                X = X / np.sqrt(sq)[:, None]
-            rows[p] = X
+            if spec.view not in per_view:  # the view's kernels share phi(X)
+                X = np.asarray(X, dtype=np.float64)
+                if self.normalize:
+                    sq = row_sq_norms(X)
+                    check_positive_diagonal(spec, sq)
+                    X = X / np.sqrt(sq)[:, None]
+                per_view[spec.view] = X
+            rows[p] = per_view[spec.view]
         return rows
 
     @property
@@ -405,14 +407,13 @@ class NystromModel:
         single = self._single_view_set()
         # T_p Q_p B_p from the cached parts (head, weak tail), not product_transforms(): no
         # copy of every transform per call
-        maps = []
-        for p, (head, _, tail) in enumerate(self._product_parts()):
-            split = offsets[p] + head.shape[1]
-            product = head @ B[offsets[p]:split] + tail @ B[split:offsets[p + 1]]
-            maps.append(product.astype(np.float32 if self.specs[p].view in single
-                                       else np.float64))
+        products = [head @ B[offsets[p]:offsets[p] + head.shape[1]]
+                    + tail @ B[offsets[p] + head.shape[1]:offsets[p + 1]]
+                    for p, (head, _, tail) in enumerate(self._product_parts())]
+        maps = [product.astype(np.float32 if self.specs[p].view in single else np.float64)
+                for p, product in enumerate(products)]
         # linear kernels of few features: phi(L_p)^T T_p Q_p B_p, in float64 (d columns only)
-        feature_maps = {p: phi_t @ maps[p].astype(np.float64)
+        feature_maps = {p: phi_t @ products[p]
                         for p, (phi_t, _, _) in self._feature_parts().items()}
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
