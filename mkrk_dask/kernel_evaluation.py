@@ -5,6 +5,15 @@ Every backend evaluates kernels through :func:`kernel_blocks` (re-exported by
 rows against another block of rows of the same view, every requested kernel of that view from
 one block of inner products (or distances), already normalised as in the paper,
 ``K_ij / sqrt(K_ii K_jj)``.
+
+An all-zero row has no direction, so the kernels of directions (the cosine kernel, the
+normalised homogeneous polynomials ``(x.y)^b`` and the angular Gaussians) are undefined on it
+as written. Such rows are given a direction of their own, shared by all of them and
+orthogonal to every other row: the kernels are those of the unit rows with one more
+coordinate, 1 for an all-zero row and 0 otherwise. So an all-zero row is as similar to
+another as an orthogonal pair of rows, and all-zero rows are alike; every kernel stays
+positive semi-definite, with a unit diagonal. (Data of counts or intensities often hold
+such rows: an empty document, a blank image.)
 """
 
 from __future__ import annotations
@@ -20,7 +29,7 @@ if TYPE_CHECKING:
     from .kernels import KernelSpec
 
 __all__ = ["row_sq_norms", "inner_products", "kernel_diagonal", "kernel_blocks",
-           "fill_kernel_blocks", "WIDTHED_FAMILIES"]
+           "fill_kernel_blocks", "direction_roots", "WIDTHED_FAMILIES"]
 
 #: the families with a width (``sigma``): Gaussians of the Euclidean or the angular distance
 WIDTHED_FAMILIES = ("gaussian", "angular")
@@ -69,14 +78,29 @@ def kernel_diagonal(spec: KernelSpec, sq_norms: np.ndarray) -> np.ndarray:
     return np.ones_like(sq_norms)  # gaussian, angular
 
 
-def check_positive_diagonal(spec: KernelSpec, diag: np.ndarray) -> None:
-    bad = np.flatnonzero(~(diag > 0))
-    if bad.size:
-        kind = "cosine" if spec.family == "linear" else spec.name
-        raise ValueError(
-            f"kernel {spec.name}: row {int(bad[0])} has a zero (or invalid) self-similarity, so "
-            f"the {kind} kernel cannot be normalised; {bad.size} such row(s). Remove all-zero "
-            "rows or use a kernel with an offset (e.g. polynomial a=1 or gaussian).")
+def direction_roots(diag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(sqrt(diag) with 1 where diag is 0, where diag is 0)``: what normalising by the
+    self-similarities divides by, and the all-zero rows, which have a direction of their own
+    (see the module's docstring). ``diag`` is a vector of self-similarities ``>= 0``."""
+    if not np.all(diag >= 0):
+        raise ValueError("a kernel's self-similarity is negative or not a number: the data "
+                         "hold NaN or infinite values")
+    zero = diag == 0
+    return np.sqrt(np.where(zero, 1.0, diag)), zero
+
+
+def _own_directions(block: np.ndarray, zero_a: np.ndarray, zero_b: np.ndarray, both: float,
+                    one: float = 0.0) -> None:
+    """Set the pairs of all-zero rows of ``block`` to ``both`` and add ``one`` to the pairs
+    of an all-zero row with another row (in place; nothing to do, and nothing done, on
+    data without all-zero rows)."""
+    if not zero_a.any() and not zero_b.any():
+        return
+    if zero_a.any() and zero_b.any():
+        block[np.ix_(zero_a, zero_b)] = both
+    if one:
+        block[np.ix_(zero_a, ~zero_b)] += one
+        block[np.ix_(~zero_a, zero_b)] += one
 
 
 def kernel_blocks(
@@ -180,12 +204,13 @@ def kernel_blocks(
                 kept["gaussian"] = _centred_columns(Xb)
             sq_dist = _centred_sq_distances(Xa, kept["gaussian"])
         if "angular" in families:
-            for rows in (sq_a, sq_b):
-                check_positive_diagonal(specs[order[families.index("angular")]], rows)
+            (root_a, zero_a), (root_b, zero_b) = direction_roots(sq_a), direction_roots(sq_b)
             if "angular" not in kept:
-                kept["angular"] = _centred_columns(np.asarray(Xb) / np.sqrt(sq_b)[:, None])
-            chord = _centred_sq_distances(np.asarray(Xa) / np.sqrt(sq_a)[:, None],
-                                          kept["angular"])
+                kept["angular"] = _centred_columns(np.asarray(Xb) / root_b[:, None])
+            chord = _centred_sq_distances(np.asarray(Xa) / root_a[:, None], kept["angular"])
+            # An all-zero row is the origin here: 1 from a unit row, where its own
+            # direction is sqrt(2) away.
+            _own_directions(chord, zero_a, zero_b, 0.0, 1.0)
     else:
         inner = inner_products(Xa, Xb).astype(np.float64, copy=False)
     # In-place arithmetic: the blocks are large (they feed the Nystrom and blockwise passes),
@@ -221,15 +246,17 @@ def kernel_blocks(
             _integer_power(block, int(spec.b), out=block)
         elif spec.family == "angular":
             if chord is None:
-                # ||u_i - u_j||^2 = 2 - 2 cos(x_i, x_j) for unit rows u = x / ||x||.
-                check_positive_diagonal(spec, sq_a)
-                check_positive_diagonal(spec, sq_b)
-                chord = np.divide(inner, np.sqrt(sq_a)[:, None],
+                # ||u_i - u_j||^2 = 2 - 2 cos(x_i, x_j) for unit rows u = x / ||x||
+                # (2 from an all-zero row, whose direction is its own).
+                (root_a, zero_a), (root_b, zero_b) = (direction_roots(sq_a),
+                                                      direction_roots(sq_b))
+                chord = np.divide(inner, root_a[:, None],
                                   out=reuse_inner(i, "gaussian", sq_dist is not None))
-                chord /= np.sqrt(sq_b)[None, :]
+                chord /= root_b[None, :]
                 np.multiply(chord, -2.0, out=chord)
                 chord += 2.0
                 np.maximum(chord, 0.0, out=chord)
+                _own_directions(chord, zero_a, zero_b, 0.0)
             np.multiply(chord[:, :cols], -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
         else:
@@ -243,20 +270,14 @@ def kernel_blocks(
             np.multiply(sq_dist[:, :cols], -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
         if normalize and spec.family not in _WIDTHED:
-            diag_a = kernel_diagonal(spec, sq_a)
-            diag_b = kernel_diagonal(spec, sq_b)
-            check_positive_diagonal(spec, diag_a)
-            check_positive_diagonal(spec, diag_b)
-            block /= _root(diag_a, work)[:, None]
-            block /= _root(diag_b[:cols], work)[None, :]
+            (root_a, zero_a), (root_b, zero_b) = (direction_roots(kernel_diagonal(spec, sq_a)),
+                                                  direction_roots(kernel_diagonal(spec, sq_b)))
+            block /= root_a.astype(work, copy=False)[:, None]
+            block /= root_b[:cols].astype(work, copy=False)[None, :]
+            _own_directions(block, zero_a, zero_b[:cols], 1.0)
         if buffers is not None:
             out[p, :, :cols] = block
     return out
-
-
-def _root(values: np.ndarray, dtype: Any) -> np.ndarray:
-    """``sqrt(values)`` in ``dtype`` (so that dividing a float32 block by it stays float32)."""
-    return np.sqrt(values).astype(dtype, copy=False)
 
 
 def _centred_columns(Xb: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -67,7 +67,10 @@ class KernelSpec:
         ``(a + x_i . x_j) ** b``; ``gaussian`` is ``exp(-||x_i - x_j||^2 / (2 sigma^2))``;
         ``angular`` is the Gaussian of the distance between the unit-length rows,
         ``exp(-||u_i - u_j||^2 / (2 sigma^2))`` with ``u = x / ||x||`` (it depends on the
-        angle only, as the cosine kernel does).
+        angle only, as the cosine kernel does). An all-zero row has no angle: under the
+        cosine, the normalised ``polynomial`` with ``a = 0`` and ``angular`` kernels it has
+        a direction of its own, shared by all such rows and orthogonal to every other row
+        (:mod:`mkrk_dask.kernel_evaluation`).
     a, b : float, int
         Polynomial offset and degree.
     c : float, optional

@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._malloc import trims_heap
+from .kernel_evaluation import direction_roots
 from .kernels import (
     KernelSpec,
     block_max_sq_distance,
@@ -74,15 +75,19 @@ def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> Any:
     return rows.astype(np.float64) if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
 
 
-def unit_rows(rows: Any, zero_rows: str = "raise", view: int = 0) -> Any:
-    """``rows`` scaled to unit length (dense or sparse). ``zero_rows="raise"``: an all-zero
-    row is an error (it has no direction); ``"keep"``: it stays zero."""
-    norms = np.sqrt(row_sq_norms(rows))
-    if zero_rows == "raise" and not np.all(norms > 0):
-        raise ValueError(f"view {view} has an all-zero row; the angular kernel needs a "
-                         "direction for every row")
-    scale = 1.0 / np.maximum(norms, 1e-300)
-    return sp.diags(scale) @ rows if sp.issparse(rows) else rows * scale[:, None]
+def unit_rows(rows: Any, zero_rows: str = "own") -> Any:
+    """``rows`` scaled to unit length (dense or sparse). An all-zero row has no direction:
+    ``zero_rows="keep"`` leaves it zero; ``"own"`` gives every row one more coordinate, 1 for
+    an all-zero row and 0 otherwise, so that all-zero rows share a direction orthogonal to
+    every other row (the angular kernels' convention, :mod:`mkrk_dask.kernel_evaluation`)."""
+    root, zero = direction_roots(row_sq_norms(rows))
+    scale = 1.0 / root
+    unit = sp.diags(scale) @ rows if sp.issparse(rows) else rows * scale[:, None]
+    if zero_rows == "keep" or not zero.any():
+        return unit
+    own = zero[:, None].astype(np.float64)
+    return sp.hstack([unit, sp.csr_matrix(own)]).tocsr() if sp.issparse(rows) else np.hstack(
+        [unit, own])
 
 
 def _median_distance(rows: Any) -> float:
@@ -111,7 +116,7 @@ def median_scales(views: list, specs: list[KernelSpec]) -> dict[tuple[int, str],
         rows = sample_rows(views[view])
         for family in sorted(f for v, f in needed if v == view):
             if family == "angular":
-                out[(view, family)] = _median_distance(unit_rows(rows, view=view))
+                out[(view, family)] = _median_distance(unit_rows(rows))
             else:
                 out[(view, family)] = _median_distance(rows)
     return out

@@ -65,8 +65,10 @@ def test_sparse_rows_are_never_densified_for_the_widths_or_the_dictionary():
         assert value == pytest.approx(dense_medians[key], rel=1e-12)
     assert candidate_geometries([small]) == candidate_geometries([DIGITS[:500]])
     assert geometries == ["euclidean", "angular", "mixed"] and medians[(0, "angular")] > 0
-    with pytest.raises(ValueError, match="all-zero row"):
-        median_scales([sp.vstack([small, sp.csr_matrix((1, 64))]).tocsr()], specs)
+    # An all-zero row's direction is its own (orthogonal to every other row): sparse as dense.
+    zero = sp.vstack([small, sp.csr_matrix((1, 64))]).tocsr()
+    assert median_scales([zero], specs)[(0, "angular")] == pytest.approx(
+        median_scales([zero.toarray()], specs)[(0, "angular")], rel=1e-12)
 
 def test_angular_kernel_against_a_dense_computation():
     data = np.abs(np.random.default_rng(1).normal(size=(40, 6)))
@@ -165,6 +167,26 @@ def test_distributed_backends_predict_held_out_rows_like_a_refit(client, solver,
     refit = MKKMRK(10, **params).fit(data)
     agreement = adjusted_rand_score(refit.labels_[300:], model.predict(data[300:]))
     assert agreement > 0.7, agreement
+
+
+@pytest.mark.parametrize("solver, options", [("blockwise", {"chunk_size": 128}),
+                                             ("nystrom", {"n_landmarks": 400})])
+def test_default_fits_data_with_all_zero_rows_on_every_backend(client, solver, options):
+    # Counts and intensities often hold all-zero rows (an empty document, a blank image).
+    # The default dictionary's cosine and angular kernels give them a direction of their
+    # own, so the default fit runs on them with every backend and agrees with exact (the
+    # Nystrom backend with every row a landmark, the zero rows too), and a new all-zero row
+    # gets the label of the training ones.
+    data = DIGITS[:400].copy()
+    data[::40] = 0.0
+    exact = MKKMRK(10, random_state=0).fit(data)
+    assert exact.solver_ == "exact" and exact.dictionary_ in ("angular", "mixed")
+    assert len(set(exact.labels_[::40])) == 1  # alike: one cluster
+    model = MKKMRK(10, solver=solver, scheduler=client, random_state=0, **options).fit(data)
+    assert model.dictionary_ == exact.dictionary_
+    assert adjusted_rand_score(exact.labels_, model.labels_) > 0.99
+    np.testing.assert_array_equal(model.predict(data), model.labels_)
+    assert model.predict(np.zeros((1, data.shape[1])))[0] == model.labels_[0]
 
 
 def test_paper_configuration_is_one_call_away():

@@ -60,10 +60,54 @@ def test_sparse_input_matches_dense_and_is_not_densified(X):
                                kernel_matrices([Xs.toarray()], specs), rtol=1e-12, atol=1e-14)
 
 
-def test_zero_row_under_cosine_is_a_clear_error(X):
+def _with_own_directions(X):
+    """Independent reference: unit rows with one more coordinate, 1 for an all-zero row."""
+    norms = np.linalg.norm(X, axis=1, keepdims=True)
+    unit = np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+    return np.hstack([unit, (norms == 0).astype(float)])
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_all_zero_rows_have_a_direction_of_their_own(precision, sparse):
+    """The kernels of directions (cosine, the normalised homogeneous polynomial, angular
+    Gaussians) on data with all-zero rows: those of the unit rows with one more coordinate,
+    1 for an all-zero row (so all-zero rows are alike and orthogonal to every other row),
+    symmetric and PSD with a unit diagonal; the other kernels are unchanged."""
+    X = np.abs(np.random.default_rng(3).normal(size=(30, 6)))
+    X[[4, 17, 29]] = 0.0
+    specs = resolve_kernels(as_kernel_specs(["cosine", "polynomial(a=0,b=2)", "angular(m=1)",
+                                             "angular(m=0.5)", "gaussian(m=1)"]), [1.0],
+                            median_scales([X], as_kernel_specs(["angular(m=1)",
+                                                                "gaussian(m=1)"])))
+    U = _with_own_directions(X)
+    cos = U @ U.T
+    chord = ((U[:, None, :] - U[None, :, :]) ** 2).sum(-1)
+    expected = [cos, cos**2] + [np.exp(-chord / (2 * spec.sigma**2)) for spec in specs[2:4]]
+    expected.append(rbf_kernel(X, gamma=1 / (2 * specs[4].sigma**2)))
+    rows = sp.csr_matrix(X) if sparse else X
+    tol = 1e-5 if precision == "single" else 1e-12  # float32 output either way
+    # columns with all-zero rows, and without
+    for index in (np.arange(30), np.arange(5, 15), np.array([4, 5])):
+        cols = sp.csr_matrix(X[index]) if sparse else X[index]
+        K = kernel_blocks(specs, rows, cols, precision=precision)
+        for p in range(len(specs)):
+            np.testing.assert_allclose(K[p], expected[p][:, index], atol=tol, rtol=0)
+    K = kernel_matrices([X], specs)
+    for p in range(len(specs)):
+        np.testing.assert_allclose(K[p], expected[p], atol=1e-12)
+        assert np.allclose(np.diag(K[p]), 1.0) and np.array_equal(K[p], K[p].T)
+        assert np.linalg.eigvalsh(K[p]).min() > -1e-10
+    assert K[0][4, 17] == 1.0 and K[0][4, 5] == 0.0  # alike, and orthogonal to the others
+    # The angular widths come from the same rows: a median over these directions.
+    assert median_scales([X], as_kernel_specs(["angular(m=1)"]))[(0, "angular")] == pytest.approx(
+        np.sqrt(np.median(pdist(U, "sqeuclidean"))), rel=1e-12)
+
+
+def test_not_a_number_under_a_kernel_of_directions_is_a_clear_error(X):
     X = X.copy()
-    X[3] = 0.0
-    with pytest.raises(ValueError, match="row 3 .*cosine"):
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="self-similarity is negative or not a number"):
         kernel_matrices([X], [KernelSpec("linear")])
 
 

@@ -641,11 +641,16 @@ def test_linear_kernels_of_few_features_take_the_product_of_their_features(norma
     B = rng.normal(size=(model.n_components, 2))
     np.testing.assert_allclose(model.project([X], B), exact @ B,
                                atol=1e-4 * np.abs(exact @ B).max())
-    if normalize:
-        zero = X[:4].copy()
-        zero[2] = 0.0
-        with pytest.raises(ValueError, match=r"^kernel cosine: row 2 has a zero"):
-            model.factors([zero])
+    # An all-zero row: orthogonal to every landmark under the cosine kernel (its factors
+    # there are zero), as its kernel block gives.
+    zero = X[:4].copy()
+    zero[2] = 0.0
+    F_zero = model.factors([zero])
+    blocks = kernel_blocks(specs, zero, L, normalize=normalize)
+    np.testing.assert_allclose(F_zero, np.hstack([blocks[p][:, :c] @ P[p]
+                                                  for p, c in enumerate(counts)]),
+                               atol=bound.max())
+    assert np.all(F_zero[2, :P[0].shape[1]] == 0)
 
 
 def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precision():

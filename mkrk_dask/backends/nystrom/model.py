@@ -23,7 +23,7 @@ import scipy.sparse as sp
 
 from ..._compute import compute_here
 from ...assignment import nearest_centre
-from ...kernel_evaluation import check_positive_diagonal
+from ...kernel_evaluation import direction_roots
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
 
@@ -265,7 +265,10 @@ class NystromModel:
                 L = self.landmarks[spec.view][:self.kernel_landmarks[p]]
                 if spec.family != "linear" or L.shape[1] >= L.shape[0]:
                     continue
-                phi_t = (L / np.sqrt(row_sq_norms(L))[:, None] if self.normalize else L).T
+                root, zero = direction_roots(row_sq_norms(L))
+                if self.normalize and zero.any():
+                    continue  # an all-zero landmark's own direction is not a feature of x
+                phi_t = (L / root[:, None] if self.normalize else L).T
                 features[p] = (np.ascontiguousarray(phi_t),
                                (phi_t @ head).astype(head_in_dtype.dtype), phi_t @ tail)
             self._features = features
@@ -283,9 +286,8 @@ class NystromModel:
             if spec.view not in per_view:  # the view's kernels share phi(X)
                 X = np.asarray(X, dtype=np.float64)
                 if self.normalize:
-                    sq = row_sq_norms(X)
-                    check_positive_diagonal(spec, sq)
-                    X = X / np.sqrt(sq)[:, None]
+                    # an all-zero row stays zero: orthogonal to every (non-zero) landmark
+                    X = X / direction_roots(row_sq_norms(X))[0][:, None]
                 per_view[spec.view] = X
             rows[p] = per_view[spec.view]
         return rows
