@@ -1,0 +1,188 @@
+"""Label-free refinements of the default, each against the default itself, in one run.
+
+Issue 12 asks for defaults chosen by investigation and measurement. This benchmark keeps the
+record of refinements that were tried and not adopted, so anyone can re-run them. Every
+variant is label-free; the labels only score the result. For every seed:
+
+- ``default``: ``MKKMRK(k, random_state=seed)``.
+- ``30 restarts``: the same with ``n_init=30``. Each candidate rank keeps the partition of
+  lowest k-means objective among 30 restarts instead of 10.
+- ``restart ensemble``: a cluster ensemble instead of a selection. The default's final step
+  runs 10 k-means restarts at each candidate rank; here every one of them is kept. Their
+  co-association (the stacked normalised cluster indicators) is clustered by k-means, and
+  the result is polished by Lloyd steps in the features of the rank the default chose, as
+  ``predict`` needs.
+- ``kernel medoid``: the partitions of every kernel of the kept dictionary alone, and the
+  default's, compete. The one with the highest mean NMI with the others is kept (Strehl &
+  Ghosh's consensus criterion, as the rank choice uses).
+- ``within-share weights`` (exact kernels, n <= ``--max-n-kernels``): each kernel is
+  weighted by the inverse of the share of its own centred scatter left within the default's
+  clusters (MKKM's closed-form weights, with a loss that does not favour wide kernels for
+  their constant component). The weighted sum of the kernels is clustered by the default's
+  final step.
+
+Reported: NMI and ACC as the mean (and best) over the seeds, and for each variant its mean
+paired difference from the default in NMI points with the standard error of that mean.
+
+Usage::
+
+    python benchmarks/bench_label_free_variants.py [--datasets jaffe orl ...] [--seeds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from bench_defaults import DATASETS, HELD_OUT, _load, _record, _score
+from sklearn.cluster import KMeans
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.assignment import lloyd_centres
+from mkrk_dask.consensus import choose_partition
+from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.kernels import kernel_matrices, resolve_kernels
+from mkrk_dask.scales import median_scales
+
+from _common import now, write_report
+
+VARIANTS = ("default", "30 restarts", "restart ensemble", "kernel medoid",
+            "within-share weights")
+
+
+def _indicators(labels: np.ndarray, k: int) -> sp.csr_matrix:
+    """The normalised cluster indicator of a partition: ``1 / sqrt(|cluster|)`` per row."""
+    counts = np.bincount(labels, minlength=k).astype(np.float64)
+    values = 1.0 / np.sqrt(counts[labels])
+    return sp.csr_matrix((values, (np.arange(labels.size), labels)), shape=(labels.size, k))
+
+
+def restart_ensemble(features: np.ndarray, ranks: list[int], chosen: int, k: int, n_init: int,
+                     seed: int) -> np.ndarray:
+    """Every k-means restart at every rank, clustered by their co-association, then polished
+    in the features of the chosen rank."""
+    rng = np.random.RandomState(seed)
+    partitions = [KMeans(k, n_init=1, random_state=rng.randint(2**31)).fit(
+        features[:, :rank]).labels_ for rank in ranks for _ in range(n_init)]
+    stacked = sp.hstack([_indicators(p, k) for p in partitions]).toarray()
+    stacked /= np.sqrt(len(partitions))
+    ensemble = KMeans(k, n_init=10, random_state=seed).fit(stacked).labels_
+    return lloyd_centres(features[:, :chosen], ensemble, k)[1]
+
+
+def _centred_within_share(K: np.ndarray, labels: np.ndarray) -> float:
+    """Share of the centred scatter of a kernel's feature space left within clusters."""
+    total = np.trace(K) - K.sum() / labels.size
+    within = np.trace(K)
+    for cluster in np.unique(labels):
+        members = labels == cluster
+        within -= K[np.ix_(members, members)].sum() / members.sum()
+    return within / total
+
+
+def within_share_weights(views: list, dictionary: str, labels: np.ndarray, k: int,
+                         seed: int) -> np.ndarray:
+    """Kernels weighted by the inverse of their within-cluster share of the default's
+    partition; the weighted sum clustered by the default's final step."""
+    specs = auto_dictionary(dictionary, len(views))
+    specs = resolve_kernels(specs, [0.0] * len(views), median_scales(views, specs))
+    kernels = kernel_matrices(views, specs)
+    weights = np.array([1.0 / _centred_within_share(K, labels) for K in kernels])
+    combined = np.tensordot(weights / weights.sum(), kernels, axes=1)
+    return MKKMRK(k, kernels="precomputed", random_state=seed).fit(combined[None]).labels_
+
+
+def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int) -> dict:
+    views, y = _load(name, data_dir)
+    k, n = int(np.unique(y).size), views[0].shape[0]
+    X = views if len(views) > 1 else views[0]
+    runs: dict[str, list] = {v: [] for v in VARIANTS}
+    for seed in range(seeds):
+        start = time.perf_counter()
+        default = MKKMRK(k, random_state=seed).fit(X)
+        runs["default"].append((*_score(y, default.labels_), time.perf_counter() - start))
+
+        start = time.perf_counter()
+        more = MKKMRK(k, n_init=30, random_state=seed).fit(X)
+        runs["30 restarts"].append((*_score(y, more.labels_), time.perf_counter() - start))
+
+        start = time.perf_counter()
+        ranks = sorted(default.component_scores_)
+        specs = auto_dictionary(default.dictionary_, len(views))
+        wide = MKKMRK(k, kernels=specs, n_components=ranks[-1], random_state=seed).fit(X)
+        labels = restart_ensemble(np.asarray(wide.embedding_, dtype=np.float64), ranks,
+                                  default.n_components_, k, default.n_init, seed)
+        runs["restart ensemble"].append((*_score(y, labels), time.perf_counter() - start))
+
+        start = time.perf_counter()
+        partitions = [MKKMRK(k, kernels=[spec], random_state=seed).fit(X).labels_
+                      for spec in specs] + [default.labels_]
+        best, _ = choose_partition(partitions)
+        runs["kernel medoid"].append((*_score(y, partitions[best]),
+                                      time.perf_counter() - start))
+
+        if n <= max_n_kernels:
+            start = time.perf_counter()
+            labels = within_share_weights(views, default.dictionary_, default.labels_, k, seed)
+            runs["within-share weights"].append((*_score(y, labels),
+                                                 time.perf_counter() - start))
+        print(name, seed, {v: round(r[-1][0], 2) for v, r in runs.items() if r}, flush=True)
+    out = {"n": n, "k": k, "views": len(views), "methods": {}}
+    base = np.array([r[0] for r in runs["default"]])
+    for variant, rows in runs.items():
+        if not rows:
+            continue
+        diff = np.array([r[0] for r in rows]) - base
+        out["methods"][variant] = _record(
+            rows, diff_mean=float(diff.mean()),
+            diff_se=float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0)
+    return out
+
+
+def report(results: dict) -> str:
+    head = ["| data set | n | default NMI | "
+            + " | ".join(v for v in VARIANTS[1:]) + " |",
+            "|---|---|---|" + "---|" * (len(VARIANTS) - 1)]
+    lines = ["Each variant's cell: its mean NMI minus the default's, in points, over the same "
+             "seeds (paired), with the standard error of that mean; '-' where not run.", "",
+             *head]
+    detail = []
+    for name, res in results.items():
+        m = res["methods"]
+        cells = [f"{m[v]['diff_mean']:+.2f} +/- {m[v]['diff_se']:.2f}" if v in m else "-"
+                 for v in VARIANTS[1:]]
+        lines.append(f"| {name} | {res['n']} | {m['default']['nmi_mean']:.2f} | "
+                     + " | ".join(cells) + " |")
+        detail += [f"### {name} (n = {res['n']}, k = {res['k']}, {res['views']} view(s))", "",
+                   "| variant | NMI | ACC | seconds | seeds |", "|---|---|---|---|---|"]
+        for variant, rec in m.items():
+            detail.append(f"| {variant} | {rec['nmi_mean']:.2f} ({rec['nmi_best']:.2f}) | "
+                          f"{rec['acc_mean']:.2f} ({rec['acc_best']:.2f}) | "
+                          f"{rec['seconds']:.1f} | {rec['n_seeds']} |")
+        detail.append("")
+    return "\n".join(["## Summary", "", *lines, "", "## Per data set", "", *detail])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS + HELD_OUT))
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--max-n-kernels", type=int, default=3000,
+                        help="largest n for the within-share weights (dense n x n kernels)")
+    args = parser.parse_args()
+    started = now()
+    warnings.simplefilter("ignore")  # the Nystrom approximation warnings of large sets
+    results = {name: run_dataset(name, args.data_dir, args.seeds, args.max_n_kernels)
+               for name in args.datasets}
+    path = write_report("defaults", "label_free_variants", "Label-free refinements of the "
+                        "default, against the default (issue 12)", report(results),
+                        started=started)
+    print(path.read_text())
+
+
+if __name__ == "__main__":
+    main()
