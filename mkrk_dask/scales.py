@@ -41,7 +41,7 @@ from .passes import (
 )
 
 __all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows", "unit_rows",
-           "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS"]
+           "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS", "ROUND_OFF"]
 
 #: default largest n whose largest pairwise distance is computed exactly on Dask
 EXACT_DISTANCE_MAX_N = 100_000
@@ -75,6 +75,11 @@ def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> Any:
     return rows.astype(np.float64) if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
 
 
+#: relative round-off below which two unit rows (or squared distances, relative to the largest
+#: squared norm) are taken as equal: 64 float64 units
+ROUND_OFF = 64 * float(np.finfo(np.float64).eps)
+
+
 def unit_rows(rows: Any, zero_rows: str = "own") -> Any:
     """``rows`` scaled to unit length (dense or sparse). An all-zero row has no direction:
     ``zero_rows="keep"`` leaves it zero; ``"own"`` gives every row one more coordinate, 1 for
@@ -95,7 +100,10 @@ def _median_distance(rows: Any) -> float:
         raise ValueError("the data contain NaN or infinite values (found in the rows sampled "
                          "for the kernel widths)")
     sq = row_sq_norms(rows)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * inner_products(rows, rows), 0.0)
+    d2 = sq[:, None] + sq[None, :] - 2.0 * inner_products(rows, rows)
+    # Distances within the round-off of this formula are zero (equal rows, or the unit rows
+    # of one-column data), not a scale to build a width on.
+    d2[d2 <= ROUND_OFF * float(sq.max(initial=0.0))] = 0.0
     upper = d2[np.triu_indices(rows.shape[0], k=1)]
     if not upper.size:
         raise ValueError(f"n_samples={rows.shape[0]}: a kernel width relative to the median "

@@ -14,7 +14,7 @@ from mkrk_dask.consensus import within_share
 from mkrk_dask.estimators._dictionary import auto_dictionary, candidate_geometries
 from mkrk_dask.kernels import as_kernel_specs
 from mkrk_dask.metrics import normalized_mutual_info
-from mkrk_dask.scales import median_scales, sample_rows
+from mkrk_dask.scales import median_scales, sample_rows, unit_rows
 
 DIGITS, DIGIT_LABELS = load_digits(return_X_y=True)
 X = DIGITS[:300]
@@ -104,6 +104,18 @@ def test_geometry_candidates_follow_the_data():
     unit = DIGITS[1:] / np.linalg.norm(DIGITS[1:], axis=1, keepdims=True)
     geometries, reason = candidate_geometries([unit])
     assert geometries == ["euclidean"] and "unit length" in reason
+    # One positive column: every row points the same way, though scaling a row to unit
+    # length leaves some at 1 - 1e-16 (the angular kernels would have a zero width).
+    groups = np.repeat([0, 1, 2], 40)
+    column = (1.0 + 4.0 * groups + np.random.default_rng(0).random(120))[:, None]
+    assert np.ptp(unit_rows(column, zero_rows="keep")) > 0
+    geometries, reason = candidate_geometries([column])
+    assert geometries == ["euclidean"] and "same way" in reason
+    model = MKKMRK(3, random_state=0).fit(column)
+    assert model.dictionary_ == "euclidean"
+    assert adjusted_rand_score(groups, model.labels_) == 1.0
+    with pytest.raises(ValueError, match="median pairwise distance of the sampled rows is 0.0"):
+        MKKMRK(3, kernels=["angular(m=1)"]).fit(column)
 
 
 def test_within_share_is_the_normalised_kmeans_objective():

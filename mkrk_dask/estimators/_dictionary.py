@@ -31,7 +31,7 @@ from sklearn.base import clone
 
 from ..consensus import candidate_components
 from ..kernels import KernelSpec, row_sq_norms
-from ..scales import sample_rows, unit_rows
+from ..scales import ROUND_OFF, sample_rows, unit_rows
 from ..validation import is_multiview
 
 __all__ = ["GEOMETRIES", "GEOMETRY_SAMPLE_ROWS", "WIDTHS", "auto_dictionary",
@@ -72,12 +72,13 @@ def candidate_geometries(views: list) -> tuple[list[str], str]:
 
 
 def _same_direction(units: Any) -> bool:
-    """Whether all (unit or zero) rows are equal: no column varies."""
+    """Whether all (unit or zero) rows are equal: no column varies by more than the round-off
+    of scaling a row to unit length (one-column positive data: 1 - 1e-16 and 1)."""
     if sp.issparse(units):
         spread = units.max(axis=0).toarray() - units.min(axis=0).toarray()
     else:
         spread = np.ptp(units, axis=0)
-    return float(spread.max()) == 0
+    return float(spread.max()) <= ROUND_OFF
 
 
 def _substore(store: Any, name: str) -> Any:
