@@ -17,7 +17,7 @@ start from the same raw (unnormalised) kernels, an ``(m, n, n)`` array built onc
 Each repeat runs the plain port, then the library (its default: a normalised copy), then the
 library with ``backend_options={"copy": False}`` on a copy of the raw kernels made beforehand
 (not timed: the caller's own array, which it lets the fit prepare in place), then the
-library's input path alone (:func:`mkrk_dask.validation.prepare_precomputed`, split into its
+library's input path alone (:func:`mkrk_dask.precomputed.prepare_precomputed`, split into its
 tiled pass and its PSD test), with a pause before each; the medians over ``--repeats`` are
 reported with the ratios, the library's phases (its ``timings_``), and the objective, NMI and
 ACC of both.
@@ -41,7 +41,8 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
-from mkrk_dask.validation import check_views, prepare_precomputed
+from mkrk_dask.precomputed import prepare_precomputed
+from mkrk_dask.validation import check_views
 
 from _common import (
     SETTLE_SECONDS,

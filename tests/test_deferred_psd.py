@@ -1,4 +1,4 @@
-"""The exact backend's PSD test beside the loop (validation.DeferredPsdTest): every kernel is
+"""The exact backend's PSD test beside the loop (precomputed.DeferredPsdTest): every kernel is
 still tested, the lowest failing one is named, and no result comes out of kernels that fail."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from mkrk_dask import MKKMRK
 from mkrk_dask._threads import local_threads, usable_cores
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.validation import prepare_precomputed, prepare_precomputed_deferred
+from mkrk_dask.precomputed import prepare_precomputed, prepare_precomputed_deferred
 
 two_cores = pytest.mark.skipif(usable_cores() < 2, reason="the background test needs 2 cores")
 
@@ -120,16 +120,16 @@ def test_fit_refuses_every_failing_stack_with_the_background_test(bad):
 def test_the_final_step_runs_while_the_test_ends_and_publishes_nothing_before(monkeypatch):
     """The final k-means runs on ``draft_embedding`` while the test's last kernels are
     factorised; the fit sets none of its results before leaving the backend's block."""
-    from mkrk_dask import validation
+    from mkrk_dask import precomputed
 
-    real = validation._check_psd
+    real = precomputed._check_psd
 
     def slow(K, p, *args):
         if p == 5:
             time.sleep(1.0)
         real(K, p, *args)
 
-    monkeypatch.setattr(validation, "_check_psd", slow)
+    monkeypatch.setattr(precomputed, "_check_psd", slow)
     backend = ExactBackend.from_precomputed(_stack(bad=(5,)))
     with local_threads(1):
         top = backend.top_k(np.full(6, 1 / 6), 2)  # starts the test
@@ -159,16 +159,16 @@ def test_fit_on_good_kernels_is_the_fit_on_the_checked_copy():
 @pytest.mark.parametrize("hold_one_thread", [True, False])
 def test_a_kernel_the_test_could_not_factorise_is_an_error_not_a_pass(monkeypatch,
                                                                       hold_one_thread):
-    from mkrk_dask import validation
+    from mkrk_dask import precomputed
 
-    real = validation._check_psd
+    real = precomputed._check_psd
 
     def failing(K, p, *args):
         if p == 2:
             raise MemoryError("no room for the factorisation")
         real(K, p, *args)
 
-    monkeypatch.setattr(validation, "_check_psd", failing)
+    monkeypatch.setattr(precomputed, "_check_psd", failing)
     _, test = prepare_precomputed_deferred(_stack())
     with local_threads(1 if hold_one_thread else None):
         test.start()

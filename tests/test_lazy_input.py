@@ -137,7 +137,7 @@ def test_precomputed_kernels_in_zarr_are_read_one_kernel_at_a_time(client, tmp_p
     # the blockwise backend, which writes them to its store one kernel at a time.
     import tracemalloc
 
-    from mkrk_dask.validation import check_precomputed, kernel_stack
+    from mkrk_dask.precomputed import check_precomputed, kernel_stack
 
     n, m = 300, 16
     sq = ((X[:, None] - X[None]) ** 2).sum(-1)

@@ -1,4 +1,5 @@
-"""Input and parameter checks (mkrk_dask.validation): one-line errors that name the problem."""
+"""Input and parameter checks (mkrk_dask.validation, mkrk_dask.precomputed): one-line errors that
+name the problem."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from mkrk_dask.precomputed import check_precomputed
 from mkrk_dask.validation import (
     check_choice,
     check_lambda,
     check_n_clusters,
-    check_precomputed,
     check_views,
     is_multiview,
 )
@@ -69,7 +70,7 @@ def _raw_kernels(n: int = 300, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize("normalize", [True, False])
 def test_prepared_copy_is_normalise_then_symmetrize_to_the_bit(normalize):
     from mkrk_dask.kernels import normalize_kernels, symmetrize
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     K = _raw_kernels()
     before = K.copy()
@@ -87,7 +88,7 @@ def test_prepared_copy_is_normalise_then_symmetrize_to_the_bit(normalize):
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("n", [300, 512])  # a partial last tile, and whole tiles only
 def test_prepared_in_place_is_the_copy_to_the_bit(normalize, n):
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     K = _raw_kernels(n)
     expected = prepare_precomputed(K, normalize=normalize)
@@ -104,7 +105,7 @@ def test_prepared_in_place_is_the_copy_to_the_bit(normalize, n):
     lambda K: np.asfortranarray(K),
 ])
 def test_in_place_preparation_of_input_it_cannot_overwrite_copies_it_once(make):
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     source = make(_raw_kernels())
     before = np.array(source)
@@ -118,7 +119,7 @@ def test_a_fit_in_place_is_the_fit_of_the_copy():
     """``backend_options={"copy": False}``: the same fit, and the caller's array then holds
     the prepared kernels; the default leaves it as it was."""
     from mkrk_dask import MKKMRK
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     K = _raw_kernels()
     before = K.copy()
@@ -169,7 +170,7 @@ BAD_KERNELS = [("not symmetric", "precomputed kernel 1 is not symmetric"),
 @pytest.mark.parametrize("kind, message", BAD_KERNELS)
 def test_bad_precomputed_kernel_one_line_error_and_input_untouched(kind, message):
     from mkrk_dask import MKKMRK
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     K = _bad_kernel(kind)
     before = K.copy()
@@ -196,7 +197,7 @@ def test_the_lowest_failing_kernel_is_named_on_any_number_of_threads(monkeypatch
     """Kernels are checked on a thread per core; the error is the one a sequential loop
     would raise first, and the copy is the same on any number of threads."""
     from mkrk_dask import _threads
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     monkeypatch.setattr(_threads, "usable_cores", lambda: cores)
     good = _raw_kernels()
@@ -212,7 +213,7 @@ def test_the_lowest_failing_kernel_is_named_on_any_number_of_threads(monkeypatch
 
 
 def test_zero_diagonal_passes_without_normalisation():
-    from mkrk_dask.validation import prepare_precomputed
+    from mkrk_dask.precomputed import prepare_precomputed
 
     K = _bad_kernel("zero diagonal")
     assert prepare_precomputed(K, normalize=False).shape == K.shape
@@ -239,16 +240,16 @@ def test_fit_leaves_the_precomputed_kernels_untouched():
 
 
 def test_large_kernels_are_checked_on_a_principal_submatrix(monkeypatch):
-    import mkrk_dask.validation as validation
+    import mkrk_dask.precomputed as precomputed
 
     K = _raw_kernels(40)
-    full = validation.prepare_precomputed(K)
-    monkeypatch.setattr(validation, "PSD_FULL_CHECK_MAX_N", 16)
+    full = precomputed.prepare_precomputed(K)
+    monkeypatch.setattr(precomputed, "PSD_FULL_CHECK_MAX_N", 16)
     with pytest.warns(UserWarning, match="principal submatrix of 16 rows"):
-        sampled = validation.prepare_precomputed(K)
+        sampled = precomputed.prepare_precomputed(K)
     assert np.array_equal(sampled, full)
     with pytest.warns(UserWarning, match="principal submatrix"):
-        validation.check_precomputed(K)
+        precomputed.check_precomputed(K)
 
 
 def _kernel_with_smallest_eigenvalue(n: int, smallest: float, seed: int = 0) -> np.ndarray:

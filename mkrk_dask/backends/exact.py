@@ -13,8 +13,8 @@ import scipy.linalg.blas
 from ..dissimilarity import MEASURES, dense_dissimilarity
 from ..eigen import SINGLE_THREAD_MAX_N, top_k_dense
 from ..kernels import KernelSpec, kernel_matrices, resolve_kernels
+from ..precomputed import DeferredPsdTest, prepare_precomputed_deferred
 from ..scales import median_scales, memory_scales
-from ..validation import DeferredPsdTest, prepare_precomputed_deferred
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]
@@ -64,12 +64,12 @@ class ExactBackend(KernelBackend):
                          eigen_method: str = "auto", copy: bool = True) -> ExactBackend:
         """Use precomputed kernels ``(m, n, n)``, checked, normalised and made exactly
         symmetric (the eigensolver's assumptions hold to the last bit) in one copy, as
-        :func:`~mkrk_dask.validation.prepare_precomputed` does; ``kernels`` is not modified
+        :func:`~mkrk_dask.precomputed.prepare_precomputed` does; ``kernels`` is not modified
         unless ``copy=False`` (then prepared in place where it allows).
 
         Every check but the PSD test is made before this returns (above
         :data:`~mkrk_dask.eigen.SINGLE_THREAD_MAX_N` rows, the PSD test too). Up to that size
-        the PSD test (:class:`~mkrk_dask.validation.DeferredPsdTest`) starts with the first
+        the PSD test (:class:`~mkrk_dask.precomputed.DeferredPsdTest`) starts with the first
         computation on the kernels, on a second core beside the loop when the caller holds
         one BLAS thread (as a fit does). Its error
         is raised by that loop as soon as it is known, and at the latest by :meth:`embedding`

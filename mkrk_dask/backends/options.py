@@ -89,7 +89,7 @@ class ExactOptions:
         C-contiguous float64 ``(m, n, n)`` array, which saves the copy's ``8 m n^2`` bytes
         (memory, not time, on COIL20's kernels: ``benchmarks/results/exact/exact_fit.md``).
         The input then holds the normalised kernels afterwards, also after a fit that refuses
-        them (see :func:`mkrk_dask.validation.prepare_precomputed`).
+        them (see :func:`mkrk_dask.precomputed.prepare_precomputed`).
         Kernels built from features are the backend's own either way.
     """
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from ..validation import check_n_clusters, check_precomputed
+from ..precomputed import check_precomputed
+from ..validation import check_n_clusters
 
 __all__ = ["check_dense_input", "check_iterations", "check_tolerance"]
 
@@ -15,7 +16,7 @@ __all__ = ["check_dense_input", "check_iterations", "check_tolerance"]
 def check_dense_input(kernels: Any, n_clusters: Any,
                       check_input: bool = True) -> tuple[np.ndarray, int]:
     """The kernels as a float64 ``(m, n, n)`` array (square, finite, symmetric, PSD: see
-    :func:`mkrk_dask.validation.check_precomputed`) and ``n_clusters`` checked against n.
+    :func:`mkrk_dask.precomputed.check_precomputed`) and ``n_clusters`` checked against n.
     ``check_input=False`` (kernels the caller has validated) checks the shape only."""
     if not check_input:
         K = np.asarray(kernels, dtype=np.float64)

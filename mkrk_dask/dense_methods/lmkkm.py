@@ -109,7 +109,7 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
     Parameters
     ----------
     kernels : ndarray of shape (m, n, n)
-        Symmetric PSD base kernels (checked by :func:`mkrk_dask.validation.check_precomputed`).
+        Symmetric PSD base kernels (checked by :func:`mkrk_dask.precomputed.check_precomputed`).
     n_clusters : int
         k, at most n.
     max_iter : int

@@ -293,7 +293,7 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
     Parameters
     ----------
     kernels : ndarray of shape (m, n, n)
-        Symmetric PSD base kernels (checked by :func:`mkrk_dask.validation.check_precomputed`).
+        Symmetric PSD base kernels (checked by :func:`mkrk_dask.precomputed.check_precomputed`).
     n_clusters : int
         k, at most n.
     gamma : float

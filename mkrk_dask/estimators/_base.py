@@ -44,6 +44,7 @@ from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec, as_kernel_specs
 from ..landmarks import LANDMARK_METHODS
+from ..precomputed import check_precomputed, kernel_stack
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
     LAM_SCALINGS,
@@ -53,11 +54,9 @@ from ..validation import (
     check_lazy_views,
     check_magnitude,
     check_n_clusters,
-    check_precomputed,
     check_views,
     is_lazy,
     is_multiview,
-    kernel_stack,
     materialize,
     validate_matrix,
 )

@@ -1,0 +1,452 @@
+"""Precomputed kernels: their shapes, symmetry and positive semi-definiteness checked, and
+their normalised copy (or the input normalised in place), with the PSD test run beside the
+exact backend's loop where it can (:class:`DeferredPsdTest`).
+
+Every function raises a ValueError (or TypeError) whose message names the problem.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._lapack import cholesky_info
+from ._threads import held_threads, local_threads, map_threads, usable_cores
+from .kernels import symmetrize_tile, tile_buffer, tile_pairs
+from .validation import is_lazy
+
+__all__ = ["check_precomputed", "prepare_precomputed", "prepare_precomputed_deferred",
+           "DeferredPsdTest", "kernel_stack", "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
+
+
+#: precomputed kernels up to this size are checked for positive semi-definiteness whole;
+#: larger ones on a random principal submatrix of this size (with a warning)
+PSD_FULL_CHECK_MAX_N = 1500
+#: default tolerance of the PSD test, in units of n times the largest diagonal entry (at
+#: n = 1,000, an eigenvalue of -0.001 x the largest diagonal entry is allowed); from this
+#: tolerance up the test factorises in float32 (whose round-off, 2^-23 in these units, is 8x
+#: smaller than the shift), confirmed in float64 only when that fails
+PSD_TOL = 1e-6
+
+
+def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_TOL) -> np.ndarray:
+    """Validate precomputed kernels: an ``(m, n, n)`` array, one ``(n, n)`` matrix, or a list.
+
+    Each kernel must be square, finite, symmetric to ``symmetry_tol`` relative to its largest
+    entry, and positive semi-definite to ``psd_tol * n`` times its largest diagonal entry
+    (a Cholesky factorisation of ``K + tol I``, in float32 first from the default
+    :data:`PSD_TOL` up, a refusal always confirmed in float64; on a random principal submatrix of
+    :data:`PSD_FULL_CHECK_MAX_N` rows when n is larger, with a warning). Returns a float64
+    C-contiguous ``(m, n, n)`` array (the input itself when it already is one: no copy; dask
+    or Zarr kernels as a dask array, read one kernel at a time).
+    :func:`prepare_precomputed` makes the same checks while making the normalised copy a fit
+    needs.
+    """
+    K = kernel_stack(K)
+    sample = _psd_sample(K.shape[1])
+
+    def check(p: int, work: np.ndarray) -> None:
+        Kp = np.asarray(K[p], dtype=np.float64) if is_lazy(K) else K[p]  # one kernel read
+        scale = _largest_entry(Kp, p)  # NaN and infinity first
+        _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+        _check_psd(_psd_part(Kp, sample), p, psd_tol, work)
+
+    map_threads(check, K.shape[0], lambda: _psd_work(K.shape[1], sample))
+    return K
+
+
+def prepare_precomputed(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
+                        psd_tol: float = PSD_TOL, timings: dict | None = None,
+                        copy: bool = True) -> np.ndarray:
+    """The checks of :func:`check_precomputed`, made while writing the copy a fit works on.
+
+    Returns a new C-contiguous float64 ``(m, n, n)`` array (with ``copy``, the default, the
+    input is never modified): every kernel normalised ``K_ij / sqrt(K_ii K_jj)`` when
+    ``normalize``, then made exactly symmetric, ``(K + K^T) / 2``. Each kernel is scaled
+    straight into the copy, which one tiled pass then symmetrises while it compares the input
+    with its transpose; the PSD test (a Cholesky factorisation) factorises the copy in an
+    n x n buffer that serves kernel after kernel. Nothing else of size n x n is allocated.
+
+    ``copy=False`` prepares the input itself in place, when it is a writeable C-contiguous
+    float64 ``(m, n, n)`` array (anything else is converted to one first, which is then the
+    only copy), and returns it: no second ``8 m n^2`` bytes, and no fresh pages to write.
+    The same tiled pass compares each tile pair before it writes it, so the result is the same
+    to the bit. When a check refuses a kernel, the kernels may be left partly normalised
+    (the others are prepared on other threads meanwhile): a caller who allows this has no
+    further use for the raw kernels.
+
+    The kernels are prepared on one thread per core (one buffer each, BLAS on one thread
+    meanwhile): the copy is numpy on large arrays and the factorisation LAPACK without the
+    GIL (:mod:`mkrk_dask._lapack`), so the threads run side by side. An error names the
+    lowest-numbered kernel that fails, as a sequential loop would.
+
+    The PSD test is that of :func:`check_precomputed` on the kernel the fit uses: with
+    ``normalize`` on the normalised kernel, whose largest diagonal entry is 1 (normalising is
+    a congruence, which keeps the signs of the eigenvalues). A negative diagonal entry fails
+    it at once; a zero one fails normalisation. :func:`prepare_precomputed_deferred` leaves
+    the PSD test to run beside the caller's work.
+
+    Parameters
+    ----------
+    K : array-like of shape (m, n, n) or (n, n), or list of (n, n) arrays
+    normalize : bool, default=True
+    symmetry_tol, psd_tol : float
+        As for :func:`check_precomputed`.
+    timings : dict, optional
+        Seconds are added to its ``copy`` (the checks before the PSD test and the copy) and
+        ``psd`` (the PSD test) entries: thread-seconds, summed over the kernels.
+    copy : bool, default=True
+        False: prepare ``K`` in place where it allows (see above).
+
+    Returns
+    -------
+    ndarray of shape (m, n, n)
+    """
+    return _prepare(K, normalize, symmetry_tol, psd_tol, timings, psd_now=True, copy=copy)[0]
+
+
+def prepare_precomputed_deferred(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
+                                 psd_tol: float = PSD_TOL, copy: bool = True
+                                 ) -> tuple[np.ndarray, DeferredPsdTest]:
+    """:func:`prepare_precomputed` without its PSD test, which is returned to run later or
+    beside the caller's work on the copy (see :class:`DeferredPsdTest`). Every other check
+    has been made when it returns."""
+    return _prepare(K, normalize, symmetry_tol, psd_tol, None, psd_now=False, copy=copy)
+
+
+def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
+             timings: dict | None, psd_now: bool, copy: bool = True
+             ) -> tuple[np.ndarray, DeferredPsdTest]:
+    K = kernel_stack(K)
+    m, n, _ = K.shape
+    if not (copy or K.flags.writeable):
+        K = K.copy()  # read-only input (a memory map, a broadcast view): the one copy
+    out = np.empty((m, n, n)) if copy else K
+    sample = _psd_sample(n)
+    seconds = np.zeros((m, 2))  # per kernel, so that no two threads add to one entry
+
+    def prepare(p: int, work: np.ndarray) -> None:
+        start = time.perf_counter()
+        Kp = K[p]
+        scale = _largest_entry(Kp, p)
+        # A copy: in place, the pass overwrites the diagonal with ones.
+        diagonal = np.diagonal(Kp).copy()
+        shift = psd_tol * n * max(float(np.max(np.abs(diagonal))), 1e-300)
+        if normalize and not np.all(diagonal > 0):
+            # The symmetry error comes first, as in check_precomputed.
+            _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+            _check_diagonal(diagonal, p, shift)
+        rows = 1.0 / np.sqrt(diagonal) if normalize else None
+        _check_symmetric(p, _tiled_pass(Kp, Kp if out is K else out[p], rows), scale,
+                         symmetry_tol)
+        copied = time.perf_counter()
+        if psd_now:
+            _check_psd(_psd_part(out[p], sample), p, psd_tol, work)
+        seconds[p] = copied - start, time.perf_counter() - copied
+
+    map_threads(prepare, m, lambda: _psd_work(n, sample) if psd_now else None)
+    if timings is not None:
+        for key, value in zip(("copy", "psd"), seconds.sum(axis=0), strict=True):
+            timings[key] = timings.get(key, 0.0) + float(value)
+    return out, DeferredPsdTest(out, psd_tol, sample, done=psd_now)
+
+
+class DeferredPsdTest:
+    """The PSD test of :func:`prepare_precomputed` on prepared kernels, made beside other work.
+
+    The exact backend's loop spends its time in memory-bound products on one BLAS thread,
+    while the test is compute-bound (a Cholesky factorisation per kernel): on a second core
+    the two run side by side, and the test's time leaves the fit's critical path.
+
+    :meth:`start` begins the test on a background thread, only when the calling thread holds
+    one BLAS/OpenMP thread (:func:`mkrk_dask._threads.local_threads`; BLAS limits are
+    process-wide, so the test then runs on one thread too) and more than one core is usable.
+    :meth:`wait` finishes it, the calling thread taking kernels not yet started (without a
+    background thread, the test runs on a thread per core as in :func:`prepare_precomputed`),
+    and raises the error of the lowest-numbered kernel that fails, once. :meth:`raise_if_failed`
+    raises it early without waiting; :meth:`cancel` stops handing out kernels.
+
+    Parameters
+    ----------
+    kernels : ndarray of shape (m, n, n)
+        The prepared kernels; they are only read.
+    psd_tol : float
+    sample : ndarray or None
+        The rows of the principal submatrix tested (None: all of them).
+    done : bool, default=False
+        Nothing to test (the kernels were tested already).
+    """
+
+    def __init__(self, kernels: np.ndarray, psd_tol: float, sample: np.ndarray | None,
+                 done: bool = False):
+        self._kernels, self._tol, self._sample = kernels, psd_tol, sample
+        self._lock = threading.Lock()
+        self._next = 0
+        # Kernels from _stop on are not handed out: set past a failure (every lower kernel
+        # was handed out before it, so the lowest failure is still found).
+        self._stop = 0 if done else kernels.shape[0]
+        self._errors: dict[int, Exception] = {}
+        self._running: set[int] = set()
+        self._thread: threading.Thread | None = None
+        self._cancelled = False
+        self._reported = done
+        #: thread-seconds spent in the test so far
+        self.seconds = 0.0
+
+    @property
+    def background(self) -> bool:
+        """Whether the test was started on a background thread."""
+        return self._thread is not None
+
+    def start(self) -> None:
+        """Begin on a background thread, where that runs beside the caller (see above)."""
+        if self._thread is not None or self._reported or self._next >= self._stop:
+            return
+        if held_threads() != 1 or usable_cores() < 2:
+            return
+        self._thread = threading.Thread(target=self._work, name="mkrk-psd-test", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Finish the test (also after :meth:`cancel`) and raise its error (once; later calls
+        return)."""
+        if self._reported:
+            return
+        self._cancelled = False
+        try:
+            if self._thread is None or not self._thread.is_alive():
+                remaining = range(self._next, self._stop)
+                self._next = self._stop
+
+                def check(i: int, work: np.ndarray) -> None:
+                    if remaining[i] < self._stop:  # none past a failure
+                        self._check(remaining[i], work)
+
+                map_threads(check, len(remaining), self._buffer)
+            else:
+                with local_threads(1):
+                    self._work()
+                self._thread.join()
+        except BaseException:
+            self.cancel()
+            raise
+        self.raise_if_failed()
+        self._reported = True
+
+    def raise_if_failed(self) -> None:
+        """Raise the error of the lowest-numbered kernel that failed so far, if any."""
+        if not self._errors or self._reported:
+            return
+        with self._lock:
+            # Every kernel below a failure was handed out before it: the failure is the
+            # lowest one once none of those is still being tested.
+            lowest = min(self._errors)
+            final = not any(q < lowest for q in self._running)
+        if final:
+            self._reported = True
+            raise self._errors[lowest]
+
+    def cancel(self) -> None:
+        """Hand out no more kernels until :meth:`wait`, and wait for those being tested (one
+        factorisation each at most)."""
+        self._cancelled = True
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join()
+
+    def _fail(self, p: int, error: Exception) -> None:
+        with self._lock:
+            self._errors[p] = error
+            self._stop = min(self._stop, p + 1)
+
+    def _buffer(self) -> np.ndarray:
+        return _psd_work(self._kernels.shape[1], self._sample)
+
+    def _take(self) -> int | None:
+        with self._lock:
+            if self._cancelled or self._next >= self._stop:
+                return None
+            self._next += 1
+            self._running.add(self._next - 1)
+            return self._next - 1
+
+    def _work(self) -> None:
+        work = self._buffer()
+        while (p := self._take()) is not None:
+            self._check(p, work)
+
+    def _check(self, p: int, work: np.ndarray) -> None:
+        start = time.perf_counter()
+        try:
+            _check_psd(_psd_part(self._kernels[p], self._sample), p, self._tol, work)
+        except ValueError as err:  # the test refuses the kernel
+            self._fail(p, err)
+        except BaseException as err:
+            # Anything else leaves the kernel untested: that is an error too, never a pass.
+            self._fail(p, RuntimeError(
+                f"precomputed kernel {p} could not be tested for positive semi-definiteness "
+                f"({type(err).__name__}: {err})"))
+            if not isinstance(err, Exception):
+                raise
+        finally:
+            with self._lock:
+                self._running.discard(p)
+                self.seconds += time.perf_counter() - start
+
+
+def kernel_stack(K: Any) -> Any:
+    """Precomputed kernels as a float64 C-contiguous ``(m, n, n)`` array, shapes checked,
+    values not (the input itself when it already is one: no copy). Dask or Zarr kernels stay
+    where they are, as a dask array: a backend reads them one kernel at a time."""
+    if is_lazy(K):
+        import dask.array as da
+
+        K = K if hasattr(K, "dask") else da.from_array(K, chunks=K.chunks)
+        if not (np.issubdtype(K.dtype, np.floating) or np.issubdtype(K.dtype, np.integer)):
+            raise ValueError(f"precomputed kernels must be real numbers, got dtype {K.dtype}")
+        return _checked_stack_shape(K[None] if K.ndim == 2 else K)
+    if isinstance(K, list | tuple):
+        shapes = {np.shape(k) for k in K}
+        if len(shapes) != 1:
+            raise ValueError(f"precomputed kernels have different shapes: {sorted(shapes)}")
+        K = np.stack([np.asarray(k) for k in K])
+    if sp.issparse(K):
+        raise TypeError("precomputed kernels must be dense arrays")
+    K = np.ascontiguousarray(K, dtype=np.float64)
+    return _checked_stack_shape(K[None] if K.ndim == 2 else K)
+
+
+def _checked_stack_shape(K: Any) -> Any:
+    if K.ndim != 3:
+        raise ValueError(f"precomputed kernels must have shape (m, n, n) or (n, n), got {K.shape}")
+    m, n, n2 = K.shape
+    if n != n2:
+        raise ValueError(f"precomputed kernels must be square, got {n} x {n2}")
+    if m == 0 or n == 0:
+        raise ValueError(f"precomputed kernels are empty: shape {K.shape}")
+    return K
+
+
+def _psd_work(n: int, sample: np.ndarray | None) -> np.ndarray:
+    """The buffer in which the PSD test factorises one kernel (reused for the next one,
+    which spares the page faults of a fresh 8 n^2 bytes per kernel)."""
+    return np.empty((n, n) if sample is None else (sample.size,) * 2)
+
+
+def _psd_part(K: np.ndarray, sample: np.ndarray | None) -> np.ndarray:
+    """The part of one kernel the PSD test factorises."""
+    return K if sample is None else K[np.ix_(sample, sample)]
+
+
+def _psd_sample(n: int) -> np.ndarray | None:
+    """The rows of the principal submatrix the PSD test uses (None: all of them)."""
+    if n <= PSD_FULL_CHECK_MAX_N:
+        return None
+    warnings.warn(f"precomputed kernels of {n} rows are checked for positive "
+                  f"semi-definiteness on a random principal submatrix of "
+                  f"{PSD_FULL_CHECK_MAX_N} rows only", UserWarning, stacklevel=4)
+    return np.sort(np.random.default_rng(0).choice(n, PSD_FULL_CHECK_MAX_N, replace=False))
+
+
+def _largest_entry(K: np.ndarray, p: int) -> float:
+    """``max |K_ij|``, or a ValueError for NaN or infinity. The largest and the smallest
+    entry carry both (NaN propagates through max and min), without an n x n temporary."""
+    high, low = float(K.max()), float(K.min())
+    if not (np.isfinite(high) and np.isfinite(low)):
+        raise ValueError(f"precomputed kernel {p} contains NaN or infinity")
+    return max(abs(high), abs(low), 1e-300)
+
+
+def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
+                rows: np.ndarray | None = None) -> float:
+    """``max |K - K^T|``, tile pair by tile pair; with ``out``, also write
+    ``(N + N^T) / 2`` there, N = ``K`` scaled by ``rows`` on both sides (diagonal 1) or ``K``.
+    ``out`` may be ``K`` itself: each tile pair is then compared and scaled before it is
+    written, and only it.
+
+    The operations and their order are those of :func:`mkrk_dask.kernels.normalize_kernels`
+    followed by :func:`mkrk_dask.kernels.symmetrize`, so the result is the same to the bit
+    (in place or not). Only what reads a transposed tile goes tile by tile; tile buffers
+    serve them all, and nothing of size n x n is allocated.
+    """
+    buffer = tile_buffer(K.shape[0])
+    in_place = out is K
+    source = K
+    if out is not None and rows is not None and not in_place:
+        source = np.multiply(K, rows[:, None], out=out)
+        source *= rows[None, :]
+        np.fill_diagonal(source, 1.0)
+    worst = 0.0
+    for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
+        upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
+        tile = buffer[:upper.shape[0], :upper.shape[1]]
+        np.subtract(upper, lower.T, out=tile)
+        worst = max(worst, float(tile.max()), -float(tile.min()))
+        if in_place and rows is not None:
+            # This pair only, now that it is compared: scaled as the whole-matrix path
+            # scales (rows, then columns; a diagonal tile's diagonal set to 1).
+            pairs = [(rows_a, rows_b)] + ([(rows_b, rows_a)] if rows_a != rows_b else [])
+            for a, b in pairs:
+                K[a, b] *= rows[a, None]
+                K[a, b] *= rows[None, b]
+            if rows_a == rows_b:
+                np.fill_diagonal(upper, 1.0)
+        if out is not None:
+            symmetrize_tile(source, out, rows_a, rows_b, buffer)
+    return worst
+
+
+def _check_symmetric(p: int, asym: float, scale: float, tol: float) -> None:
+    if asym > tol * scale:
+        raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
+                         f"{asym:.3g} (relative {asym / scale:.3g})")
+
+
+def _not_psd(p: int, shift: float, where: str) -> ValueError:
+    return ValueError(
+        f"precomputed kernel {p} is not positive semi-definite (an eigenvalue is below "
+        f"-{shift:.2g}; {where}); kernel k-means needs PSD kernels: fix the kernel, or shift "
+        "it (K + c I)")
+
+
+def _check_diagonal(diagonal: np.ndarray, p: int, shift: float) -> None:
+    """Before normalising: a diagonal entry below ``-shift`` fails the PSD test (the
+    Cholesky factorisation fails at that row at the latest); one in ``[-shift, 0]`` cannot be
+    normalised."""
+    low = int(np.argmin(diagonal))
+    if diagonal[low] < -shift:
+        raise _not_psd(p, shift, f"diagonal entry {low} is {diagonal[low]:.3g}")
+    raise ValueError(f"precomputed kernel {p}: diagonal entry {low} is "
+                     f"{diagonal[low]:.3g}; normalisation needs a positive diagonal "
+                     "(pass normalize=False to use the kernels as they are)")
+
+
+def _check_psd(K: np.ndarray, p: int, tol: float, work: np.ndarray | None = None) -> None:
+    """Raise unless a Cholesky factorisation of ``K + tol n max(diag) I`` exists, which it
+    does iff no eigenvalue of K is below ``-tol n max(diag)`` (to round-off): the cheapest
+    complete test.
+
+    From ``tol >= PSD_TOL`` it factorises a float32 copy first (twice as fast; its round-off
+    is well inside the shift) and repeats the test in float64 only if that fails, so that a
+    kernel is refused only by the float64 test. ``K`` (symmetric) is not modified: LAPACK
+    factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
+    :func:`_psd_work`), with the GIL released.
+    """
+    n = K.shape[0]
+    work = np.empty((n, n)) if work is None else work
+    shift = tol * n * max(float(np.max(np.abs(np.diagonal(K)))), 1e-300)
+    if tol >= PSD_TOL:
+        single = work.reshape(-1).view(np.float32)[:n * n].reshape(n, n)
+        np.copyto(single, K, casting="same_kind")
+        single[np.diag_indices(n)] += np.float32(shift)
+        if cholesky_info(single) == 0:
+            return
+    np.copyto(work, K)
+    work[np.diag_indices(n)] += shift
+    info = cholesky_info(work)
+    if info > 0:
+        raise _not_psd(p, shift, f"the Cholesky factorisation fails at row {info - 1}")
