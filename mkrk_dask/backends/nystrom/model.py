@@ -274,21 +274,31 @@ class NystromModel:
             self._features = features
         return self._features
 
-    def _feature_rows(self, views: Sequence[Any]) -> dict[int, np.ndarray]:
-        """``phi(X)`` (float64) of the given rows for the kernels of :meth:`_feature_parts`
-        whose view is dense here (sparse rows go through their kernel block)."""
+    def _read_views(self, views: Sequence[Any]) -> dict[int, tuple[Any, np.ndarray]]:
+        """Per view of the landmarks: its rows (dense ones as float64, sparse as they are)
+        and their squared norms, made once per block for its kernel blocks and features."""
+        read = {}
+        for view in self.landmarks:
+            X = views[view]
+            if not sp.issparse(X):
+                X = np.asarray(X, dtype=np.float64)
+            read[view] = (X, row_sq_norms(X))
+        return read
+
+    def _feature_rows(self, read: dict[int, tuple[Any, np.ndarray]]) -> dict[int, np.ndarray]:
+        """``phi(X)`` (float64) of the rows of :meth:`_read_views` for the kernels of
+        :meth:`_feature_parts` whose view is dense here (sparse rows go through their kernel
+        block)."""
         rows, per_view = {}, {}
         for p in self._feature_parts():
             spec = self.specs[p]
-            X = views[spec.view]
+            X, sq = read[spec.view]
             if sp.issparse(X):
                 continue
             if spec.view not in per_view:  # the view's kernels share phi(X)
-                X = np.asarray(X, dtype=np.float64)
-                if self.normalize:
-                    # an all-zero row stays zero: orthogonal to every (non-zero) landmark
-                    X = X / direction_roots(row_sq_norms(X))[0][:, None]
-                per_view[spec.view] = X
+                # an all-zero row stays zero: orthogonal to every (non-zero) landmark
+                per_view[spec.view] = (X / direction_roots(sq)[0][:, None] if self.normalize
+                                       else X)
             rows[p] = per_view[spec.view]
         return rows
 
@@ -343,19 +353,18 @@ class NystromModel:
             self._single = self.single_views()
         return self._single
 
-    def _landmark_blocks(self, views: Sequence[Any], skip: Any = ()) -> Any:
-        """``(p, K_p(X, L_p))`` for every kernel not in ``skip``; the kernels of a view share
-        one distance block (float32 for the :meth:`single_views`)."""
+    def _landmark_blocks(self, read: dict[int, tuple[Any, np.ndarray]], skip: Any = ()) -> Any:
+        """``(p, K_p(X, L_p))`` for every kernel not in ``skip``, from the rows of
+        :meth:`_read_views`; the kernels of a view share one distance block (float32 for the
+        :meth:`single_views`)."""
         single = self._single_view_set()
         for view in sorted(self.landmarks):
             idx = [p for p, s in enumerate(self.specs) if s.view == view and p not in skip]
             if not idx:
                 continue
-            X = views[view]
-            if not sp.issparse(X):
-                X = np.asarray(X, dtype=np.float64)
+            X, sq = read[view]
             blocks = kernel_blocks([self.specs[p] for p in idx], X, self.landmarks[view],
-                                   row_sq_norms(X), self._landmark_sq[view],
+                                   sq, self._landmark_sq[view],
                                    normalize=self.normalize,
                                    columns=[self.kernel_landmarks[p] for p in idx],
                                    precision="single" if view in single else "double",
@@ -369,9 +378,10 @@ class NystromModel:
         offsets = self.offsets
         parts = [(head, tail) for _, head, tail in self._product_parts()]
         features = self._feature_parts()
-        rows = self._feature_rows(views)
+        read = self._read_views(views)
+        rows = self._feature_rows(read)
         # a generator: one view's kernel blocks are alive at a time
-        for p, C in itertools.chain(self._landmark_blocks(views, skip=rows), rows.items()):
+        for p, C in itertools.chain(self._landmark_blocks(read, skip=rows), rows.items()):
             head, tail = (features[p][1:]) if p in rows else parts[p]
             split = offsets[p] + head.shape[1]
             blocks = []
@@ -420,8 +430,9 @@ class NystromModel:
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
-            rows = self._feature_rows(part)
-            for p, C in self._landmark_blocks(part, skip=rows):
+            read = self._read_views(part)
+            rows = self._feature_rows(read)
+            for p, C in self._landmark_blocks(read, skip=rows):
                 out[a:a + FACTOR_BLOCK_ROWS] += C @ maps[p]
             for p, phi in rows.items():
                 out[a:a + FACTOR_BLOCK_ROWS] += phi @ feature_maps[p]
