@@ -86,7 +86,7 @@ def test_all_zero_rows_have_a_direction_of_their_own(precision, sparse):
     expected = [cos, cos**2] + [np.exp(-chord / (2 * spec.sigma**2)) for spec in specs[2:4]]
     expected.append(rbf_kernel(X, gamma=1 / (2 * specs[4].sigma**2)))
     rows = sp.csr_matrix(X) if sparse else X
-    tol = 1e-5 if precision == "single" else 1e-12  # float32 output either way
+    tol = 1e-5 if precision == "single" else 1e-12  # single: float32 output, sparse rows too
     # columns with all-zero rows, and without
     for index in (np.arange(30), np.arange(5, 15), np.array([4, 5])):
         cols = sp.csr_matrix(X[index]) if sparse else X[index]
