@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ._threads import map_threads
 from .kernel_evaluation import (
     WIDTHED_FAMILIES,
     fill_kernel_blocks,
@@ -44,6 +45,8 @@ __all__ = [
     "views_needing_scale",
     "medians_needed",
     "symmetrize",
+    "symmetric_from_upper",
+    "KERNEL_ROW_BLOCK",
     "tile_pairs",
     "tile_buffer",
     "symmetrize_tile",
@@ -279,23 +282,41 @@ def resolve_kernels(
     return resolved
 
 
+#: rows of the blocks in which :func:`kernel_matrices` evaluates the upper triangle (a
+#: multiple of :data:`SYMMETRY_TILE`, so that no diagonal tile straddles two blocks)
+KERNEL_ROW_BLOCK = 512
+
+
 def kernel_matrices(
     views: Sequence[Any], specs: Sequence[KernelSpec], *, normalize: bool = True,
     dtype: Any = np.float64,
 ) -> np.ndarray:
     """All base kernels as one dense ``(m, n, n)`` array (the exact backend's input).
 
-    ``specs`` must be resolved. Inner products are computed once per view.
+    ``specs`` must be resolved. The upper triangle is evaluated in blocks of
+    :data:`KERNEL_ROW_BLOCK` rows against the columns from the block's first row on (inner
+    products once per view and block), a thread per core (numpy's elementwise passes, most
+    of the time, run on one core otherwise), and the lower triangle is its mirror image, as
+    the blockwise backend stores it: half the evaluations, and temporaries of a block's
+    size instead of ``n x n``.
     """
     n = views[0].shape[0]
     out = np.empty((len(specs), n, n), dtype=dtype)
+    groups = []
     for view in sorted({spec.view for spec in specs}):
         idx = [p for p, spec in enumerate(specs) if spec.view == view]
-        X = views[view]
-        sq = row_sq_norms(X)
-        fill_kernel_blocks(out, idx, [specs[p] for p in idx], X, X, sq, sq,
-                           normalize=normalize)
-    return symmetrize(out, unit_diagonal=normalize)
+        groups.append((idx, [specs[p] for p in idx], views[view], row_sq_norms(views[view])))
+    starts = range(0, n, KERNEL_ROW_BLOCK)
+
+    def evaluate(i: int, _: Any) -> None:
+        a = starts[i]
+        b = min(a + KERNEL_ROW_BLOCK, n)
+        for idx, group, X, sq in groups:
+            fill_kernel_blocks(out[:, a:b, a:], idx, group, X[a:b], X[a:], sq[a:b], sq[a:],
+                               normalize=normalize)
+
+    map_threads(evaluate, len(starts))
+    return symmetric_from_upper(out, unit_diagonal=normalize)
 
 
 #: side of the square tiles in which a kernel is read with its transpose: a pair of 256 x 256
@@ -349,6 +370,32 @@ def symmetrize(kernels: np.ndarray, *, unit_diagonal: bool) -> np.ndarray:
             symmetrize_tile(K, K, rows_a, rows_b, buffer)
         if unit_diagonal:
             np.fill_diagonal(K, 1.0)
+    return kernels
+
+
+def symmetric_from_upper(kernels: np.ndarray, *, unit_diagonal: bool) -> np.ndarray:
+    """Make square kernels ``(m, n, n)`` whose upper triangle and diagonal tiles
+    (:func:`tile_pairs`) hold the values exactly symmetric, in place: each tile below the
+    diagonal becomes its mirror image, each diagonal tile ``(S + S^T) / 2`` (as
+    :func:`symmetrize` makes it), and with ``unit_diagonal`` the diagonal exactly 1. A thread
+    per core, over the kernels' rows of tiles."""
+    n = kernels.shape[1]
+    starts = range(0, n, SYMMETRY_TILE)
+
+    def mirror_row(i: int, buffer: np.ndarray) -> None:
+        K = kernels[i // len(starts)]
+        a = starts[i % len(starts)]
+        rows_a = slice(a, min(a + SYMMETRY_TILE, n))
+        symmetrize_tile(K, K, rows_a, rows_a, buffer)
+        for b in range(a + SYMMETRY_TILE, n, SYMMETRY_TILE):
+            rows_b = slice(b, min(b + SYMMETRY_TILE, n))
+            K[rows_b, rows_a] = K[rows_a, rows_b].T
+        if unit_diagonal:
+            diagonal = K[rows_a, rows_a]
+            np.fill_diagonal(diagonal, 1.0)
+
+    map_threads(mirror_row, kernels.shape[0] * len(starts),
+                lambda: tile_buffer(n, kernels.dtype))
     return kernels
 
 

@@ -198,6 +198,33 @@ def test_tiled_symmetrize_is_the_whole_matrix_formula(n, dtype):
     np.testing.assert_array_equal(symmetrize(A, unit_diagonal=True), reference)
 
 
+@pytest.mark.parametrize("n", [2, 63, 64, 65, 300])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_blocked_kernel_matrices_match_whole_blocks(monkeypatch, n, normalize):
+    """The upper triangle in row blocks on a thread per core, mirrored: the kernels of the
+    whole rows against themselves (one :func:`kernel_blocks` call, made symmetric), within
+    round-off, exactly symmetric, sparse and dense views, several blocks and tiles."""
+    import mkrk_dask.kernels as kernels_module
+
+    monkeypatch.setattr(kernels_module, "SYMMETRY_TILE", 16)
+    monkeypatch.setattr(kernels_module, "KERNEL_ROW_BLOCK", 32)
+    rng = np.random.default_rng(n)
+    X = np.abs(rng.normal(size=(n, 6)))
+    Z = sp.random(n, 9, density=0.5, random_state=n, format="csr")
+    specs = as_kernel_specs(["cosine@0", "gaussian(m=1)@0", "gaussian(m=0.5)@0",
+                             "polynomial(a=1,b=2)@1", "angular(m=1)@1", "linear@1"], n_views=2)
+    specs = resolve_kernels(specs, [0.0, 0.0], median_scales([X, Z], specs))
+    K = kernel_matrices([X, Z], specs, normalize=normalize)
+    whole = np.concatenate([kernel_blocks(specs[:3], X, X, normalize=normalize),
+                            kernel_blocks(specs[3:], Z, Z, normalize=normalize)])
+    expected = symmetrize(whole, unit_diagonal=normalize)
+    np.testing.assert_allclose(K, expected, rtol=1e-13, atol=1e-13)
+    for p in range(len(specs)):
+        np.testing.assert_array_equal(K[p], K[p].T, err_msg=specs[p].name)
+    if normalize:
+        np.testing.assert_array_equal(np.diagonal(K, axis1=1, axis2=2), 1.0)
+
+
 @pytest.mark.parametrize("n", [1, 5, 256, 257, 600])
 @pytest.mark.parametrize("order", ["C", "F"])
 def test_mirror_upper_is_the_whole_matrix_formula(n, order):
