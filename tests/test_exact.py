@@ -55,6 +55,32 @@ def test_backend_quantities_match_dense_definitions(backend):
                                rtol=1e-10)
 
 
+def test_work_matrix_is_reused_and_leaves_no_trace(backend):
+    """K_w and H H^T share one n x n work matrix: every top_k and quad_forms after another
+    (any order, other weights and ranks in between) gives the dense definitions' values."""
+    K = backend.kernels
+    m, n, _ = K.shape
+    rng = np.random.default_rng(1)
+    out = np.full((n, n), np.nan)
+    w = rng.dirichlet(np.ones(m))
+    assert np.shares_memory(backend.combined_kernel(w, out=out), out)
+    np.testing.assert_allclose(out, sum(w[p] ** 2 * K[p] for p in range(m)), rtol=1e-12)
+    work = None
+    for k in (3, 12, 5):
+        w = rng.dirichlet(np.ones(m))
+        top = backend.top_k(w, k)
+        work = backend._work if work is None else work
+        assert backend._work is work
+        Kw = sum(w[p] ** 2 * K[p] for p in range(m))
+        np.testing.assert_allclose(top.eigenvalues, np.linalg.eigvalsh(Kw)[::-1][:k],
+                                   rtol=1e-10)
+        H = top.basis
+        np.testing.assert_allclose(backend.quad_forms(top),
+                                   [np.trace(H.T @ Kp @ H) for Kp in K], rtol=1e-10)
+        np.testing.assert_allclose(backend.quad_forms(top),
+                                   [np.trace(H.T @ Kp @ H) for Kp in K], rtol=1e-10)
+
+
 def test_loop_matches_plain_dense_loop(backend):
     lam = 2.0**-8
     result = solve(backend, 10, lam, tol=0.0, max_iter=6)
