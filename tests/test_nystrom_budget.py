@@ -59,22 +59,36 @@ def test_max_components_option():
         NystromOptions(store_factors=False).factors_storage(100, 12)
     assert NystromOptions(store_factors=False, local_threshold=0).factors_storage(100, 12) is False
     # "auto": stored for the local part; above it, left to their size (None)
-    assert NystromOptions().factors_storage(20_000, 1) is True
-    assert NystromOptions().factors_storage(20_001, 1) is None
+    one = NystromOptions().exact_dissimilarity_limit(1)
+    assert NystromOptions().factors_storage(one, 1) is True
+    assert NystromOptions().factors_storage(one + 1, 1) is None
     assert NystromOptions().factors_storage(5_001, 16) is None
     assert NystromOptions().factors_storage(5_000, 64) is True  # the floor
 
 
+def test_pass_cost_model():
+    """Products per pair of rows: m (m + 1) / 2 for C, 100 per kernel entry evaluated and,
+    with the local part, one per landmark of every kernel (written out here by hand)."""
+    assert NystromOptions().pass_products_per_pair(4) == 10 + 400 + 4 * 500
+    assert NystromOptions(local_threshold=0).pass_products_per_pair(4) == 10 + 400
+    assert NystromOptions(n_landmarks=(100, 200)).pass_products_per_pair(2) == 3 + 200 + 300
+    assert NystromOptions(n_landmarks=50).pass_products_per_pair(12) == 78 + 1200 + 600
+
+
 def test_exact_dissimilarity_limit():
     """"auto": n = 20,000, or fewer rows where the exact C's pass over all pairs of rows
-    (n^2 m (m + 1) / 2 products) would exceed the budget, but never fewer than the floor; a
-    number is taken as given."""
+    (n^2 pairs at pass_products_per_pair each) would exceed the budget, but never fewer than
+    the floor; a number is taken as given."""
     auto = NystromOptions()
     assert auto.exact_dissimilarity_max_n == "auto"
-    assert auto.exact_dissimilarity_limit(1) == AUTO_EXACT_DISSIMILARITY_MAX_N
-    for m in (2, 7, 12, 16, 64, 72):
-        limit = auto.exact_dissimilarity_limit(m)
-        pairs = m * (m + 1) / 2
+    # without the local part one kernel costs little: the cap
+    plain = NystromOptions(local_threshold=0)
+    assert plain.exact_dissimilarity_limit(1) == AUTO_EXACT_DISSIMILARITY_MAX_N
+    # the residuals of 500 landmarks per kernel dominate: 4 kernels stop well below the cap
+    assert auto.exact_dissimilarity_limit(4) < plain.exact_dissimilarity_limit(4) < 20_000
+    for options, m in itertools.product((auto, plain), (1, 2, 4, 7, 12, 16, 64, 72)):
+        limit = options.exact_dissimilarity_limit(m)
+        pairs = options.pass_products_per_pair(m)
         assert AUTO_EXACT_DISSIMILARITY_MIN_N <= limit <= AUTO_EXACT_DISSIMILARITY_MAX_N
         if limit > AUTO_EXACT_DISSIMILARITY_MIN_N:
             assert limit**2 * pairs <= EXACT_DISSIMILARITY_BUDGET
@@ -82,11 +96,13 @@ def test_exact_dissimilarity_limit():
             assert (limit + 1) ** 2 * pairs > EXACT_DISSIMILARITY_BUDGET
         if limit == AUTO_EXACT_DISSIMILARITY_MIN_N:
             assert (limit + 1) ** 2 * pairs > EXACT_DISSIMILARITY_BUDGET
-        assert auto.exact_dissimilarity(limit, m) and not auto.exact_dissimilarity(limit + 1, m)
+        assert options.exact_dissimilarity(limit, m)
+        assert not options.exact_dissimilarity(limit + 1, m)
         # the other "auto" settings switch at the same n
-        assert auto.resolved_max_components(limit, m) is None
-        assert auto.resolved_max_components(limit + 1, m) == AUTO_MAX_COMPONENTS
-        assert auto.resolved_landmark_oversampling(limit + 1, m) == AUTO_LANDMARK_OVERSAMPLING
+        assert options.resolved_max_components(limit, m) is None
+        assert options.resolved_max_components(limit + 1, m) == AUTO_MAX_COMPONENTS
+        assert (options.resolved_landmark_oversampling(limit + 1, m)
+                == AUTO_LANDMARK_OVERSAMPLING)
     # the paper's data sets (12 kernels, n <= 1,440) and UCI mfeat (2,000 rows, 72 kernels)
     # keep the exact C; 16 kernels at 10^4 not
     assert auto.exact_dissimilarity(1440, 12) and auto.exact_dissimilarity(2000, 72)

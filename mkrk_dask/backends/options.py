@@ -30,19 +30,24 @@ AUTO_MAX_COMPONENTS = 2048
 AUTO_LANDMARK_OVERSAMPLING = 2.0
 #: NystromOptions(exact_dissimilarity_max_n="auto"): the exact C and the local part at most
 #: up to this n, and above :data:`AUTO_EXACT_DISSIMILARITY_MIN_N` only while their pass's
-#: products of kernel entries, ``n^2 m (m + 1) / 2``, stay within
-#: :data:`EXACT_DISSIMILARITY_BUDGET`
+#: cost, ``n^2`` pairs of rows at :meth:`NystromOptions.pass_products_per_pair` each, stays
+#: within :data:`EXACT_DISSIMILARITY_BUDGET`
 AUTO_EXACT_DISSIMILARITY_MAX_N = 20_000
 #: ... and always up to this n, whatever the number of kernels: there the pass costs no more
 #: than the factor pass and the eigensolver of the uncapped R (which grow with m too), and
 #: without it many kernels lose accuracy (UCI mfeat, n = 2,000 and 72 kernels, forced to
 #: Nystrom: NMI 24.5 points from exact without the exact C and the local part)
 AUTO_EXACT_DISSIMILARITY_MIN_N = 5_000
-#: that pass ran at about 0.7 ns per product on 2 cores (n = 10^4, m = 16: 9.8 s in the
-#: backend's ``info["seconds"]["exact_kernel_gram"]``, 1.0 s at n = 2,500; the whole fit at
-#: 10^5, above the limit, took 14 s), so this budget keeps it to about 2 s.
-#: m = 12 kernels stop at n = 5,661, 16 or more at the floor
-EXACT_DISSIMILARITY_BUDGET = 2.5e9
+#: what evaluating one kernel entry in that pass costs, in products (an exponential or a
+#: power and the normalisation): with the local part off, 4, 12 and 16 kernels took 8-17,
+#: 30-34 and 35 ns per pair of rows (n = 6,000, 2 cores, ``benchmarks/bench_exact_c_pass.py``)
+KERNEL_ENTRY_PRODUCTS = 100
+#: the pass ran at about 0.02 ns per product on 2 cores (the local part's residuals, R
+#: products per pair, are most of it: 500 landmarks for each of 4 kernels took 44-52 ns per
+#: pair, 7.1 s at n = 12,001 on Fashion-MNIST), so this budget keeps it to about 2 s. With
+#: 500 landmarks per kernel and the local part, 1 kernel stops at n = 12,900, 4 at 6,441,
+#: 12 or more at the floor
+EXACT_DISSIMILARITY_BUDGET = 1e11
 #: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
 DTYPE_CHOICES = ("auto", *STORE_DTYPES)
 
@@ -204,7 +209,7 @@ class NystromOptions(_StoreOptions):
         Estimate ``tr(K_p K_q)`` with the exact diagonal (above ``exact_dissimilarity_max_n``).
     exact_dissimilarity_max_n : int or "auto"
         Up to this n, C is computed exactly and the sparse local part is collected (a pass
-        over all pairs of rows: ``n^2 m (m + 1) / 2`` products of kernel entries). ``"auto"``:
+        over all pairs of rows, :meth:`pass_products_per_pair` products each). ``"auto"``:
         up to :data:`AUTO_EXACT_DISSIMILARITY_MAX_N`, and above
         :data:`AUTO_EXACT_DISSIMILARITY_MIN_N` only while that pass stays within
         :data:`EXACT_DISSIMILARITY_BUDGET` products (:meth:`exact_dissimilarity_limit`).
@@ -258,16 +263,27 @@ class NystromOptions(_StoreOptions):
                  allow_auto=True)
         _real("local_threshold", self.local_threshold, positive=False)
 
+    def pass_products_per_pair(self, m: int) -> float:
+        """What the exact C's pass costs per pair of rows with ``m`` kernels, in products:
+        ``m (m + 1) / 2`` products of kernel entries (C), :data:`KERNEL_ENTRY_PRODUCTS` per
+        kernel entry evaluated and, with the local part on, one per factor column for the
+        residuals ``K_p - F_p F_p^T`` (R: the landmarks of all kernels, at most)."""
+        m = max(1, int(m))
+        counts = self.n_landmarks
+        landmarks = (sum(counts) if isinstance(counts, tuple) else m * int(counts))
+        local = landmarks if self.local_threshold > 0 else 0
+        return m * (m + 1) / 2 + KERNEL_ENTRY_PRODUCTS * m + local
+
     def exact_dissimilarity_limit(self, m: int) -> int:
         """The largest n whose C is computed exactly with ``m`` kernels (``"auto"`` resolved:
         the limit, or less where the pass over all pairs of rows would exceed the budget, but
         not below the floor)."""
         if self.exact_dissimilarity_max_n != "auto":
             return int(self.exact_dissimilarity_max_n)
-        pairs = max(1, m) * (max(1, m) + 1) / 2
+        per_pair = self.pass_products_per_pair(m)
         return min(AUTO_EXACT_DISSIMILARITY_MAX_N,
                    max(AUTO_EXACT_DISSIMILARITY_MIN_N,
-                       int(math.sqrt(EXACT_DISSIMILARITY_BUDGET / pairs))))
+                       int(math.sqrt(EXACT_DISSIMILARITY_BUDGET / per_pair))))
 
     def exact_dissimilarity(self, n: int, m: int) -> bool:
         """Whether ``n`` rows and ``m`` kernels get the exact C and the sparse local part."""
