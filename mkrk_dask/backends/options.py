@@ -39,14 +39,14 @@ AUTO_EXACT_DISSIMILARITY_MAX_N = 20_000
 #: Nystrom: NMI 24.5 points from exact without the exact C and the local part)
 AUTO_EXACT_DISSIMILARITY_MIN_N = 5_000
 #: what evaluating one kernel entry in that pass costs, in products (an exponential or a
-#: power and the normalisation): with the local part off, 4, 12 and 16 kernels took 8-17,
-#: 30-34 and 35 ns per pair of rows (n = 6,000, 2 cores, ``benchmarks/bench_exact_c_pass.py``)
+#: power and the normalisation): with the local part off, 4 and 12 kernels took 11.5-12.9
+#: and 21.3-26.8 ns per pair of rows (n = 6,000, 2 cores,
+#: ``benchmarks/results/nystrom/exact_c_pass.md``)
 KERNEL_ENTRY_PRODUCTS = 100
-#: the pass ran at about 0.02 ns per product on 2 cores (the local part's residuals, R
-#: products per pair, are most of it: 500 landmarks for each of 4 kernels took 44-52 ns per
-#: pair, 7.1 s at n = 12,001 on Fashion-MNIST), so this budget keeps it to about 2 s. With
-#: 500 landmarks per kernel and the local part, 1 kernel stops at n = 12,900, 4 at 6,441,
-#: 12 or more at the floor
+#: the pass ran at 0.012-0.032 ns per product on 2 cores in that report (the local part's
+#: residuals, R products per pair, are most of it: 500 landmarks for each of 4 kernels took
+#: 30.6-34.4 ns per pair), so this budget keeps it to 1-3 s. With 500 landmarks per kernel
+#: and the local part, 1 kernel stops at n = 12,899, 4 at 6,441, 12 or more at the floor
 EXACT_DISSIMILARITY_BUDGET = 1e11
 #: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
 DTYPE_CHOICES = ("auto", *STORE_DTYPES)
