@@ -2,8 +2,9 @@
 
 :class:`MultipleKernelKMeans` holds everything but the method: input validation (numpy,
 scipy.sparse, dask and Zarr arrays, several views, precomputed kernels), the backend
-(:func:`mkrk_dask.backends.make_backend`), the final step, ``predict`` / ``transform`` and the
-fitted attributes common to all. A method subclasses it with its own parameters and
+(:func:`mkrk_dask.backends.make_backend`), the final step, ``predict`` / ``transform`` (from
+:class:`~mkrk_dask.estimators._out_of_sample.OutOfSampleMixin`) and the fitted attributes
+common to all. A method subclasses it with its own parameters and
 :meth:`MultipleKernelKMeans._run`, the alternating loop with its weight step.
 """
 
@@ -30,13 +31,12 @@ from sklearn.base import (
     TransformerMixin,
 )
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .. import progress
 from .._compute import compute_here
 from .._threads import local_threads
-from ..assignment import FINAL_STEPS, lloyd_centres, nearest_centre
+from ..assignment import FINAL_STEPS
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..backends.options import DTYPE_CHOICES
@@ -61,6 +61,7 @@ from ..validation import (
     validate_matrix,
 )
 from ._final import final_embedding
+from ._out_of_sample import OutOfSampleMixin
 from ._solver_choice import choose_for
 from ._summary import approximation_lines
 
@@ -69,8 +70,8 @@ __all__ = ["MultipleKernelKMeans", "SOLVERS"]
 SOLVERS = ("exact", "blockwise", "nystrom", "auto")
 
 
-class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
-                           BaseEstimator):
+class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
+                           ClusterMixin, BaseEstimator):
     """Base class of the multiple kernel k-means estimators; not for direct use.
 
     Subclasses define ``__init__`` (scikit-learn reads the parameters from its signature),
@@ -400,102 +401,6 @@ class MultipleKernelKMeans(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cl
                 "more landmarks (n_landmarks accepts one count per kernel), or use "
                 "solver='exact' or 'blockwise' if n allows.",
                 NystromApproximationWarning, stacklevel=3)
-
-    # -- out of sample ----------------------------------------------------------------------
-
-    def _set_out_of_sample(self, row_map: Any, embedding: np.ndarray) -> None:
-        """Keep the map of new rows to H (``row_map_``) and the learned centres.
-
-        The centres are the means of the unit-length rows of H per cluster, polished by Lloyd
-        steps to a fixed point (``labels_`` follows if a border row moves, which k-means run to
-        convergence leaves at zero; the count is ``n_labels_polished_``), so that ``predict``
-        on the training data gives ``labels_`` back.
-        """
-        if row_map is None:
-            return
-        centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
-                                                 step=self.final_step)
-        self.labels_ = labels
-        self.cluster_centers_ = centres
-        self.n_labels_polished_ = changed
-        self.row_map_ = row_map
-        if self.solver_ == "nystrom":
-            # The Nystrom map also predicts by itself (a saved model needs nothing else).
-            row_map.centres = centres
-            row_map.feature_scale = self.feature_scale_
-            row_map.n_labels_polished = changed
-            self.nystrom_model_ = row_map
-            # for summary(), and kept by a saved model (the row map's info is not)
-            self.nystrom_max_components_ = row_map.info.get("max_components")
-            self.nystrom_factors_storage_ = row_map.info.get("factors_storage")
-
-    def _out_of_sample_views(self, X: Any) -> list:
-        check_is_fitted(self)
-        if not hasattr(self, "row_map_"):
-            raise NotImplementedError(
-                "predict/transform of new data needs features: with kernels='precomputed' "
-                "there is no kernel between new points and the training points")
-        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
-            views = check_lazy_views(X)
-        elif is_multiview(X):
-            views = check_views(X)
-        else:
-            views = [validate_matrix(self, X, reset=False, accept_sparse="csr",
-                                      dtype=np.float64)]
-        dims = self.row_map_.n_features
-        if len(views) != len(dims):
-            raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")
-        for v, (view, dim) in enumerate(zip(views, dims, strict=True)):
-            if dim is not None and view.shape[1] != dim:
-                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
-                                 f"fitted with {dim}")
-        return views
-
-    def _maps_new_points(self) -> bool:
-        """New points have kernels with the training points only for feature input."""
-        return not (isinstance(self.kernels, str) and self.kernels == "precomputed")
-
-    @available_if(_maps_new_points)
-    def transform(self, X: Any) -> np.ndarray:
-        """Embed samples into the learned spectral space.
-
-        The spectral out-of-sample extension ``h(x) = K_w(x, X) H diag(mu)^-1`` through the
-        training rows (exact and blockwise backends), or ``F(x) B`` through the Nystrom
-        landmarks; with ``final_step="features"`` its columns are scaled by ``feature_scale_``.
-        On the training data it reproduces ``embedding_``.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
-            given to ``fit``
-
-        Returns
-        -------
-        ndarray of shape (n_samples, embedding_.shape[1])
-        """
-        views = self._out_of_sample_views(X)
-        rows = self.row_map_.transform(views)  # a new array, in embedding_'s dtype
-        scale = getattr(self, "feature_scale_", None)
-        if scale is not None:
-            rows *= scale[None, :]  # as fit scales embedding_: the same bits in float32 too
-        return rows
-
-    @available_if(_maps_new_points)
-    def predict(self, X: Any) -> np.ndarray:
-        """Cluster of new samples: the nearest learned centre of the rows of :meth:`transform`
-        (scaled to unit length for ``final_step="spectral"``); on the training data it
-        returns ``labels_``.
-
-        Parameters
-        ----------
-        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
-            given to ``fit``
-
-        Returns
-        -------
-        ndarray of shape (n_samples,)
-        """
-        return nearest_centre(self.transform(X), self.cluster_centers_, step=self.final_step)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
                     specs: list[KernelSpec] | None, labels: np.ndarray) -> None:

@@ -1,0 +1,116 @@
+"""``predict`` and ``transform`` of new data, shared by the multiple kernel k-means
+estimators: the map of new rows to the embedding that a fit keeps (``row_map_``) and the
+learned centres."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
+
+from ..assignment import lloyd_centres, nearest_centre
+from ..validation import check_lazy_views, check_views, is_lazy, is_multiview, validate_matrix
+
+__all__ = ["OutOfSampleMixin"]
+
+
+class OutOfSampleMixin:
+    """What :class:`~mkrk_dask.estimators._base.MultipleKernelKMeans` needs to map new points:
+    the fit calls :meth:`_set_out_of_sample`; ``transform`` and ``predict`` read what it
+    kept (feature input only)."""
+
+    def _set_out_of_sample(self, row_map: Any, embedding: np.ndarray) -> None:
+        """Keep the map of new rows to H (``row_map_``) and the learned centres.
+
+        The centres are the means of the unit-length rows of H per cluster, polished by Lloyd
+        steps to a fixed point (``labels_`` follows if a border row moves, which k-means run to
+        convergence leaves at zero; the count is ``n_labels_polished_``), so that ``predict``
+        on the training data gives ``labels_`` back.
+        """
+        if row_map is None:
+            return
+        centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
+                                                 step=self.final_step)
+        self.labels_ = labels
+        self.cluster_centers_ = centres
+        self.n_labels_polished_ = changed
+        self.row_map_ = row_map
+        if self.solver_ == "nystrom":
+            # The Nystrom map also predicts by itself (a saved model needs nothing else).
+            row_map.centres = centres
+            row_map.feature_scale = self.feature_scale_
+            row_map.n_labels_polished = changed
+            self.nystrom_model_ = row_map
+            # for summary(), and kept by a saved model (the row map's info is not)
+            self.nystrom_max_components_ = row_map.info.get("max_components")
+            self.nystrom_factors_storage_ = row_map.info.get("factors_storage")
+
+    def _out_of_sample_views(self, X: Any) -> list:
+        check_is_fitted(self)
+        if not hasattr(self, "row_map_"):
+            raise NotImplementedError(
+                "predict/transform of new data needs features: with kernels='precomputed' "
+                "there is no kernel between new points and the training points")
+        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
+            views = check_lazy_views(X)
+        elif is_multiview(X):
+            views = check_views(X)
+        else:
+            views = [validate_matrix(self, X, reset=False, accept_sparse="csr",
+                                      dtype=np.float64)]
+        dims = self.row_map_.n_features
+        if len(views) != len(dims):
+            raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")
+        for v, (view, dim) in enumerate(zip(views, dims, strict=True)):
+            if dim is not None and view.shape[1] != dim:
+                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
+                                 f"fitted with {dim}")
+        return views
+
+    def _maps_new_points(self) -> bool:
+        """New points have kernels with the training points only for feature input."""
+        return not (isinstance(self.kernels, str) and self.kernels == "precomputed")
+
+    @available_if(_maps_new_points)
+    def transform(self, X: Any) -> np.ndarray:
+        """Embed samples into the learned spectral space.
+
+        The spectral out-of-sample extension ``h(x) = K_w(x, X) H diag(mu)^-1`` through the
+        training rows (exact and blockwise backends), or ``F(x) B`` through the Nystrom
+        landmarks; with ``final_step="features"`` its columns are scaled by ``feature_scale_``.
+        On the training data it reproduces ``embedding_``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
+            given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples, embedding_.shape[1])
+        """
+        views = self._out_of_sample_views(X)
+        rows = self.row_map_.transform(views)  # a new array, in embedding_'s dtype
+        scale = getattr(self, "feature_scale_", None)
+        if scale is not None:
+            rows *= scale[None, :]  # as fit scales embedding_: the same bits in float32 too
+        return rows
+
+    @available_if(_maps_new_points)
+    def predict(self, X: Any) -> np.ndarray:
+        """Cluster of new samples: the nearest learned centre of the rows of :meth:`transform`
+        (scaled to unit length for ``final_step="spectral"``); on the training data it
+        returns ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask or Zarr array, or list of views, like the data
+            given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return nearest_centre(self.transform(X), self.cluster_centers_, step=self.final_step)
