@@ -773,7 +773,7 @@ def test_auto_choice():
     assert choose_solver(500, 12, n_landmarks=50, available_memory=2 * 10**7,
                          free_disk=50 * gib)[0] == "nystrom"
     choice, reason = choose_solver(20_000, 12, available_memory=8 * gib, free_disk=500 * gib)
-    assert choice == "nystrom" and "n > 12000" in reason
+    assert choice == "nystrom" and "n > 12,000" in reason
     assert choose_solver(100_000, 12, available_memory=10**12, free_disk=10**15)[0] == "nystrom"
     # fits nowhere: a one-line error that says what would fit
     with pytest.raises(MemoryError, match=r"n_landmarks <= \d+ would fit") as caught:
@@ -782,6 +782,38 @@ def test_auto_choice():
     X = np.random.default_rng(0).normal(size=(60, 3))
     model = MKKMRK.paper(3, solver="auto", kernels=["gaussian(c=1)"], random_state=0).fit(X)
     assert model.solver_ == "exact" and "n=60" in model.solver_reason_
+
+
+def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monkeypatch):
+    """solver="auto" fits exactly up to the Nystrom backend's exact-C limit for the fit's
+    kernels (there Nystrom makes an O(n^2) pass anyway), never below the pass's floor nor
+    above EXACT_MAX_N; the estimator reads the limit from its own Nystrom options."""
+    import mkrk_dask.backends.options as options
+    from mkrk_dask.auto import EXACT_MAX_N, exact_max_n
+
+    floor = options.AUTO_EXACT_DISSIMILARITY_MIN_N
+    assert exact_max_n(0) == floor and exact_max_n(floor + 1) == floor + 1
+    assert exact_max_n(10**6) == EXACT_MAX_N
+    gib = 2**30
+    choice, reason = choose_solver(7000, 4, exact_max_n=6441, available_memory=64 * gib,
+                                   free_disk=500 * gib)
+    assert choice == "nystrom" and "n > 6,441" in reason
+    assert choose_solver(6441, 4, exact_max_n=6441, available_memory=64 * gib,
+                         free_disk=500 * gib)[0] == "exact"
+    # Scaled down: a floor of 100 rows and a limit of 300 for two kernels.
+    monkeypatch.setattr(options, "AUTO_EXACT_DISSIMILARITY_MIN_N", 100)
+    kernels = ["gaussian(m=1)", "polynomial(a=1,b=2)"]
+    per_pair = options.NystromOptions(n_landmarks=200).pass_products_per_pair(2)
+    monkeypatch.setattr(options, "EXACT_DISSIMILARITY_BUDGET", 300**2 * per_pair)
+    X = np.random.default_rng(0).normal(size=(360, 3))
+    params = dict(kernels=kernels, n_landmarks=200, scheduler=client, random_state=0, max_iter=3)
+    below, above = MKKMRK(3, **params).fit(X[:300]), MKKMRK(3, **params).fit(X)
+    assert below.solver_ == "exact" and "n <= 300" in below.solver_reason_
+    assert above.solver_ == "nystrom" and "n > 300" in above.solver_reason_
+    # its own options: without the local part the pass is cheaper (200 products per pair
+    # instead of 600), its limit higher (517)
+    plain = MKKMRK(3, backend_options={"local_threshold": 0}, **params).fit(X)
+    assert plain.solver_ == "exact"
 
 
 def test_auto_choice_for_precomputed_kernels(monkeypatch):

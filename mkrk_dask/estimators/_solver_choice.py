@@ -35,12 +35,14 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     estimator._dtype_used = "float32" if plain else "float64"
     if estimator.solver != "auto":
         return estimator.solver
-    from ..auto import choose_solver
+    from ..auto import choose_solver, exact_max_n
 
     if nystrom is None:
         nystrom = estimator._backend_options("nystrom", strict=False)
     counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
+    limit = nystrom.exact_dissimilarity_limit(n_kernels)
     choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
+                     exact_max_n=exact_max_n(limit),
                      max_components=nystrom.resolved_max_components(n_samples, n_kernels),
                      # "auto" stores them only where they fit (never needs the disk)
                      store_factors=bool(nystrom.factors_storage(n_samples, n_kernels)))
@@ -56,7 +58,6 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
         if choice != "nystrom":
             estimator._dtype_used = "float64"
         elif plain:
-            limit = nystrom.exact_dissimilarity_limit(n_kernels)
             reason += (f"; dtype='auto': float32 factors (plain Nystrom: n > {limit:,}, the "
                        f"exact C's limit for {n_kernels} kernels)")
     return _record(estimator, choice, reason)
