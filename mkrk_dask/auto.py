@@ -2,8 +2,8 @@
 
 - exact: the m dense kernels (``8 m n^2`` bytes) fit in at most half of the available memory,
   and ``n <= exact_max_n`` (at most 12,000: the dense eigensolver and the O(m n^2) passes stay
-  fast; the estimators pass the Nystrom backend's exact-C limit where it is lower, see
-  :func:`exact_max_n`);
+  fast; for kernels as smooth as the default's the estimators pass the Nystrom backend's
+  exact-C limit where it is lower, see :func:`exact_max_n`);
 - Nystrom otherwise: it needs memory for one ``R x R`` Gram matrix (R = landmarks per kernel
   x m, at most ``max_components``) and, where its factors are stored (``8 n R`` bytes in
   float64; by default only up to the exact-C limit,

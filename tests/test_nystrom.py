@@ -814,6 +814,23 @@ def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monke
     # instead of 600), its limit higher (517)
     plain = MKKMRK(3, backend_options={"local_threshold": 0}, **params).fit(X)
     assert plain.solver_ == "exact"
+    # Only for kernels no narrower than the default's: a width given by c (or sigma) has no
+    # known relation to the median distance, and exact stays up to EXACT_MAX_N.
+    narrow = MKKMRK(3, **dict(params, kernels=["gaussian(c=1)", "polynomial(a=1,b=2)"])).fit(X)
+    assert narrow.solver_ == "exact" and f"n <= {EXACT_MAX_N:,}" in narrow.solver_reason_
+
+
+def test_smooth_kernels():
+    from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
+    from mkrk_dask.estimators._solver_choice import smooth_kernels
+    from mkrk_dask.kernels import paper_kernels, parse_kernel
+
+    assert all(smooth_kernels(auto_dictionary(g, 2)) for g in GEOMETRIES)
+    assert smooth_kernels([parse_kernel("cosine"), parse_kernel("polynomial(a=0,b=4)")])
+    assert not smooth_kernels(paper_kernels())
+    assert not smooth_kernels([parse_kernel("gaussian(m=0.25)")])
+    assert not smooth_kernels([parse_kernel("gaussian(sigma=3)")])
+    assert not smooth_kernels(None)  # precomputed kernels
 
 
 def test_auto_choice_for_precomputed_kernels(monkeypatch):

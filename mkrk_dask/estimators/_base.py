@@ -242,16 +242,17 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         return isinstance(self.dtype, str) and self.dtype == "auto"
 
     def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False,
-                       lazy: bool = False) -> str:
+                       lazy: bool = False, specs: list[KernelSpec] | None = None) -> str:
         """The solver, and what ``dtype="auto"`` stores (:func:`._solver_choice.choose_for`)."""
-        return choose_for(self, n_samples, n_kernels, precomputed=precomputed, lazy=lazy)
+        return choose_for(self, n_samples, n_kernels, precomputed=precomputed, lazy=lazy,
+                          specs=specs)
 
     def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
         """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""
         n_samples = data.shape[1] if specs is None else data[0].shape[0]
         lazy = specs is None and is_lazy(data)
         solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs),
-                                     precomputed=specs is None, lazy=lazy)
+                                     precomputed=specs is None, lazy=lazy, specs=specs)
         if specs is None and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
         if specs is None and solver != "exact":

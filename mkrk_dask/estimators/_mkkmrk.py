@@ -67,7 +67,8 @@ class MKKMRK(MultipleKernelKMeans):
         kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
         chooses exact (in memory, up to the Nystrom backend's exact-C limit for the kernels,
         :func:`mkrk_dask.auto.exact_max_n`: 6,441 rows for the default four kernels, 5,000
-        to 12,000 otherwise) or Nystrom from n and the memory and disk
+        to 12,000 for other kernels as smooth; 12,000 for narrower ones) or Nystrom from n
+        and the memory and disk
         available (precomputed kernels: exact where their prepared copy fits in memory,
         blockwise otherwise), records its choice in ``solver_`` and ``solver_reason_``, and
         raises a one-line MemoryError saying what would fit when nothing does.

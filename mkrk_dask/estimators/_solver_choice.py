@@ -13,11 +13,24 @@ import numpy as np
 from .. import progress
 from ..exceptions import ProblemTooLargeError
 
-__all__ = ["choose_for"]
+__all__ = ["choose_for", "smooth_kernels"]
+
+
+def smooth_kernels(specs: Any) -> bool:
+    """Whether no kernel is narrower than the default dictionary's: every Gaussian at least
+    half the median distance wide (``m``). The Nystrom factors represent those well (the
+    default fit gave the same NMI as exact, ``benchmarks/results/defaults/default_sizes.md``);
+    a width given by ``c`` or ``sigma`` has no known relation to the median."""
+    from ..kernel_evaluation import WIDTHED_FAMILIES
+    from ._dictionary import WIDTHS
+
+    return specs is not None and all(
+        spec.family not in WIDTHED_FAMILIES or (spec.m is not None and spec.m >= min(WIDTHS))
+        for spec in specs)
 
 
 def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
-               precomputed: bool = False, lazy: bool = False) -> str:
+               precomputed: bool = False, lazy: bool = False, specs: Any = None) -> str:
     """The solver, and what ``dtype="auto"`` stores: float32 Nystrom factors where the
     backend is plain Nystrom (n above ``exact_dissimilarity_max_n`` as resolved for the
     kernels: no local part, whose residuals are differences of nearly equal numbers) or
@@ -25,7 +38,9 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     the disk; float64 otherwise. Measured: float32 factors match float64 ones against
     exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
     and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed` (``lazy``:
-    in dask or Zarr arrays)."""
+    in dask or Zarr arrays). Exact up to :data:`~mkrk_dask.auto.EXACT_MAX_N` rows, or for
+    :func:`smooth_kernels` ``specs`` only up to :func:`~mkrk_dask.auto.exact_max_n` of the
+    Nystrom backend's exact-C limit."""
     if precomputed:
         return _for_precomputed(estimator, n_samples, n_kernels, lazy)
     nystrom = plain = None
@@ -35,14 +50,14 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     estimator._dtype_used = "float32" if plain else "float64"
     if estimator.solver != "auto":
         return estimator.solver
-    from ..auto import choose_solver, exact_max_n
+    from ..auto import EXACT_MAX_N, choose_solver, exact_max_n
 
     if nystrom is None:
         nystrom = estimator._backend_options("nystrom", strict=False)
     counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
     limit = nystrom.exact_dissimilarity_limit(n_kernels)
     choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
-                     exact_max_n=exact_max_n(limit),
+                     exact_max_n=exact_max_n(limit) if smooth_kernels(specs) else EXACT_MAX_N,
                      max_components=nystrom.resolved_max_components(n_samples, n_kernels),
                      # "auto" stores them only where they fit (never needs the disk)
                      store_factors=bool(nystrom.factors_storage(n_samples, n_kernels)))
