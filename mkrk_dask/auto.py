@@ -3,7 +3,7 @@
 - exact: the m dense kernels (``8 m n^2`` bytes) fit in at most half of the available memory,
   and ``n <= exact_max_n`` (at most 12,000: the dense eigensolver and the O(m n^2) passes stay
   fast; for kernels as smooth as the default's the estimators pass the Nystrom backend's
-  exact-C limit where it is lower, see :func:`exact_max_n`);
+  exact-C limit where it is lower, see :func:`smooth_exact_max_n`);
 - Nystrom otherwise: it needs memory for one ``R x R`` Gram matrix (R = landmarks per kernel
   x m, at most ``max_components``) and, where its factors are stored (``8 n R`` bytes in
   float64; by default only up to the exact-C limit,
@@ -30,7 +30,7 @@ import numpy as np
 
 from .exceptions import ProblemTooLargeError
 
-__all__ = ["choose_solver", "choose_precomputed_solver", "exact_max_n", "EXACT_MAX_N"]
+__all__ = ["choose_solver", "choose_precomputed_solver", "smooth_exact_max_n", "EXACT_MAX_N"]
 
 EXACT_MAX_N = 12_000
 #: fraction of the available memory the exact kernels may take
@@ -57,11 +57,12 @@ def _resources(n_samples: int, n_kernels: int, available_memory: int | None,
     return available_memory, free_disk, 8.0 * n_kernels * float(n_samples) ** 2
 
 
-def exact_max_n(exact_dissimilarity_limit: int) -> int:
-    """The largest n ``solver="auto"`` fits exactly, given the Nystrom backend's exact-C
-    limit for the same kernels: up to that limit Nystrom makes a pass over all pairs of rows
-    anyway (the exact C and the local part, O(n^2 m) like the dense kernels), so exact costs
-    no more there and is exact; above it Nystrom's cost grows like n. Never below
+def smooth_exact_max_n(exact_dissimilarity_limit: int) -> int:
+    """The largest n ``solver="auto"`` fits exactly for kernels as smooth as the default's,
+    given the Nystrom backend's exact-C limit for the same kernels: up to that limit Nystrom
+    makes a pass over all pairs of rows anyway (the exact C and the local part, O(n^2 m) like
+    the dense kernels), so exact costs no more there and is exact; above it Nystrom's cost
+    grows like n. Never below
     :data:`~mkrk_dask.backends.options.AUTO_EXACT_DISSIMILARITY_MIN_N` (where Nystrom's fixed
     costs, the local cluster among them, dominate) nor above :data:`EXACT_MAX_N`."""
     from .backends.options import AUTO_EXACT_DISSIMILARITY_MIN_N
@@ -72,7 +73,7 @@ def exact_max_n(exact_dissimilarity_limit: int) -> int:
 def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
                   available_memory: int | None = None, free_disk: int | None = None,
                   itemsize: int = 8, max_components: int | None = None,
-                  store_factors: bool = True, exact_max_n: int = EXACT_MAX_N
+                  store_factors: bool = True, exact_max_n: int | None = None
                   ) -> tuple[str, str]:
     """Choose the backend for ``n_samples`` samples and ``n_kernels`` kernels.
 
@@ -92,8 +93,9 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
         Limit on the Nystrom factors' total rank R (``NystromOptions.max_components``).
     store_factors : bool
         Whether the Nystrom factors go to disk (False: computed again by the final pass).
-    exact_max_n : int
-        The largest n fitted exactly (where the kernels fit in memory).
+    exact_max_n : int, optional
+        The largest n fitted exactly (where the kernels fit in memory); default
+        :data:`EXACT_MAX_N`.
 
     Returns
     -------
@@ -111,6 +113,7 @@ def choose_solver(n_samples: int, n_kernels: int, *, n_landmarks: int = 500,
     facts = (f"n={n_samples}, m={n_kernels}: the dense kernels need {_gib(kernel_bytes)} "
              f"(8 m n^2 bytes); {_gib(available_memory)} memory available, "
              f"{_gib(free_disk)} free disk")
+    exact_max_n = EXACT_MAX_N if exact_max_n is None else int(exact_max_n)
     if kernel_bytes <= MEMORY_FRACTION * available_memory and n_samples <= exact_max_n:
         return "exact", (f"{facts}; they fit in {MEMORY_FRACTION:.0%} of memory and "
                          f"n <= {exact_max_n:,}")

@@ -789,11 +789,11 @@ def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monke
     kernels (there Nystrom makes an O(n^2) pass anyway), never below the pass's floor nor
     above EXACT_MAX_N; the estimator reads the limit from its own Nystrom options."""
     import mkrk_dask.backends.options as options
-    from mkrk_dask.auto import EXACT_MAX_N, exact_max_n
+    from mkrk_dask.auto import EXACT_MAX_N, smooth_exact_max_n
 
     floor = options.AUTO_EXACT_DISSIMILARITY_MIN_N
-    assert exact_max_n(0) == floor and exact_max_n(floor + 1) == floor + 1
-    assert exact_max_n(10**6) == EXACT_MAX_N
+    assert smooth_exact_max_n(0) == floor and smooth_exact_max_n(floor + 1) == floor + 1
+    assert smooth_exact_max_n(10**6) == EXACT_MAX_N
     gib = 2**30
     choice, reason = choose_solver(7000, 4, exact_max_n=6441, available_memory=64 * gib,
                                    free_disk=500 * gib)

@@ -66,7 +66,7 @@ class MKKMRK(MultipleKernelKMeans):
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
         kernel by ``n_landmarks`` landmarks and scales to millions of samples. ``"auto"``
         chooses exact (in memory, up to the Nystrom backend's exact-C limit for the kernels,
-        :func:`mkrk_dask.auto.exact_max_n`: 6,441 rows for the default four kernels, 5,000
+        :func:`mkrk_dask.auto.smooth_exact_max_n`: 6,441 rows for the default four kernels, 5,000
         to 12,000 for other kernels as smooth; 12,000 for narrower ones) or Nystrom from n
         and the memory and disk
         available (precomputed kernels: exact where their prepared copy fits in memory,

@@ -39,7 +39,7 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     exact (``benchmarks/results/nystrom/nystrom_paper_float32.md``) and halve the store
     and the bytes every pass moves. Precomputed kernels: :func:`_for_precomputed` (``lazy``:
     in dask or Zarr arrays). Exact up to :data:`~mkrk_dask.auto.EXACT_MAX_N` rows, or for
-    :func:`smooth_kernels` ``specs`` only up to :func:`~mkrk_dask.auto.exact_max_n` of the
+    :func:`smooth_kernels` ``specs`` only up to :func:`~mkrk_dask.auto.smooth_exact_max_n` of the
     Nystrom backend's exact-C limit."""
     if precomputed:
         return _for_precomputed(estimator, n_samples, n_kernels, lazy)
@@ -50,14 +50,14 @@ def choose_for(estimator: Any, n_samples: int, n_kernels: int, *,
     estimator._dtype_used = "float32" if plain else "float64"
     if estimator.solver != "auto":
         return estimator.solver
-    from ..auto import EXACT_MAX_N, choose_solver, exact_max_n
+    from ..auto import choose_solver, smooth_exact_max_n
 
     if nystrom is None:
         nystrom = estimator._backend_options("nystrom", strict=False)
     counts = np.atleast_1d(np.asarray(estimator.n_landmarks))
     limit = nystrom.exact_dissimilarity_limit(n_kernels)
     choose = partial(choose_solver, n_samples, n_kernels, n_landmarks=int(counts.max()),
-                     exact_max_n=exact_max_n(limit) if smooth_kernels(specs) else EXACT_MAX_N,
+                     exact_max_n=smooth_exact_max_n(limit) if smooth_kernels(specs) else None,
                      max_components=nystrom.resolved_max_components(n_samples, n_kernels),
                      # "auto" stores them only where they fit (never needs the disk)
                      store_factors=bool(nystrom.factors_storage(n_samples, n_kernels)))
