@@ -37,7 +37,7 @@ from mkrk_dask.scales import sample_rows
 __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", "now",
            "write_report", "PeakRSS", "measured_child", "fmt_bytes", "dir_nbytes",
            "evict_from_page_cache", "read_rate", "scores", "median_rbf_gamma",
-           "reference_implementation"]
+           "reference_implementation", "load_or_skip", "dense_views"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -294,6 +294,12 @@ def exact_benchmark_parser(description: str, *, lam: float, repeats: int,
 def thread_limits(spec: str) -> list[tuple[str, int | None]]:
     """``"default,1"`` -> ``[("default", None), ("1", 1)]``: threadpoolctl limits."""
     return [(s, None if s == "default" else int(s)) for s in spec.split(",")]
+
+
+def dense_views(data: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """A loaded dataset's views as dense float64 arrays, and its labels."""
+    return ([v.toarray() if hasattr(v, "toarray") else np.asarray(v, dtype=np.float64)
+             for v in data.views], np.asarray(data.y))
 
 
 def load_or_skip(name: str, data_dir: str | None) -> Any:

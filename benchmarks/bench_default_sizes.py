@@ -23,7 +23,7 @@ import numpy as np
 from mkrk_dask import MKKMRK
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import load_or_skip, now, results_dir, write_report
+from _common import dense_views, load_or_skip, now, results_dir, write_report
 
 
 def timed_fit(X: np.ndarray, k: int, seed: int, solver: str) -> tuple[MKKMRK, float]:
@@ -51,9 +51,8 @@ def main() -> None:
         return
     if len(data.views) != 1:
         raise SystemExit("one view only: the subsets are of one feature matrix")
-    view = data.views[0]
-    X_all = view.toarray() if hasattr(view, "toarray") else np.asarray(view, dtype=np.float64)
-    y_all = np.asarray(data.y)
+    views, y_all = dense_views(data)
+    X_all = views[0]
     k = int(np.unique(y_all).size)
     rows = ["| n | auto chose | dictionary | NMI | s | other backend | NMI | s |",
             "|---|---|---|---|---|---|---|---|"]

@@ -40,7 +40,6 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 
@@ -50,7 +49,7 @@ from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
 from mkrk_dask.kernels import row_sq_norms
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 
-from _common import median_rbf_gamma, now, results_dir, write_report
+from _common import dense_views, median_rbf_gamma, now, results_dir, write_report
 
 DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
 HELD_OUT = ("sklearn:iris", "sklearn:wine", "sklearn:breast_cancer", "sklearn:digits")
@@ -93,9 +92,7 @@ def _load(name: str, data_dir: str | None) -> tuple[list[np.ndarray], np.ndarray
 
         X, y = getattr(sklearn.datasets, f"load_{name.split(':', 1)[1]}")(return_X_y=True)
         return [np.asarray(X, dtype=np.float64)], np.asarray(y)
-    data = load_dataset(name, data_dir)
-    return ([v.toarray() if sp.issparse(v) else np.asarray(v, dtype=np.float64)
-             for v in data.views], np.asarray(data.y))
+    return dense_views(load_dataset(name, data_dir))
 
 
 def distinct_kernels(views: list) -> list:

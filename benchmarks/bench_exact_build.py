@@ -37,7 +37,7 @@ from mkrk_dask.kernels import (
 )
 from mkrk_dask.scales import median_scales
 
-from _common import PeakRSS, fmt_bytes, load_or_skip, now, results_dir, write_report
+from _common import PeakRSS, dense_views, fmt_bytes, load_or_skip, now, results_dir, write_report
 
 
 def whole_matrix_build(X: np.ndarray, specs: list) -> np.ndarray:
@@ -77,11 +77,10 @@ def main() -> None:
     data = load_or_skip(args.dataset, args.data_dir)
     if data is None:
         return
-    view = data.views[0]
+    view = dense_views(data)[0][0]
     rows = []
     for n in args.n:
-        X = np.asarray(view[:n].toarray() if hasattr(view, "toarray") else view[:n],
-                       dtype=np.float64)
+        X = view[:n]
         dictionary = auto_dictionary(args.geometry, 1)
         sets = [(f"default ({args.geometry})",
                  resolve_kernels(dictionary, [0.0], median_scales([X], dictionary))),

@@ -34,7 +34,7 @@ from mkrk_dask.estimators._dictionary import auto_dictionary
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import load_or_skip, now, results_dir, write_report
+from _common import dense_views, load_or_skip, now, results_dir, write_report
 
 
 def pass_costs(n: int) -> list[str]:
@@ -67,9 +67,7 @@ def with_and_without(subsets: list[str], seeds: int, data_dir: str | None) -> li
         data = load_or_skip(name, data_dir)
         if data is None:
             continue
-        views = [v.toarray() if hasattr(v, "toarray") else np.asarray(v, dtype=np.float64)
-                 for v in data.views]
-        y = np.asarray(data.y)
+        views, y = dense_views(data)
         n, k = min(int(size), y.size), int(np.unique(y).size)
         for seed in range(seeds):
             idx = np.sort(np.random.default_rng(seed).permutation(y.size)[:n])
