@@ -12,6 +12,8 @@ import numpy as np
 
 from .. import progress
 from ..exceptions import ProblemTooLargeError
+from ..kernel_evaluation import WIDTHED_FAMILIES
+from ._dictionary import WIDTHS
 
 __all__ = ["choose_for", "smooth_kernels"]
 
@@ -21,9 +23,6 @@ def smooth_kernels(specs: Any) -> bool:
     half the median distance wide (``m``). The Nystrom factors represent those well (the
     default fit gave the same NMI as exact, ``benchmarks/results/defaults/default_sizes.md``);
     a width given by ``c`` or ``sigma`` has no known relation to the median."""
-    from ..kernel_evaluation import WIDTHED_FAMILIES
-    from ._dictionary import WIDTHS
-
     return specs is not None and all(
         spec.family not in WIDTHED_FAMILIES or (spec.m is not None and spec.m >= min(WIDTHS))
         for spec in specs)
