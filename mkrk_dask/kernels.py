@@ -282,8 +282,8 @@ def resolve_kernels(
     return resolved
 
 
-#: rows of the blocks in which :func:`kernel_matrices` evaluates the upper triangle (a
-#: multiple of :data:`SYMMETRY_TILE`, so that no diagonal tile straddles two blocks)
+#: rows of the blocks in which :func:`kernel_matrices` evaluates the upper triangle (rounded
+#: down to whole :data:`SYMMETRY_TILE` tiles, so that no diagonal tile straddles two blocks)
 KERNEL_ROW_BLOCK = 512
 
 
@@ -306,11 +306,12 @@ def kernel_matrices(
     for view in sorted({spec.view for spec in specs}):
         idx = [p for p, spec in enumerate(specs) if spec.view == view]
         groups.append((idx, [specs[p] for p in idx], views[view], row_sq_norms(views[view])))
-    starts = range(0, n, KERNEL_ROW_BLOCK)
+    side = SYMMETRY_TILE * max(1, KERNEL_ROW_BLOCK // SYMMETRY_TILE)  # whole tiles
+    starts = range(0, n, side)
 
     def evaluate(i: int, _: Any) -> None:
         a = starts[i]
-        b = min(a + KERNEL_ROW_BLOCK, n)
+        b = min(a + side, n)
         for idx, group, X, sq in groups:
             fill_kernel_blocks(out[:, a:b, a:], idx, group, X[a:b], X[a:], sq[a:b], sq[a:],
                                normalize=normalize)
