@@ -13,12 +13,15 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
-__all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "repeated_assignments",
-           "nearest_centre", "lloyd_centres"]
+__all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "FINAL_STEP_CHOICES",
+           "repeated_assignments", "nearest_centre", "lloyd_centres"]
 
 
 #: the final steps: the paper's spectral one, or k-means on the features of the top eigenpairs
 FINAL_STEPS = ("features", "spectral")
+#: the estimators' ``final_step``: one of the steps, or ``"auto"`` (every candidate of both
+#: kinds, the partition that agrees most with the others kept)
+FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
 #: rows per block of :func:`nearest_centre`
 _BLOCK_ROWS = 65536
 

@@ -1,4 +1,4 @@
-"""The label-free choice of how many eigenpairs the final k-means sees.
+"""The label-free choice of how many eigenpairs the final k-means sees, and of what it sees.
 
 ``final_step="features"`` clusters the features ``V sqrt(mu)`` of the top r eigenpairs of the
 combined kernel: a rank-r kernel k-means. No single r suits every data set (measured on the
@@ -6,7 +6,9 @@ project's data: r = 2k is best on small text sets, r = 8k on 70,000 images), so 
 ranks are tried on the one eigendecomposition and the partition that agrees most with the
 others (the highest mean normalised mutual information with them: the consensus criterion of
 cluster ensembles, Strehl & Ghosh, JMLR 2002) is kept. Agreement needs no labels, and a rank
-whose partition is an outlier among its neighbours is not chosen.
+whose partition is an outlier among its neighbours is not chosen. ``final_step="auto"`` adds the
+unit rows of the top eigenvectors (the paper's spectral step) to the same competition
+(:mod:`mkrk_dask.estimators._final`).
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@ sample of rows, against independent references (scikit-learn's NMI, explicit fit
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
+from sklearn.datasets import load_digits, make_blobs
 from sklearn.metrics import normalized_mutual_info_score
 
 from mkrk_dask import MKKMRK
+from mkrk_dask.assignment import unit_rows
+from mkrk_dask.backends import ExactBackend
 from mkrk_dask.consensus import (
     CANDIDATE_BYTES,
     agreement_scores,
@@ -16,6 +18,7 @@ from mkrk_dask.consensus import (
 )
 from mkrk_dask.estimators import _dictionary
 from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.model_io import load_model, save_model
 
 DIGITS, _ = load_digits(return_X_y=True)
 X = DIGITS[:400]
@@ -58,27 +61,83 @@ def test_candidate_ranks_stay_below_n_and_within_the_memory_bound():
     assert candidate_components(10, big) == [20]
 
 
+def _chosen(scores: dict) -> tuple[str, int]:
+    """The (step, rank) of highest agreement, the first in the order tried on a tie."""
+    tried = [(kind, rank, s["agreement"]) for kind, ranks in scores.items()
+             for rank, s in ranks.items()]
+    best = max(agreement for _, _, agreement in tried)
+    return next((kind, rank) for kind, rank, agreement in tried if agreement >= best - 1e-12)
+
+
 def test_auto_rank_is_the_fit_with_that_rank_given():
     auto = MKKMRK(10, random_state=0).fit(X)
-    assert sorted(auto.component_scores_) == [20, 40, 80]
-    scores = {r: s["agreement"] for r, s in auto.component_scores_.items()}
-    assert auto.n_components_ == max(scores, key=scores.get)
-    fixed = MKKMRK(10, random_state=0, kernels=auto.kernels_,
+    # both kinds on the one eigendecomposition: features at 2k, 4k, 8k; spectral at k too
+    assert list(auto.component_scores_) == ["features", "spectral"]
+    assert sorted(auto.component_scores_["features"]) == [20, 40, 80]
+    assert sorted(auto.component_scores_["spectral"]) == [10, 20, 40, 80]
+    assert (auto.final_step_, auto.n_components_) == _chosen(auto.component_scores_)
+    assert auto.final_step_ == "features"  # on these digits
+    fixed = MKKMRK(10, random_state=0, kernels=auto.kernels_, final_step="features",
                    n_components=auto.n_components_).fit(X)
+    assert list(fixed.component_scores_) == ["features"]
     np.testing.assert_array_equal(auto.labels_, fixed.labels_)
     np.testing.assert_allclose(auto.embedding_, fixed.embedding_, atol=1e-10)
     assert auto.embedding_.shape == (400, auto.n_components_)
     np.testing.assert_array_equal(auto.predict(X), auto.labels_)
     assert f"top {auto.n_components_} eigenpairs" in auto.summary()
     assert "agrees most" in auto.summary()
+    # the share of the features at 2k is what the geometries were compared by
+    assert auto.dictionary_scores_[auto.dictionary_] == \
+        auto.component_scores_["features"][20]["within_share"]
+
+
+def test_auto_step_can_keep_the_spectral_embedding(tmp_path):
+    # 40 small, overlapping clusters: the unit rows of the top k eigenvectors agree most
+    blobs, _ = make_blobs(400, 20, centers=40, cluster_std=4.0, random_state=1)
+    auto = MKKMRK(40, random_state=0).fit(blobs)
+    assert (auto.final_step_, auto.n_components_) == ("spectral", 40)
+    assert (auto.final_step_, auto.n_components_) == _chosen(auto.component_scores_)
+    assert sorted(auto.component_scores_["spectral"]) == [40, 80]
+    # what the paper's step gives with the same kernels and seed; H is kept unscaled
+    paper = MKKMRK(40, kernels=auto.kernels_, final_step="spectral", random_state=0).fit(blobs)
+    np.testing.assert_array_equal(auto.labels_, paper.labels_)
+    np.testing.assert_allclose(np.abs(auto.embedding_), np.abs(paper.embedding_), atol=1e-10)
+    assert auto.feature_scale_ is None
+    # H against the dense reference: the top 40 eigenvectors of sum_p w_p^2 K_p
+    K = np.tensordot(auto.weights_**2, ExactBackend.from_views([blobs], auto.kernels_).kernels,
+                     axes=1)
+    vectors = np.linalg.eigh(K)[1][:, -40:]
+    np.testing.assert_allclose(auto.embedding_ @ auto.embedding_.T, vectors @ vectors.T,
+                               atol=1e-8)
+    if auto.n_labels_polished_ == 0:
+        assert auto.component_scores_["spectral"][40]["within_share"] == pytest.approx(
+            within_share(unit_rows(auto.embedding_), auto.labels_))
+    np.testing.assert_array_equal(auto.predict(blobs), auto.labels_)
+    np.testing.assert_allclose(auto.transform(blobs[:50]), auto.embedding_[:50], atol=1e-8)
+    assert "unit rows of the top 40 eigenvectors, the paper's" in auto.summary()
+    # a saved model keeps the step it chose
+    loaded = load_model(save_model(auto, tmp_path / "model"))
+    assert loaded.final_step_ == "spectral"
+    np.testing.assert_array_equal(loaded.predict(blobs), auto.labels_)
+
+
+def test_spectral_step_at_a_given_rank():
+    model = MKKMRK(10, final_step="spectral", n_components=20, random_state=0).fit(X)
+    assert model.final_step_ == "spectral" and model.n_components_ == 20
+    assert model.embedding_.shape == (400, 20) and model.feature_scale_ is None
+    H = model.embedding_
+    np.testing.assert_allclose(H.T @ H, np.eye(20), atol=1e-8)  # eigenvectors, unscaled
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    assert "unit rows of the top 20 eigenvectors" in model.summary()
+    assert "the paper's" not in model.summary()
 
 
 def test_n_components_is_checked():
     for bad in (0, -3, "many", 2.5, True):
         with pytest.raises(ValueError, match="n_components"):
             MKKMRK(3, n_components=bad).fit(X[:50])
-    with pytest.raises(ValueError, match="final_step='features' only"):
-        MKKMRK(3, n_components=6, final_step="spectral").fit(X[:50])
+    with pytest.raises(ValueError, match="final_step must be one of"):
+        MKKMRK(3, final_step="kmeans").fit(X[:50])
     # more eigenpairs than the samples allow: refused before any kernel is built (it was
     # clamped to n - 1 without a word)
     with pytest.raises(ValueError, match="n_components=50 is more than the 49 eigenpairs"):
@@ -94,7 +153,9 @@ def test_auto_rank_tries_only_the_ranks_the_nystrom_factors_hold(client):
                   backend_options={"local_threshold": 0}, scheduler=client, random_state=0)
     model = MKKMRK(3, **kwargs).fit(X)
     assert int(np.sum(model.nystrom_ranks_)) == 8
-    assert list(model.component_scores_) == [6] and model.n_components_ == 6
+    assert list(model.component_scores_["features"]) == [6]
+    assert sorted(model.component_scores_["spectral"]) == [3, 6]
+    assert model.n_components_ in (3, 6)
     with pytest.raises(ValueError, match="n_components=9, but the kernels with nonzero weight "
                                          "have only 8 Nystrom components"):
         MKKMRK(3, n_components=9, **kwargs).fit(X)
@@ -103,7 +164,7 @@ def test_auto_rank_tries_only_the_ranks_the_nystrom_factors_hold(client):
 def test_auto_rank_on_nystrom_predicts_its_own_labels(client):
     model = MKKMRK(10, kernels=auto_dictionary("euclidean", 1), solver="nystrom",
                    n_landmarks=100, scheduler=client, random_state=0).fit(X)
-    assert model.n_components_ in model.component_scores_
+    assert model.n_components_ in model.component_scores_[model.final_step_]
     assert model.embedding_.shape == (400, model.n_components_)
     np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-6)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
@@ -133,7 +194,7 @@ def test_geometry_sample_of_a_lazy_input_on_nystrom(monkeypatch, client):
                    random_state=0).fit(lazy)
     assert "sample of 150 of the 400 rows" in model.dictionary_reason_
     assert model.solver_ == "nystrom" and model.labels_.shape == (400,)
-    assert model.n_components_ in model.component_scores_
+    assert model.n_components_ in model.component_scores_[model.final_step_]
     np.testing.assert_array_equal(model.predict(lazy), model.labels_)
 
 
@@ -144,9 +205,11 @@ def test_spectral_step_with_the_default_dictionary(monkeypatch, sample_rows):
     model = MKKMRK(10, final_step="spectral", random_state=0).fit(X)
     assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
     assert model.n_components_ == 10 and model.embedding_.shape == (400, 10)
-    assert list(model.component_scores_) == [10]
-    assert model.component_scores_[10]["agreement"] == 1.0
+    assert model.component_scores_ == {"spectral": {10: model.component_scores_["spectral"][10]}}
+    scores = model.component_scores_["spectral"][10]
+    assert scores["agreement"] == 1.0
     if model.n_labels_polished_ == 0:
-        assert model.component_scores_[10]["within_share"] == pytest.approx(
-            within_share(model.embedding_, model.labels_))
-    assert "eigenpairs:" not in model.summary()  # one rank: nothing chosen
+        # the share of what the k-means clustered: the unit rows of H
+        assert scores["within_share"] == pytest.approx(
+            within_share(unit_rows(model.embedding_), model.labels_))
+    assert "chosen:" not in model.summary()  # one candidate: nothing chosen

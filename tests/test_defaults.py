@@ -82,12 +82,13 @@ def test_angular_kernel_against_a_dense_computation():
 
 def test_features_final_step_against_dense_eigenpairs():
     specs = auto_dictionary("euclidean", 1)
-    model = MKKMRK(4, kernels=specs, random_state=0).fit(X)
+    model = MKKMRK(4, kernels=specs, final_step="features", random_state=0).fit(X)
     np.testing.assert_allclose(model.weights_, 0.25, atol=1e-9)  # every kernel itself
     K = ExactBackend.from_views([X], specs).kernels.mean(axis=0) / 4  # sum_p w_p^2 K_p
     values, vectors = np.linalg.eigh(K)
     rank = model.n_components_
-    assert sorted(model.component_scores_) == [8, 16, 32] and rank in (8, 16, 32)
+    assert list(model.component_scores_) == ["features"]
+    assert sorted(model.component_scores_["features"]) == [8, 16, 32] and rank in (8, 16, 32)
     top = vectors[:, -rank:] * np.sqrt(values[-rank:])
     assert model.embedding_.shape == (300, rank)
     # the same rank-r Gram matrix, whatever the signs and rotations of the eigenvectors
@@ -131,7 +132,8 @@ def test_default_fit_keeps_the_geometry_with_the_smaller_within_share_and_says_w
     model = MKKMRK(10, random_state=0).fit(X)
     assert set(model.dictionary_scores_) == {"euclidean", "angular", "mixed"}
     assert model.dictionary_ == min(model.dictionary_scores_, key=model.dictionary_scores_.get)
-    assert model.solver_ == "exact" and model.final_step == "features"
+    assert model.solver_ == "exact" and model.final_step == "auto"
+    assert model.final_step_ in ("features", "spectral")
     families = {"euclidean": ["gaussian"] * 3, "angular": ["angular"] * 3,
                 "mixed": ["gaussian"] * 3 + ["angular"] * 3}[model.dictionary_]
     assert [s.family for s in model.kernels_] == ["linear", *families]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..assignment import FINAL_STEPS
+from ..assignment import FINAL_STEP_CHOICES
 from ..backends.options import DTYPE_CHOICES
 from ..dissimilarity import MEASURES
 from ..estimators import ESTIMATORS
@@ -195,12 +195,14 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
     g.add_argument("--lam-scaling", choices=LAM_SCALINGS, default=None,
                    help="'normalized' (default) makes lambda independent of n and of the "
                         "scales of C; 'none' is the paper's")
-    g.add_argument("--final-step", choices=FINAL_STEPS, default=None,
-                   help="k-means on the features of the top eigenpairs (default) or on the "
-                        "unit rows of the top k eigenvectors (spectral: the paper's)")
+    g.add_argument("--final-step", choices=FINAL_STEP_CHOICES, default=None,
+                   help="k-means on the features of the top eigenpairs (features), on the "
+                        "unit rows of the top k eigenvectors (spectral: the paper's), or "
+                        "both kinds tried and the partition that agrees most with the others "
+                        "kept (auto, the default)")
     g.add_argument("--n-components", type=_components, default=None,
-                   help="eigenpairs of the features final step: 'auto' (default: 2k, 4k and "
-                        "8k tried, the partition that agrees most with the others kept) or a "
+                   help="eigenpairs of the features final step (and of the spectral ones "
+                        "'auto' tries besides k): 'auto' (default: 2k, 4k and 8k tried) or a "
                         "positive integer")
     g.add_argument("--tol", type=float, default=1e-5,
                    help="stop when the objective changes by less than this between "

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 from .. import progress
 from .._compute import compute_here
 from .._threads import local_threads
-from ..assignment import FINAL_STEPS
+from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, make_backend, make_options, option_names
 from ..backends.base import APPROXIMATION_WARNING
 from ..backends.options import DTYPE_CHOICES
@@ -60,7 +60,7 @@ from ..validation import (
     materialize,
     validate_matrix,
 )
-from ._final import final_embedding
+from ._final import final_embedding, fitted_final_step
 from ._out_of_sample import OutOfSampleMixin
 from ._solver_choice import choose_for
 from ._summary import approximation_lines
@@ -115,7 +115,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "landmarks": [StrOptions(set(LANDMARK_METHODS))],
         "dtype": [StrOptions(set(DTYPE_CHOICES)), type, np.dtype],
         "backend_options": [None, dict],
-        "final_step": [StrOptions(set(FINAL_STEPS))],
+        "final_step": [StrOptions(set(FINAL_STEP_CHOICES))],
         "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -129,7 +129,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         check_n_clusters(self.n_clusters, np.iinfo(np.int64).max)
         check_choice("solver", self.solver, SOLVERS)
         check_choice("tol_mode", self.tol_mode, TOL_MODES)
-        check_choice("final_step", self.final_step, FINAL_STEPS)
+        check_choice("final_step", self.final_step, FINAL_STEP_CHOICES)
         if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
             raise ValueError(f"tol must be a positive number, got {self.tol!r}")
         for name in ("max_iter", "n_init"):
@@ -141,9 +141,6 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 and not isinstance(self.n_components, bool) and self.n_components >= 1)):
             raise ValueError(f"n_components must be 'auto' or a positive integer, got "
                              f"{self.n_components!r}")
-        if self.final_step == "spectral" and self.n_components != "auto":
-            raise ValueError("n_components applies to final_step='features' only (the "
-                             "spectral step clusters the top n_clusters eigenvectors)")
         if isinstance(self.dtype, str) and self.dtype not in DTYPE_CHOICES:
             raise ValueError(f"dtype must be one of {DTYPE_CHOICES}, got {self.dtype!r}")
         if self.solver == "exact" and self.store is not None:
@@ -364,7 +361,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         for name, value in fitted.items():
             setattr(self, name, value)
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
-                               if self.final_step == "features" else None)
+                               if self.final_step_ == "features" else None)
         self._set_fitted(result, embedding, backend.kernel_specs, labels)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)
@@ -499,14 +496,18 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
     def _summary_choices(self) -> list[str]:
         """What the default path chose, and why."""
-        lines = [f"final step: {self.final_step}"
-                 + (f" (k-means on the features of the top {self.n_components_} eigenpairs)"
-                    if self.final_step == "features" else " (unit rows of H, the paper's)")]
-        if len(getattr(self, "component_scores_", {})) > 1:
-            agreement = ", ".join(f"{rank} {score['agreement']:.4f}"
-                                  for rank, score in self.component_scores_.items())
-            lines.append(f"eigenpairs: {self.n_components_}, the rank whose partition agrees "
-                         f"most with the others tried (mean NMI: {agreement})")
+        step, rank = fitted_final_step(self), self.n_components_
+        what = (f"k-means on the features of the top {rank} eigenpairs" if step == "features"
+                else f"k-means on the unit rows of the top {rank} eigenvectors"
+                + (", the paper's" if rank == self.n_clusters else ""))
+        lines = [f"final step: {step} ({what})"]
+        scores = getattr(self, "component_scores_", {})
+        if sum(len(ranks) for ranks in scores.values()) > 1:
+            agreement = ", ".join(f"{kind} {r} {score['agreement']:.4f}"
+                                  for kind, ranks in scores.items()
+                                  for r, score in ranks.items())
+            lines.append(f"chosen: {step} at rank {rank}, the partition that agrees most "
+                         f"with the others tried (mean NMI: {agreement})")
         if hasattr(self, "solver_reason_"):
             lines.append(f"solver: {self.solver_} ({self.solver_reason_})")
         if hasattr(self, "dictionary_"):

@@ -95,10 +95,13 @@ def _geometry_twin(estimator: Any, geometry: str, n_views: int, sampled: bool) -
     twin = clone(estimator).set_params(kernels=auto_dictionary(geometry, n_views))
     if sampled:
         twin.set_params(solver="auto", store=None, backend_options=None, verbose=0)
-        if estimator.final_step == "features" and estimator.n_components == "auto":
-            # the comparison is made at the smallest rank: the others need not be tried
-            twin.set_params(n_components=candidate_components(
-                estimator.n_clusters, GEOMETRY_SAMPLE_ROWS)[0])
+        if estimator.final_step != "spectral":
+            # the comparison is made on the features at the smallest rank: no other step or
+            # rank need be tried
+            twin.set_params(final_step="features")
+            if estimator.n_components == "auto":
+                twin.set_params(n_components=candidate_components(
+                    estimator.n_clusters, GEOMETRY_SAMPLE_ROWS)[0])
     elif estimator.store is not None:
         # One store per geometry, side by side under the one given, each reused later.
         twin.set_params(store=_substore(estimator.store, geometry))
@@ -131,9 +134,11 @@ def fit_auto_dictionary(estimator: Any, X: Any) -> Any:
     for geometry in geometries:
         twin = _geometry_twin(estimator, geometry, len(views), sampled)
         fits[geometry] = twin.fit(rows if multiview else rows[0])
-        # Compared at one rank for every geometry (the smallest tried: 2k), whatever rank
-        # each fit then keeps.
-        scores[geometry] = twin.component_scores_[min(twin.component_scores_)]["within_share"]
+        # Compared at one step and rank for every geometry (the features at the smallest
+        # rank tried: 2k), whatever each fit then keeps.
+        tried = twin.component_scores_
+        ranks = tried.get("features") or tried["spectral"]
+        scores[geometry] = ranks[min(ranks)]["within_share"]
     chosen = min(scores, key=scores.get)
     result = fits[chosen]
     if sampled:

@@ -4,6 +4,9 @@
 ``final_step="features"`` clusters the features ``V sqrt(mu)`` of the top ``n_components``
 eigenpairs; ``n_components="auto"`` computes the largest candidate rank once and keeps the
 partition that agrees most with those of the other ranks (:mod:`mkrk_dask.consensus`).
+``final_step="auto"`` (the default) puts the spectral embeddings in the same competition: the
+unit rows of the top k eigenvectors (the paper's step) and of the top r, for every rank r the
+features try. Both kinds come from the one eigendecomposition.
 """
 
 from __future__ import annotations
@@ -13,11 +16,10 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..assignment import assign_clusters
+from ..assignment import assign_clusters, unit_rows
 from ..consensus import candidate_components, choose_partition, within_share
 
-__all__ = ["component_candidates", "final_embedding"]
-
+__all__ = ["component_candidates", "final_embedding", "fitted_final_step"]
 
 def component_candidates(estimator: Any, n_samples: int, limit: int | None = None
                          ) -> list[int]:
@@ -38,42 +40,73 @@ def component_candidates(estimator: Any, n_samples: int, limit: int | None = Non
     return [rank]
 
 
+def _candidates(estimator: Any, ranks: list[int]) -> list[tuple[str, int]]:
+    """``(step, rank)`` of every partition the final step computes, features first (the
+    first is kept on a tie of agreement)."""
+    if estimator.final_step == "spectral":
+        return [("spectral", ranks[0])]
+    candidates = [("features", rank) for rank in ranks]
+    if estimator.final_step == "auto":
+        spectral = {min(estimator.n_clusters, ranks[-1]), *ranks}
+        candidates += [("spectral", rank) for rank in sorted(spectral)]
+    return candidates
+
+
 def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
                     ) -> tuple[Any, np.ndarray, np.ndarray, dict[str, Any]]:
     """``(top, embedding, labels, fitted)`` of the final step; ``fitted`` holds the
-    estimator's ``n_components_`` and ``component_scores_`` (one entry per rank tried, the
-    spectral step's k included: the default dictionary compares geometries by its
-    within-cluster share).
+    estimator's ``final_step_``, ``n_components_`` and ``component_scores_`` (per step, one
+    entry per rank tried: the default dictionary compares geometries by the within-cluster
+    share of the smallest features rank).
 
     Run inside the backend's ``with`` block: the backend's checks of its input may still be
     running (the k-means here runs while they end), so the caller sets nothing on the
     estimator before leaving the block, which waits for them."""
-    def cluster(rows: np.ndarray) -> np.ndarray:
+    dtype = estimator._kmeans_dtype()
+
+    def cluster(rows: np.ndarray, step: str) -> np.ndarray:
         # The same seed for every candidate: the chosen one's labels are what a fit with its
-        # rank given explicitly returns.
+        # step and rank given explicitly returns.
         return assign_clusters(rows, estimator.n_clusters, n_init=estimator.n_init,
-                               step=estimator.final_step, dtype=estimator._kmeans_dtype(),
+                               step=step, dtype=dtype,
                                random_state=check_random_state(estimator.random_state))
 
-    spectral = estimator.final_step == "spectral"
-    if spectral:
-        top = result.top  # the loop's top-k eigenvectors: no other rank is tried
+    if estimator.final_step == "spectral" and estimator.n_components == "auto":
+        top = result.top  # the loop's top-k eigenvectors (the paper's step)
         ranks = [top.eigenvalues.size]
     else:
         ranks = component_candidates(estimator, n_samples, backend.max_rank(result.weights))
         top = backend.top_k(result.weights, ranks[-1])
         top.weights = np.array(result.weights)
-    embedding = backend.draft_embedding(top)
-    if not spectral:
-        embedding *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place: n x r
-    partitions = [cluster(embedding[:, :rank]) for rank in ranks]
+    vectors = backend.draft_embedding(top)  # n x r, owned here
+    scale = np.sqrt(np.maximum(top.eigenvalues, 0.0))
+    candidates = _candidates(estimator, ranks)
+    partitions, shares = [], []
+    for step, rank in candidates:
+        rows = vectors[:, :rank]
+        if step == "features":
+            # a scaled copy (the unscaled columns may still be chosen), rounded to the
+            # embedding's dtype as the in-place scaling below rounds it
+            rows = (rows * scale[None, :rank]).astype(vectors.dtype, copy=False)
+        partitions.append(cluster(rows, step))
+        shares.append(within_share(rows if step == "features" else unit_rows(rows),
+                                   partitions[-1]))
     best, agreement = choose_partition(partitions)
-    fitted = {"component_scores_": {
-        rank: {"agreement": float(agreement[i]),
-               "within_share": within_share(embedding[:, :rank], partitions[i])}
-        for i, rank in enumerate(ranks)}, "n_components_": ranks[best]}
-    rank = ranks[best]
-    if rank < embedding.shape[1]:
+    step, rank = candidates[best]
+    scores: dict[str, dict[int, dict[str, float]]] = {}
+    for i, (kind, r) in enumerate(candidates):
+        scores.setdefault(kind, {})[r] = {"agreement": float(agreement[i]),
+                                          "within_share": shares[i]}
+    fitted = {"final_step_": step, "n_components_": rank, "component_scores_": scores}
+    if rank < vectors.shape[1]:
         top = top.leading(rank)
-        embedding = np.ascontiguousarray(embedding[:, :rank])
-    return top, embedding, partitions[best], fitted
+        vectors = np.ascontiguousarray(vectors[:, :rank])
+    if step == "features":
+        vectors *= scale[None, :rank]  # in place: n x r
+    return top, vectors, partitions[best], fitted
+
+
+def fitted_final_step(estimator: Any) -> str:
+    """The step whose embedding a fitted estimator clustered (``final_step_``; a model saved
+    before that attribute existed clustered its ``final_step``)."""
+    return getattr(estimator, "final_step_", estimator.final_step)

@@ -47,7 +47,7 @@ class MKKM(MultipleKernelKMeans):
 
     Attributes
     ----------
-    labels_, weights_, embedding_, feature_scale_, n_components_, component_scores_, \
+    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, component_scores_, \
 objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.
@@ -70,7 +70,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         *,
         kernels: Any = "auto",
         solver: str = "auto",
-        final_step: str = "features",
+        final_step: str = "auto",
         n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
@@ -154,7 +154,7 @@ class MKKMMR(MultipleKernelKMeans):
         Certified duality gap of every weight step, relative to its objective.
     lam_effective_ : float
         The lambda the weight step used.
-    labels_, weights_, embedding_, feature_scale_, n_components_, component_scores_, \
+    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, component_scores_, \
 objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.
@@ -181,7 +181,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         qp_gap_tol: float = 1e-8,
         kernels: Any = "auto",
         solver: str = "auto",
-        final_step: str = "features",
+        final_step: str = "auto",
         n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,

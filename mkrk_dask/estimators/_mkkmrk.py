@@ -50,17 +50,19 @@ class MKKMRK(MultipleKernelKMeans):
     lam_scaling : {"none", "normalized"}, default="normalized"
         ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
         scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
-    final_step : {"features", "spectral"}, default="features"
+    final_step : {"auto", "features", "spectral"}, default="auto"
         ``"features"``: k-means on the features ``V sqrt(mu)`` of the top ``n_components``
-        eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: the paper's,
-        k-means on the unit rows of the top-k eigenvectors H.
+        eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: k-means on the unit
+        rows of the top eigenvectors H (the paper's step, with the top k). ``"auto"``: both
+        kinds are computed from one eigendecomposition, the features at every rank tried and
+        the unit rows at k and at every rank tried, and the partition with the highest mean
+        NMI with the others is kept (a label-free consensus; ``final_step_``,
+        ``n_components_``, ``component_scores_``).
     n_components : "auto" or int, default="auto"
-        Eigenpairs of the ``"features"`` final step. ``"auto"``: 2k, 4k and 8k are tried on
-        one eigendecomposition (4k and 8k only up to n / 4 and where their float64 features
-        fit in 256 MiB) and the partition with the highest mean NMI with the others is kept
-        (a label-free consensus; ``n_components_``, ``component_scores_``). An integer fixes
-        the rank (at most n_samples - 1; 2k was the default before). Not settable with
-        ``"spectral"``.
+        Eigenpairs of the final step. ``"auto"``: 2k, 4k and 8k are tried (4k and 8k only up
+        to n / 4 and where their float64 features fit in 256 MiB), k alone with
+        ``"spectral"``. An integer fixes the rank (at most n_samples - 1; with ``"auto"``,
+        the spectral step also tries k).
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
@@ -149,16 +151,20 @@ class MKKMRK(MultipleKernelKMeans):
     representation_ : ndarray of shape (n_kernels, n_kernels)
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
     embedding_ : ndarray of shape (n_samples, n_components_)
-        What the final k-means clustered: H, the top-k eigenvectors of the combined kernel
-        (``final_step="spectral"``), or the features of its top ``n_components_`` eigenpairs.
+        What the final k-means clustered: the top ``n_components_`` eigenvectors H of the
+        combined kernel (``final_step_="spectral"``; the k-means sees their unit rows), or
+        their features ``H sqrt(mu)``.
+    final_step_ : {"features", "spectral"}
+        The step whose partition was kept.
     n_components_ : int
-        Eigenpairs the final k-means saw (k for ``final_step="spectral"``).
+        Eigenpairs the final k-means saw.
     component_scores_ : dict
-        For every rank tried (k alone for ``final_step="spectral"``), ``{"agreement": mean
-        NMI of its partition with the others' (1 for a single rank), "within_share":
-        within-cluster share of the scatter of its embedding}``.
+        Per step tried, for every rank tried, ``{"agreement": mean NMI of its partition with
+        the others' (1 for a single candidate), "within_share": within-cluster share of the
+        scatter of the rows its k-means clustered}``, e.g.
+        ``{"features": {20: {...}, 40: {...}}, "spectral": {10: {...}, ...}}``.
     feature_scale_ : ndarray or None
-        ``sqrt`` of those eigenvalues (``final_step="features"``), which :meth:`transform`
+        ``sqrt`` of those eigenvalues (``final_step_="features"``), which :meth:`transform`
         applies to the rows of H.
     dictionary_, dictionary_scores_, dictionary_reason_ : str, dict, str
         ``kernels="auto"`` only: the geometry kept, the within-cluster share of the scatter of
@@ -244,7 +250,7 @@ class MKKMRK(MultipleKernelKMeans):
         dissimilarity: str = "sfn",
         lam_scaling: str = "normalized",
         solver: str = "auto",
-        final_step: str = "features",
+        final_step: str = "auto",
         n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,

@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..assignment import lloyd_centres, nearest_centre
 from ..validation import check_lazy_views, check_views, is_lazy, is_multiview, validate_matrix
+from ._final import fitted_final_step
 
 __all__ = ["OutOfSampleMixin"]
 
@@ -32,7 +33,7 @@ class OutOfSampleMixin:
         if row_map is None:
             return
         centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
-                                                 step=self.final_step)
+                                                 step=fitted_final_step(self))
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
@@ -113,4 +114,5 @@ class OutOfSampleMixin:
         -------
         ndarray of shape (n_samples,)
         """
-        return nearest_centre(self.transform(X), self.cluster_centers_, step=self.final_step)
+        return nearest_centre(self.transform(X), self.cluster_centers_,
+                              step=fitted_final_step(self))
