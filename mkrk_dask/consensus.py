@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .assignment import final_rows
 from .metrics import normalized_mutual_info
 
 __all__ = ["COMPONENT_FACTORS", "CANDIDATE_BYTES", "candidate_components", "agreement_scores",
-           "choose_partition", "within_share"]
+           "choose_partition", "fits_candidate_bytes", "within_share"]
 
 #: ranks tried by ``n_components="auto"``, in multiples of k
 COMPONENT_FACTORS = (2, 4, 8)
-#: a rank above 2k is tried only if its float64 features fit in this many bytes (at millions
-#: of rows the features set the fit's peak memory)
+#: a rank above 2k, and a spectral candidate of ``final_step="auto"``, is tried only if its
+#: float64 rows fit in this many bytes (at millions of rows the final step's rows set the
+#: fit's peak memory, and each candidate is one more k-means over all rows)
 CANDIDATE_BYTES = 256 * 2**20
 #: rows per block of :func:`within_share`
 _BLOCK_ROWS = 65536
@@ -36,9 +38,14 @@ def candidate_components(n_clusters: int, n_samples: int) -> list[int]:
     ranks = [max(n_clusters, min(2 * n_clusters, n_samples - 1))]
     for factor in COMPONENT_FACTORS[1:]:
         rank = factor * n_clusters
-        if rank <= n_samples // 4 and n_samples * rank * 8 <= CANDIDATE_BYTES:
+        if rank <= n_samples // 4 and fits_candidate_bytes(n_samples, rank):
             ranks.append(rank)
     return ranks
+
+
+def fits_candidate_bytes(n_samples: int, rank: int) -> bool:
+    """Whether ``rank`` columns of float64 rows fit in :data:`CANDIDATE_BYTES`."""
+    return n_samples * rank * 8 <= CANDIDATE_BYTES
 
 
 def agreement_scores(partitions: list[np.ndarray]) -> np.ndarray:
@@ -60,15 +67,18 @@ def choose_partition(partitions: list[np.ndarray]) -> tuple[int, np.ndarray]:
     return int(np.flatnonzero(scores >= scores.max() - 1e-12)[0]), scores
 
 
-def within_share(features: np.ndarray, labels: np.ndarray) -> float:
+def within_share(features: np.ndarray, labels: np.ndarray, step: str | None = None) -> float:
     """Within-cluster scatter over total scatter of ``features`` (0: tight clusters), by row
-    blocks in float64 (no copy of the features)."""
+    blocks in float64 (no copy of the features); with ``step``, of their
+    :func:`~mkrk_dask.assignment.final_rows` (``"spectral"``: the unit rows)."""
     labels = np.asarray(labels)
     groups, index = np.unique(labels, return_inverse=True)
     sums = np.zeros((groups.size, features.shape[1]))
     squares = 0.0
     for start in range(0, features.shape[0], _BLOCK_ROWS):
         block = np.asarray(features[start:start + _BLOCK_ROWS], dtype=np.float64)
+        if step is not None:
+            block = final_rows(block, step)
         squares += float(np.einsum("ij,ij->", block, block))
         np.add.at(sums, index[start:start + _BLOCK_ROWS], block)
     counts = np.bincount(index, minlength=groups.size).astype(np.float64)

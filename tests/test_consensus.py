@@ -52,6 +52,32 @@ def test_within_share_by_blocks_matches_the_plain_formula(monkeypatch):
     assert within_share(Z, labels) == pytest.approx(expected, rel=1e-9)
 
 
+def test_within_share_of_unit_rows_by_blocks(monkeypatch):
+    H = np.random.default_rng(3).normal(size=(300, 5))
+    labels = np.random.default_rng(4).integers(0, 3, 300)
+    monkeypatch.setattr("mkrk_dask.consensus._BLOCK_ROWS", 64)
+    unit = H / np.linalg.norm(H, axis=1, keepdims=True)
+    assert within_share(H, labels, step="spectral") == pytest.approx(
+        within_share(unit, labels), rel=1e-12)
+    assert within_share(H, labels, step="features") == within_share(H, labels)
+
+
+def test_spectral_candidates_only_within_the_memory_bound(monkeypatch):
+    # 400 rows: float64 rows of rank 10 take 32,000 bytes, of rank 20 64,000
+    monkeypatch.setattr("mkrk_dask.consensus.CANDIDATE_BYTES", 40_000)
+    model = MKKMRK(10, random_state=0).fit(X)
+    # 4k and 8k are not tried, nor the spectral ranks, 20 being too large: the features alone
+    assert list(model.component_scores_) == ["features"]
+    assert list(model.component_scores_["features"]) == [20]
+    features = MKKMRK(10, kernels=model.kernels_, final_step="features",
+                      random_state=0).fit(X)
+    np.testing.assert_array_equal(model.labels_, features.labels_)
+    np.testing.assert_array_equal(model.embedding_, features.embedding_)
+    # two candidates agree with each other equally (the first would be kept): none is added
+    model = MKKMRK(3, n_components=3, random_state=0).fit(X[:60])
+    assert list(model.component_scores_) == ["features"]
+
+
 def test_candidate_ranks_stay_below_n_and_within_the_memory_bound():
     assert candidate_components(10, 5000) == [20, 40, 80]
     assert candidate_components(10, 300) == [20, 40]  # 8k would be more than n / 4

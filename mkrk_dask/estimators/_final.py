@@ -16,8 +16,13 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..assignment import assign_clusters, unit_rows
-from ..consensus import candidate_components, choose_partition, within_share
+from ..assignment import assign_clusters
+from ..consensus import (
+    candidate_components,
+    choose_partition,
+    fits_candidate_bytes,
+    within_share,
+)
 
 __all__ = ["component_candidates", "final_embedding", "fitted_final_step"]
 
@@ -40,15 +45,19 @@ def component_candidates(estimator: Any, n_samples: int, limit: int | None = Non
     return [rank]
 
 
-def _candidates(estimator: Any, ranks: list[int]) -> list[tuple[str, int]]:
+def _candidates(estimator: Any, ranks: list[int], n_samples: int) -> list[tuple[str, int]]:
     """``(step, rank)`` of every partition the final step computes, features first (the
-    first is kept on a tie of agreement)."""
+    first is kept on a tie of agreement). ``"auto"`` adds the spectral candidates only where
+    the rows of every one fit :data:`~mkrk_dask.consensus.CANDIDATE_BYTES` and they make at
+    least three candidates (two agree with each other equally: the first would be kept)."""
     if estimator.final_step == "spectral":
         return [("spectral", ranks[0])]
     candidates = [("features", rank) for rank in ranks]
     if estimator.final_step == "auto":
-        spectral = {min(estimator.n_clusters, ranks[-1]), *ranks}
-        candidates += [("spectral", rank) for rank in sorted(spectral)]
+        spectral = sorted({min(estimator.n_clusters, ranks[-1]), *ranks})
+        if (len(candidates) + len(spectral) >= 3
+                and all(fits_candidate_bytes(n_samples, rank) for rank in spectral)):
+            candidates += [("spectral", rank) for rank in spectral]
     return candidates
 
 
@@ -80,17 +89,20 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
         top.weights = np.array(result.weights)
     vectors = backend.draft_embedding(top)  # n x r, owned here
     scale = np.sqrt(np.maximum(top.eigenvalues, 0.0))
-    candidates = _candidates(estimator, ranks)
-    partitions, shares = [], []
-    for step, rank in candidates:
-        rows = vectors[:, :rank]
-        if step == "features":
-            # a scaled copy (the unscaled columns may still be chosen), rounded to the
-            # embedding's dtype as the in-place scaling below rounds it
-            rows = (rows * scale[None, :rank]).astype(vectors.dtype, copy=False)
-        partitions.append(cluster(rows, step))
-        shares.append(within_share(rows if step == "features" else unit_rows(rows),
-                                   partitions[-1]))
+    candidates = _candidates(estimator, ranks, n_samples)
+    partitions: list[Any] = [None] * len(candidates)
+    shares: list[float] = [0.0] * len(candidates)
+    # The spectral candidates see the eigenvectors as they are; a copy is kept for them only
+    # where features are clustered too (bounded: every rank fits CANDIDATE_BYTES then).
+    features = any(step == "features" for step, _ in candidates)
+    unscaled = vectors.copy() if features and len(candidates) > len(ranks) else vectors
+    if features:
+        vectors *= scale[None, :]  # in place: n x r
+    for i, (step, rank) in enumerate(candidates):
+        rows = (vectors if step == "features" else unscaled)[:, :rank]
+        partitions[i] = cluster(rows, step)
+        shares[i] = within_share(rows, partitions[i],
+                                 step="spectral" if step == "spectral" else None)
     best, agreement = choose_partition(partitions)
     step, rank = candidates[best]
     scores: dict[str, dict[int, dict[str, float]]] = {}
@@ -98,11 +110,12 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
         scores.setdefault(kind, {})[r] = {"agreement": float(agreement[i]),
                                           "within_share": shares[i]}
     fitted = {"final_step_": step, "n_components_": rank, "component_scores_": scores}
+    if step == "spectral":
+        vectors = unscaled
+    del unscaled
     if rank < vectors.shape[1]:
         top = top.leading(rank)
         vectors = np.ascontiguousarray(vectors[:, :rank])
-    if step == "features":
-        vectors *= scale[None, :rank]  # in place: n x r
     return top, vectors, partitions[best], fitted
 
 

@@ -55,8 +55,9 @@ class MKKMRK(MultipleKernelKMeans):
         eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: k-means on the unit
         rows of the top eigenvectors H (the paper's step, with the top k). ``"auto"``: both
         kinds are computed from one eigendecomposition, the features at every rank tried and
-        the unit rows at k and at every rank tried, and the partition with the highest mean
-        NMI with the others is kept (a label-free consensus; ``final_step_``,
+        the unit rows at k and at every rank tried (where the float64 rows of each fit in
+        256 MiB and they make at least three candidates), and the partition with the highest
+        mean NMI with the others is kept (a label-free consensus; ``final_step_``,
         ``n_components_``, ``component_scores_``).
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k, 4k and 8k are tried (4k and 8k only up
