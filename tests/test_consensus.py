@@ -147,6 +147,23 @@ def test_auto_step_can_keep_the_spectral_embedding(tmp_path):
     np.testing.assert_array_equal(loaded.predict(blobs), auto.labels_)
 
 
+@pytest.mark.filterwarnings("ignore::mkrk_dask.exceptions.NystromApproximationWarning")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_auto_step_keeps_the_spectral_embedding_on_nystrom(client, dtype, tmp_path):
+    blobs, _ = make_blobs(400, 20, centers=40, cluster_std=4.0, random_state=1)
+    model = MKKMRK(40, solver="nystrom", n_landmarks=200, dtype=dtype, scheduler=client,
+                   random_state=0).fit(blobs)
+    assert (model.final_step_, model.n_components_) == ("spectral", 40)
+    assert model.embedding_.dtype == np.dtype(dtype) and model.feature_scale_ is None
+    np.testing.assert_allclose(model.transform(blobs), model.embedding_,
+                               atol=1e-5 if dtype == "float32" else 1e-10)
+    np.testing.assert_array_equal(model.predict(blobs), model.labels_)
+    # the Nystrom map predicts by itself from a saved model: unit rows, no feature scale
+    loaded = load_model(save_model(model, tmp_path / "model"))
+    assert loaded.nystrom_model_.feature_scale is None
+    np.testing.assert_array_equal(loaded.nystrom_model_.predict([blobs]), model.labels_)
+
+
 def test_spectral_step_at_a_given_rank():
     model = MKKMRK(10, final_step="spectral", n_components=20, random_state=0).fit(X)
     assert model.final_step_ == "spectral" and model.n_components_ == 20
