@@ -26,6 +26,7 @@ from ..consensus import (
 
 __all__ = ["component_candidates", "final_embedding", "fitted_final_step"]
 
+
 def component_candidates(estimator: Any, n_samples: int, limit: int | None = None
                          ) -> list[int]:
     """The ranks the features final step of ``estimator`` tries (one unless
@@ -94,9 +95,9 @@ def final_embedding(estimator: Any, backend: Any, result: Any, n_samples: int
     shares: list[float] = [0.0] * len(candidates)
     # The spectral candidates see the eigenvectors as they are; a copy is kept for them only
     # where features are clustered too (bounded: every rank fits CANDIDATE_BYTES then).
-    features = any(step == "features" for step, _ in candidates)
-    unscaled = vectors.copy() if features and len(candidates) > len(ranks) else vectors
-    if features:
+    scaled = any(step == "features" for step, _ in candidates)
+    unscaled = vectors.copy() if scaled and len(candidates) > len(ranks) else vectors
+    if scaled:
         vectors *= scale[None, :]  # in place: n x r
     for i, (step, rank) in enumerate(candidates):
         rows = (vectors if step == "features" else unscaled)[:, :rank]
