@@ -80,7 +80,8 @@ class OutOfSampleMixin:
 
         The spectral out-of-sample extension ``h(x) = K_w(x, X) H diag(mu)^-1`` through the
         training rows (exact and blockwise backends), or ``F(x) B`` through the Nystrom
-        landmarks; with ``final_step="features"`` its columns are scaled by ``feature_scale_``.
+        landmarks; where the fit kept the features (``final_step_="features"``) its columns are
+        scaled by ``feature_scale_``.
         On the training data it reproduces ``embedding_``.
 
         Parameters
@@ -102,8 +103,8 @@ class OutOfSampleMixin:
     @available_if(_maps_new_points)
     def predict(self, X: Any) -> np.ndarray:
         """Cluster of new samples: the nearest learned centre of the rows of :meth:`transform`
-        (scaled to unit length for ``final_step="spectral"``); on the training data it
-        returns ``labels_``.
+        (scaled to unit length where the fit kept ``final_step_="spectral"``); on the
+        training data it returns ``labels_``.
 
         Parameters
         ----------
