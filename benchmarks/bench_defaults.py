@@ -82,6 +82,15 @@ def _timed_fit(make, views, y) -> tuple[float, float, float, object]:
     return (*_score(y, model.labels_), seconds, model)
 
 
+def _seeded_fits(make, views, y, seeds: int) -> tuple[list, object]:
+    """``(NMI, ACC, seconds)`` of ``make(seed).fit`` for every seed, and the last model."""
+    runs = []
+    for seed in range(seeds):
+        *row, model = _timed_fit(lambda s=seed: make(s), views, y)
+        runs.append(row)
+    return runs, model
+
+
 def _sklearn(X, y, k, seed, kind, gamma) -> tuple[float, float, float]:
     start = time.perf_counter()
     if kind == "KMeans":
@@ -120,22 +129,16 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds
     out: dict = {"n": n, "k": k, "views": len(views), "methods": {}}
     methods = out["methods"]
 
-    runs, extra = [], {}
-    for seed in range(seeds):
-        *row, model = _timed_fit(lambda s=seed: MKKMRK(k, random_state=s), views, y)
-        runs.append(row)
-        extra = {"solver": model.solver_, "dictionary": model.dictionary_,
-                 "n_components": model.n_components_, "final_step": model.final_step_,
-                 "scores": {g: round(v, 4) for g, v in model.dictionary_scores_.items()},
-                 "kernels": model.kernel_names_}
-    methods["default"] = _record(runs, **extra)
+    runs, model = _seeded_fits(lambda s: MKKMRK(k, random_state=s), views, y, seeds)
+    methods["default"] = _record(
+        runs, solver=model.solver_, dictionary=model.dictionary_,
+        n_components=model.n_components_, final_step=model.final_step_,
+        scores={g: round(v, 4) for g, v in model.dictionary_scores_.items()},
+        kernels=model.kernel_names_)
     print(name, "default", methods["default"], flush=True)
 
-    runs = []
-    for seed in range(seeds):
-        *row, model = _timed_fit(lambda s=seed: MKKMRK(k, final_step="features", random_state=s),
-                                 views, y)
-        runs.append(row)
+    runs, model = _seeded_fits(lambda s: MKKMRK(k, final_step="features", random_state=s),
+                               views, y, seeds)
     methods[FEATURES_ONLY] = _record(runs, n_components=model.n_components_)
     print(name, FEATURES_ONLY, methods[FEATURES_ONLY], flush=True)
 
@@ -146,11 +149,8 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds
         print(name, kind, methods[kind], flush=True)
 
     union = distinct_kernels(views)
-    runs = []
-    for seed in range(seeds):
-        *row, model = _timed_fit(lambda s=seed: MKKMRK(k, kernels=union, lam=2.0**10,
-                                                       random_state=s), views, y)
-        runs.append(row)
+    runs, model = _seeded_fits(lambda s: MKKMRK(k, kernels=union, lam=2.0**10, random_state=s),
+                               views, y, seeds)
     spread = float(np.ptp(model.weights_))
     methods["average kernel"] = _record(runs, kernels=model.kernel_names_, weight_spread=spread)
     print(name, "average kernel", methods["average kernel"], flush=True)
