@@ -15,6 +15,13 @@ variant is label-free; the labels only score the result. For every seed:
 - ``kernel medoid``: the partitions of every kernel of the kept dictionary alone, and the
   default's, compete. The one with the highest mean NMI with the others is kept (Strehl &
   Ghosh's consensus criterion, as the rank choice uses).
+- ``lambda 2^-6``, ``lambda 2^-8``: the default with ``lam`` 2^-6 or 2^-8 instead of 1, so
+  that the Y-step learns unequal weights (at 1 every kernel represents itself and the weights
+  are equal; above 2^-4 they hardly move). MKKM-RK's own way of selecting representative
+  kernels, at two fixed values (a label-free choice among them is the open question).
+- ``restart medoid``: the default's final k-means, at the step and rank it kept, run as 10
+  single restarts; the restart whose partition has the highest mean NMI with the others is
+  kept instead of the one of lowest k-means objective.
 - ``within-share weights`` (exact kernels, n <= ``--max-n-kernels``): each kernel is
   weighted by the inverse of the share of its own centred scatter left within the default's
   clusters (MKKM's closed-form weights, with a loss that does not favour wide kernels for
@@ -45,12 +52,12 @@ from mkrk_dask.assignment import lloyd_centres
 from mkrk_dask.consensus import choose_partition
 from mkrk_dask.estimators._dictionary import auto_dictionary
 from mkrk_dask.kernels import kernel_matrices, resolve_kernels
-from mkrk_dask.scales import median_scales
+from mkrk_dask.scales import median_scales, unit_rows
 
 from _common import now, write_report
 
 VARIANTS = ("default", "30 restarts", "restart ensemble", "kernel medoid",
-            "within-share weights")
+            "within-share weights", "lambda 2^-6", "lambda 2^-8", "restart medoid")
 
 
 def _indicators(labels: np.ndarray, k: int) -> sp.csr_matrix:
@@ -71,6 +78,17 @@ def restart_ensemble(features: np.ndarray, ranks: list[int], chosen: int, k: int
     stacked /= np.sqrt(len(partitions))
     ensemble = KMeans(k, n_init=10, random_state=seed).fit(stacked).labels_
     return lloyd_centres(features[:, :chosen], ensemble, k)[1]
+
+
+def restart_medoid(model: MKKMRK, k: int, n_init: int, seed: int) -> np.ndarray:
+    """The final step's restarts at the kept step and rank, the most central one kept."""
+    rows = np.asarray(model.embedding_, dtype=np.float64)
+    if model.final_step_ == "spectral":
+        rows = unit_rows(rows, zero_rows="keep")
+    rng = np.random.RandomState(seed)
+    partitions = [KMeans(k, n_init=1, random_state=rng.randint(2**31)).fit(rows).labels_
+                  for _ in range(n_init)]
+    return partitions[choose_partition(partitions)[0]]
 
 
 def _centred_within_share(K: np.ndarray, labels: np.ndarray) -> float:
@@ -132,6 +150,15 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int)
             labels = within_share_weights(views, default.dictionary_, default.labels_, k, seed)
             runs["within-share weights"].append((*_score(y, labels),
                                                  time.perf_counter() - start))
+        for lam in (-6, -8):
+            start = time.perf_counter()
+            learned = MKKMRK(k, lam=2.0**lam, random_state=seed).fit(X)
+            runs[f"lambda 2^{lam}"].append((*_score(y, learned.labels_),
+                                            time.perf_counter() - start))
+
+        start = time.perf_counter()
+        labels = restart_medoid(default, k, default.n_init, seed)
+        runs["restart medoid"].append((*_score(y, labels), time.perf_counter() - start))
         print(name, seed, {v: round(r[-1][0], 2) for v, r in runs.items() if r}, flush=True)
     out = {"n": n, "k": k, "views": len(views), "methods": {}}
     base = np.array([r[0] for r in runs["default"]])
