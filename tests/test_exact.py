@@ -167,3 +167,22 @@ def test_small_fits_run_their_loop_on_one_thread_and_give_the_threads_back(digit
     with threadpool_limits(1):
         again = MKKMRK(n_clusters=10, kernels=paper_kernels(), random_state=0).fit(digits[0])
     np.testing.assert_array_equal(model.labels_, again.labels_)
+
+
+def _effective_kernels(weights):
+    w = np.asarray(weights)
+    return 1.0 / np.sum(w**2)
+
+
+def test_lambda_moves_the_weights_the_way_the_docstring_says(backend):
+    # sfn: a kernel represents itself at no cost, so lambda 1 (normalised) gives equal weights
+    # (up to the near-duplicates among the paper's kernels, which represent each other almost
+    # for free) and a small lambda concentrates them; fip: a large lambda concentrates them.
+    m = backend.n_kernels
+    sfn_large = solve(backend, 10, 1.0, dissimilarity="sfn", lam_scaling="normalized")
+    sfn_small = solve(backend, 10, 2.0**-8, dissimilarity="sfn", lam_scaling="normalized")
+    np.testing.assert_allclose(sfn_large.weights, 1.0 / m, atol=2e-3)
+    assert _effective_kernels(sfn_small.weights) < 0.9 * m
+    fip_small = solve(backend, 10, 2.0**-15, dissimilarity="fip")
+    fip_large = solve(backend, 10, 2.0**5, dissimilarity="fip")
+    assert _effective_kernels(fip_large.weights) < 0.5 * _effective_kernels(fip_small.weights)
