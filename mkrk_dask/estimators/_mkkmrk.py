@@ -37,9 +37,9 @@ class MKKMRK(MultipleKernelKMeans):
         docs' "Defaults" page). The paper (``lam_scaling="none"``, ``fip``) searches 2^-15
         to 2^5 with the labels; see :meth:`paper` and :func:`mkrk_dask.lambda_search`.
         Which way lambda moves the weights depends on C: with ``sfn`` a kernel represents
-        itself at no cost, so a larger lambda spreads the weight (equal at 1 with the default scaling) and a
-        smaller one concentrates it; with ``fip`` (an inner product, not a distance) it is
-        not free, and a larger lambda concentrates the weight, as in the paper.
+        itself at no cost, so a larger lambda spreads the weight (equal at 1 with the default
+        scaling) and a smaller one concentrates it; with ``fip`` (an inner product, not a
+        distance) it is not free, and a larger lambda concentrates the weight, as in the paper.
     kernels : "auto", "paper", "precomputed" or list, default="auto"
         ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
         distance of a sample, Euclidean (for non-negative data also the angular and the mixed
