@@ -51,11 +51,11 @@ from bench_defaults import DATASETS, HELD_OUT, _load, _record, _score
 from sklearn.cluster import KMeans
 
 from mkrk_dask import MKKMRK
-from mkrk_dask.assignment import lloyd_centres
+from mkrk_dask.assignment import final_rows, lloyd_centres
 from mkrk_dask.consensus import choose_partition
 from mkrk_dask.estimators._dictionary import auto_dictionary
 from mkrk_dask.kernels import kernel_matrices, resolve_kernels
-from mkrk_dask.scales import median_scales, unit_rows
+from mkrk_dask.scales import median_scales
 
 from _common import now, write_report
 
@@ -89,9 +89,7 @@ def restart_ensemble(features: np.ndarray, ranks: list[int], chosen: int, k: int
 
 def restart_medoid(model: MKKMRK, k: int, n_init: int, seed: int) -> np.ndarray:
     """The final step's restarts at the kept step and rank, the most central one kept."""
-    rows = np.asarray(model.embedding_, dtype=np.float64)
-    if model.final_step_ == "spectral":
-        rows = unit_rows(rows, zero_rows="keep")
+    rows = final_rows(model.embedding_, model.final_step_)
     rng = np.random.RandomState(seed)
     partitions = [KMeans(k, n_init=1, random_state=rng.randint(2**31)).fit(rows).labels_
                   for _ in range(n_init)]
@@ -120,6 +118,17 @@ def within_share_weights(views: list, dictionary: str, labels: np.ndarray, k: in
     return MKKMRK(k, kernels="precomputed", random_state=seed).fit(combined[None]).labels_
 
 
+def _timed(y: np.ndarray, labels_of, *args, **kwargs) -> tuple[float, float, float]:
+    """``(NMI, ACC, seconds)`` of the partition ``labels_of(*args, **kwargs)`` computes."""
+    start = time.perf_counter()
+    labels = labels_of(*args, **kwargs)
+    return (*_score(y, labels), time.perf_counter() - start)
+
+
+def _fit_labels(X, k: int, **params) -> np.ndarray:
+    return MKKMRK(k, **params).fit(X).labels_
+
+
 def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int) -> dict:
     views, y = _load(name, data_dir)
     k, n = int(np.unique(y).size), views[0].shape[0]
@@ -130,9 +139,7 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int)
         default = MKKMRK(k, random_state=seed).fit(X)
         runs["default"].append((*_score(y, default.labels_), time.perf_counter() - start))
 
-        start = time.perf_counter()
-        more = MKKMRK(k, n_init=30, random_state=seed).fit(X)
-        runs["30 restarts"].append((*_score(y, more.labels_), time.perf_counter() - start))
+        runs["30 restarts"].append(_timed(y, _fit_labels, X, k, n_init=30, random_state=seed))
 
         start = time.perf_counter()
         ranks = sorted(default.component_scores_["features"])
@@ -158,19 +165,13 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int)
                                         + time.perf_counter() - start_fusion))
 
         if n <= max_n_kernels:
-            start = time.perf_counter()
-            labels = within_share_weights(views, default.dictionary_, default.labels_, k, seed)
-            runs["within-share weights"].append((*_score(y, labels),
-                                                 time.perf_counter() - start))
+            runs["within-share weights"].append(_timed(
+                y, within_share_weights, views, default.dictionary_, default.labels_, k, seed))
         for lam in (-6, -8):
-            start = time.perf_counter()
-            learned = MKKMRK(k, lam=2.0**lam, random_state=seed).fit(X)
-            runs[f"lambda 2^{lam}"].append((*_score(y, learned.labels_),
-                                            time.perf_counter() - start))
-
-        start = time.perf_counter()
-        labels = restart_medoid(default, k, default.n_init, seed)
-        runs["restart medoid"].append((*_score(y, labels), time.perf_counter() - start))
+            runs[f"lambda 2^{lam}"].append(_timed(y, _fit_labels, X, k, lam=2.0**lam,
+                                                  random_state=seed))
+        runs["restart medoid"].append(_timed(y, restart_medoid, default, k, default.n_init,
+                                             seed))
         print(name, seed, {v: round(r[-1][0], 2) for v, r in runs.items() if r}, flush=True)
     out = {"n": n, "k": k, "views": len(views), "methods": {}}
     base = np.array([r[0] for r in runs["default"]])
