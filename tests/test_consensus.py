@@ -187,6 +187,17 @@ def test_n_components_is_checked():
         MKKMRK(3, n_components=50).fit(X[:50])
 
 
+def test_spectral_step_never_sees_fewer_eigenvectors_than_clusters():
+    # The unit rows of one eigenvector are +-1: k-means put all rows in one cluster of three.
+    with pytest.raises(ValueError, match=r"final_step='spectral' needs n_components >= "
+                                         r"n_clusters \(3\), got 2"):
+        MKKMRK(3, final_step="spectral", n_components=2).fit(X[:60])
+    # "auto" with fewer eigenpairs than clusters tries the features alone
+    model = MKKMRK(3, n_components=1, random_state=0).fit(X[:60])
+    assert list(model.component_scores_) == ["features"] and model.final_step_ == "features"
+    assert np.unique(model.labels_).size == 3
+
+
 @pytest.mark.filterwarnings("ignore::mkrk_dask.exceptions.NystromApproximationWarning")
 def test_auto_rank_tries_only_the_ranks_the_nystrom_factors_hold(client):
     # 2 landmarks for each of 4 kernels: 8 components. The candidates 2k = 6, 4k = 12 and

@@ -141,6 +141,13 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 and not isinstance(self.n_components, bool) and self.n_components >= 1)):
             raise ValueError(f"n_components must be 'auto' or a positive integer, got "
                              f"{self.n_components!r}")
+        if (self.final_step == "spectral" and self.n_components != "auto"
+                and self.n_components < self.n_clusters):
+            # The unit rows of fewer eigenvectors than clusters cannot tell the clusters apart
+            # (of one eigenvector they are +-1): k-means would return fewer clusters.
+            raise ValueError(f"final_step='spectral' needs n_components >= n_clusters "
+                             f"({self.n_clusters}), got {self.n_components}; use "
+                             f"final_step='features' for fewer eigenpairs")
         if isinstance(self.dtype, str) and self.dtype not in DTYPE_CHOICES:
             raise ValueError(f"dtype must be one of {DTYPE_CHOICES}, got {self.dtype!r}")
         if self.solver == "exact" and self.store is not None:

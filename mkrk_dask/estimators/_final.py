@@ -48,14 +48,18 @@ def component_candidates(estimator: Any, n_samples: int, limit: int | None = Non
 
 def _candidates(estimator: Any, ranks: list[int], n_samples: int) -> list[tuple[str, int]]:
     """``(step, rank)`` of every partition the final step computes, features first (the
-    first is kept on a tie of agreement). ``"auto"`` adds the spectral candidates only where
-    the rows of every one fit :data:`~mkrk_dask.consensus.CANDIDATE_BYTES` and they make at
-    least three candidates (two agree with each other equally: the first would be kept)."""
+    first is kept on a tie of agreement). ``"auto"`` adds the spectral candidates (at ranks of
+    k and up) only where the rows of every one fit
+    :data:`~mkrk_dask.consensus.CANDIDATE_BYTES` and they make at least three candidates (two
+    agree with each other equally: the first would be kept)."""
     if estimator.final_step == "spectral":
         return [("spectral", ranks[0])]
     candidates = [("features", rank) for rank in ranks]
     if estimator.final_step == "auto":
-        spectral = sorted({min(estimator.n_clusters, ranks[-1]), *ranks})
+        # never fewer eigenvectors than clusters (see _check_params): none where the ranks
+        # given are all below k
+        spectral = [r for r in sorted({estimator.n_clusters, *ranks})
+                    if estimator.n_clusters <= r <= ranks[-1]]
         if (len(candidates) + len(spectral) >= 3
                 and all(fits_candidate_bytes(n_samples, rank) for rank in spectral)):
             candidates += [("spectral", rank) for rank in spectral]
