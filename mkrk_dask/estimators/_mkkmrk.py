@@ -66,8 +66,8 @@ class MKKMRK(MultipleKernelKMeans):
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k, 4k and 8k are tried (4k and 8k only up
         to n / 4 and where their float64 features fit in 256 MiB), k alone with
-        ``"spectral"``. An integer fixes the rank (at most n_samples - 1; with ``"auto"``,
-        the spectral step also tries k).
+        ``"spectral"``. An integer fixes the rank (at most n_samples - 1; at least k with
+        ``"spectral"``; with ``"auto"``, the spectral step also tries k).
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
