@@ -42,7 +42,7 @@ from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
-           "client_threads", "blas_threads"]
+           "client_threads", "blas_threads", "task_blas_threads"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -96,6 +96,14 @@ def _limit_blas(threads: int | None) -> None:
         _LIMITS.pop().restore_original_limits()
     if threads is not None:
         _LIMITS.append(threadpool_limits(limits=threads))
+
+
+def task_blas_threads(client: Any, requested: int | None) -> int | None:
+    """BLAS threads per task: as requested, else 1 when a worker runs several task threads
+    (more would oversubscribe its cores), else BLAS's own setting."""
+    if requested is None and max(client.nthreads().values(), default=1) > 1:
+        return 1
+    return requested
 
 
 @contextlib.contextmanager

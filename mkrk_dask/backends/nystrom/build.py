@@ -36,11 +36,11 @@ from ...passes import (
     RowSource,
     Shared,
     blas_threads,
-    block_pairs,
     client_threads,
     read_rows,
     release_memory,
     run_pass,
+    task_blas_threads,
 )
 from ...progress import reporter
 from ...scales import distributed_scales, median_scales
@@ -57,9 +57,10 @@ from ...store import (
 )
 from ..options import NystromOptions
 from . import local as local_part
-from .local import LOCAL_RESULTS, NO_ENTRIES, LocalPart, load_local
+from .exact_gram import exact_gram_pass
+from .local import LOCAL_RESULTS, load_local
 from .model import FACTOR_LAYOUT, NystromModel
-from .tasks import factor_task, gram_order, kernel_gram_pair_task
+from .tasks import factor_task, gram_order
 
 __all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
 
@@ -81,8 +82,6 @@ STORE_FLOPS_PER_BYTE = 200
 #: the factor pass queues a task behind each running one while a task's Gram result (R x R
 #: float64) is at most this size (R <= 2,896)
 _QUEUED_RESULT_BYTES = 64 * 2**20
-#: rows per block of the exact kernel Gram pass (m blocks of this squared, in float64)
-_KERNEL_GRAM_BLOCK = 1024
 
 
 def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
@@ -110,14 +109,6 @@ def _landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
     if len(counts) != m:
         raise ValueError(f"n_landmarks has {len(counts)} entries for {m} kernels")
     return [min(int(value), n) for value in counts]
-
-
-def _task_blas_threads(client: Any, requested: int | None) -> int | None:
-    """BLAS threads per task: as requested, else 1 when a worker runs several task threads
-    (more would oversubscribe its cores), else BLAS's own setting."""
-    if requested is None and max(client.nthreads().values(), default=1) > 1:
-        return 1
-    return requested
 
 
 def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: NystromOptions,
@@ -204,7 +195,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
                                           0 if factors_array is not None else
                                           8 * sum(int(v.shape[1]) for v in views)),
                       views=None if factors_array is not None else list(views), chunk=chunk,
-                      task_blas_threads=_task_blas_threads(client, options.blas_threads),
+                      task_blas_threads=task_blas_threads(client, options.blas_threads),
                       temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
                       group=group)
         if local is not None:
@@ -357,7 +348,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     left_out: list[int] = []
     if options.exact_dissimilarity(n, m):
         t0 = time.perf_counter()
-        exact_kernel_gram, local, left_out = _exact_kernel_gram(
+        exact_kernel_gram, local, left_out = exact_gram_pass(
             client, sources, model, n, threads, options.blas_threads, options.local_threshold,
             factors_array)
         info["seconds"]["exact_kernel_gram"] = time.perf_counter() - t0
@@ -386,104 +377,6 @@ def _factor_sums(group: Any) -> dict[str, np.ndarray] | None:
     return None if any(v is None for v in found.values()) else found
 
 
-def _exact_kernel_gram(client: Any, sources: list[RowSource], model: NystromModel, n: int,
-                       threads: int, blas: int | None, local_threshold: float = 0.0,
-                       factors_array: Any = None
-                       ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
-    """``[tr(K_p K_q)]`` exactly, from the data by row-block pairs on the workers; with
-    ``local_threshold > 0``, also the sparse local part (:class:`LocalPart`) from the same
-    pairs and the stored factors.
-
-    A kernel whose residual has more than ``LOCAL_MAX_PER_ROW`` entries per row gets no local
-    part (``S_p = 0``); their indices are the third value. Each kernel's count is estimated
-    first, from the first block (its entries per row, scaled by n over the block's rows,
-    assuming neighbours spread evenly), so that a hopeless kernel costs one block pair; then it
-    is counted over all pairs.
-    """
-    with blas_threads(client, _task_blas_threads(client, blas)):
-        return _exact_kernel_gram_pass(client, sources, model, n, threads, local_threshold,
-                                       factors_array)
-
-
-def _exact_kernel_gram_pass(client: Any, sources: list[RowSource], model: NystromModel, n: int,
-                            threads: int, local_threshold: float, factors_array: Any
-                            ) -> tuple[np.ndarray, LocalPart | None, list[int]]:
-    views = sorted({s.view for s in model.specs})
-    m = len(model.specs)
-    starts = list(range(0, n, _KERNEL_GRAM_BLOCK))
-
-    def block(i: int) -> tuple:
-        # held: every block takes part in many pairs (n <= exact_dissimilarity_max_n)
-        a = starts[i]
-        return (a, {v: sources[v].block(a, min(a + _KERNEL_GRAM_BLOCK, n), hold=True)
-                    for v in views})
-
-    specs = Shared(client, list(model.specs))
-    cap = local_part.LOCAL_MAX_PER_ROW * n
-    dropped = np.zeros(m, dtype=bool)
-    local = first = None
-    if local_threshold > 0:
-        everything = Shared(client, (factors_array, model.offsets, float(local_threshold),
-                                     np.arange(m)))
-        found_first: list[Any] = []
-        run_pass(client, 1, lambda _: client.submit(
-            kernel_gram_pair_task, block(0), block(0), True, specs.ref, model.normalize,
-            everything.ref, pure=False),
-            lambda _, value: found_first.append(value), label="local part size estimate",
-            max_in_flight=1)
-        first = found_first[0]
-        everything.release()
-        rows_first = min(_KERNEL_GRAM_BLOCK, n)
-        kernels_first = first[1][2]
-        both = (np.bincount(kernels_first, minlength=m) * 2
-                - np.bincount(kernels_first[first[1][0] == first[1][1]], minlength=m))
-        dropped = both / rows_first * (n / rows_first) > cap / n
-        if not dropped.all():
-            local = Shared(client, (factors_array, model.offsets, float(local_threshold),
-                                    np.flatnonzero(~dropped)))
-    total = np.zeros((m, m))
-    found: list[tuple] = []
-    count = np.zeros(m)
-
-    def combine(value: tuple) -> None:
-        total[...] += value[0]
-        if value[1] is None:
-            return
-        rows_, cols_, kernel = value[1][:3]
-        # both triangles, the diagonal once
-        count[...] += (2 * np.bincount(kernel, minlength=m)
-                       - np.bincount(kernel[rows_ == cols_], minlength=m))
-        dropped[...] |= count > cap
-        keep = ~dropped[value[1][2]]
-        found.append(tuple(a[keep] for a in value[1]))
-
-    if first is not None:
-        combine(first)  # entries of kernels dropped by the estimate are filtered out there
-    pairs = block_pairs(len(starts))[1 if first is not None else 0:]
-
-    def submit(t: int) -> Any:
-        i, j = pairs[t]
-        return client.submit(kernel_gram_pair_task, block(i), block(j), i == j, specs.ref,
-                             model.normalize, None if local is None else local.ref,
-                             pure=False)
-
-    # In task order: C comes out the same to the bit whichever tasks finish first.
-    run_pass(client, len(pairs), submit, lambda _, value: combine(value),
-             label="exact C and local part", max_in_flight=2 * threads, ordered=True)
-    specs.release()
-    part = None
-    if local is not None:
-        local.release()
-        if not dropped.all():
-            entries = tuple(np.concatenate(c) for c in zip(NO_ENTRIES, *found, strict=True))
-            keep = ~dropped[entries[2]]  # entries collected before their kernel was dropped
-            if keep.any():  # an empty local part would only make the iterations n-dimensional
-                part = LocalPart.from_entries(tuple(a[keep] for a in entries), n, m,
-                                              float(local_threshold))
-    return (0.5 * (total + total.T), part,
-            np.flatnonzero(dropped).tolist() if local_threshold > 0 else [])
-
-
 def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row_bytes: int,
                  chunk: int, factors_array: Any, threads: int, blas: int | None,
                  checkpoint: PassCheckpoint) -> tuple[dict[str, np.ndarray], dict]:
@@ -493,7 +386,7 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     on a cluster with another number of threads (other task ranges)."""
     R, m = model.n_components, len(model.specs)
     n = sources[0].n_rows
-    blas = _task_blas_threads(client, blas)
+    blas = task_blas_threads(client, blas)
     state = checkpoint.load()
     done = 0 if state is None else state[0]
     sums = ({"gram": np.zeros((R, R), order=gram_order(model.dtype)), "traces": np.zeros(m),
