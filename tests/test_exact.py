@@ -8,6 +8,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import max_pairwise_distance, paper_kernels, resolve_kernels
 from mkrk_dask.qp import RepresentativeQP, frank_wolfe_gap, kkt_residuals
+from mkrk_dask.results import weight_stats
 from mkrk_dask.solver import solve
 
 
@@ -170,8 +171,7 @@ def test_small_fits_run_their_loop_on_one_thread_and_give_the_threads_back(digit
 
 
 def _effective_kernels(weights):
-    w = np.asarray(weights)
-    return 1.0 / np.sum(w**2)
+    return weight_stats(weights)["effective"]
 
 
 def test_lambda_moves_the_weights_the_way_the_docstring_says(backend):
