@@ -31,14 +31,14 @@ variant is label-free; the labels only score the result. For every seed:
   their constant component). The weighted sum of the kernels is clustered by the default's
   final step.
 - ``anchor graph``: a kernel family outside the dictionary, local instead of global widths:
-  the anchor graph of Liu, He & Chang (ICML 2010) per view, with the default's geometry
-  rules (unit rows for non-negative data). ``ANCHORS`` anchors (at most half the rows) are
-  the centres of a mini-batch k-means; every row is joined to its ``ANCHOR_NEIGHBOURS``
-  nearest anchors by Gaussian weights (width: the median squared distance to them) that sum
-  to 1. The kernel ``Z diag(Z^T 1)^-1 Z^T`` (whose rows sum to 1: a graph normalised by its
-  degrees), averaged over the views; the unit rows of its top k eigenvectors are clustered
-  by k-means (the spectral step, the graph's natural one). The parameters are the paper's
-  usual ones, not tuned here.
+  :class:`~mkrk_dask.AnchorGraphClustering` with its defaults, the anchor graph of Liu, He &
+  Chang (ICML 2010) per view, with the default's geometry rules (unit rows for non-negative
+  data). 1,000 anchors (at most half the rows) are the centres of a mini-batch k-means;
+  every row is joined to its 3 nearest anchors by Gaussian weights (width: the median
+  squared distance to them) that sum to 1. The kernel ``Z diag(Z^T 1)^-1 Z^T`` (whose rows
+  sum to 1: a graph normalised by its degrees), averaged over the views; the unit rows of
+  its top k eigenvectors are clustered by k-means (the spectral step, the graph's natural
+  one). The parameters are the paper's usual ones, not tuned here.
 
 Reported: NMI and ACC as the mean (and best) over the seeds, and for each variant its mean
 paired difference from the default in NMI points with the standard error of that mean.
@@ -46,6 +46,7 @@ paired difference from the default in NMI points with the standard error of that
 Usage::
 
     python benchmarks/bench_label_free_variants.py [--datasets jaffe orl ...] [--seeds 5]
+        [--variants "anchor graph" ...]
 """
 
 from __future__ import annotations
@@ -56,26 +57,21 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from bench_defaults import DATASETS, HELD_OUT, _load, _record, _score
-from sklearn.cluster import KMeans, MiniBatchKMeans
+from sklearn.cluster import KMeans
 
-from mkrk_dask import MKKMRK
+from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.assignment import final_rows, lloyd_centres
 from mkrk_dask.consensus import choose_partition
 from mkrk_dask.estimators._dictionary import auto_dictionary
 from mkrk_dask.kernels import kernel_matrices, resolve_kernels
-from mkrk_dask.scales import median_scales, unit_rows
+from mkrk_dask.scales import median_scales
 
 from _common import now, write_report
 
 VARIANTS = ("default", "30 restarts", "restart ensemble", "kernel medoid", "kernel ensemble",
             "within-share weights", "lambda 2^-6", "lambda 2^-8", "restart medoid",
             "anchor graph")
-#: the anchor graph's anchors (at most half the rows) and nearest anchors per row
-ANCHORS, ANCHOR_NEIGHBOURS = 1000, 3
-#: rows per block of the anchor graph's distances
-ANCHOR_BLOCK_ROWS = 8192
 
 
 def _indicators(labels: np.ndarray, k: int) -> sp.csr_matrix:
@@ -133,37 +129,9 @@ def within_share_weights(views: list, dictionary: str, labels: np.ndarray, k: in
     return MKKMRK(k, kernels="precomputed", random_state=seed).fit(combined[None]).labels_
 
 
-def anchor_factor(view: np.ndarray, seed: int) -> sp.csr_matrix:
-    """``F`` with ``F F^T`` one view's anchor-graph kernel (its rows sum to 1: a graph
-    normalised by its degrees already)."""
-    rows = unit_rows(view, zero_rows="keep") if view.min() >= 0 else view
-    rows = np.asarray(rows, dtype=np.float64)
-    n, s = rows.shape[0], ANCHOR_NEIGHBOURS
-    anchors = MiniBatchKMeans(min(ANCHORS, n // 2), n_init=1, batch_size=4096,
-                              random_state=seed).fit(rows).cluster_centers_
-    anchor_sq = np.einsum("ij,ij->i", anchors, anchors)
-    nearest, sq_dist = np.empty((n, s), dtype=np.int64), np.empty((n, s))
-    for start in range(0, n, ANCHOR_BLOCK_ROWS):
-        block = rows[start:start + ANCHOR_BLOCK_ROWS]
-        sq = np.einsum("ij,ij->i", block, block)[:, None] + anchor_sq - 2 * block @ anchors.T
-        part = np.argpartition(sq, s, axis=1)[:, :s]
-        nearest[start:start + block.shape[0]] = part
-        sq_dist[start:start + block.shape[0]] = np.maximum(np.take_along_axis(sq, part, 1), 0)
-    weights = np.exp(-sq_dist / max(float(np.median(sq_dist)), 1e-300))
-    weights /= weights.sum(axis=1, keepdims=True)
-    Z = sp.csr_matrix((weights.ravel(), (np.repeat(np.arange(n), s), nearest.ravel())),
-                      shape=(n, anchors.shape[0]))
-    return Z @ sp.diags(1.0 / np.sqrt(np.maximum(np.asarray(Z.sum(axis=0)).ravel(), 1e-300)))
-
-
-def anchor_graph(views: list, k: int, seed: int) -> np.ndarray:
-    """The spectral step on the views' averaged anchor-graph kernels."""
-    F = sp.hstack([anchor_factor(view, seed) for view in views]).tocsr()
-    if F.shape[0] <= 5000:
-        U = np.linalg.svd(F.toarray(), full_matrices=False)[0][:, :k]
-    else:
-        U = spla.svds(F, k=k, random_state=seed)[0]
-    return KMeans(k, n_init=10, random_state=seed).fit(final_rows(U, "spectral")).labels_
+def anchor_graph(X, k: int, seed: int) -> np.ndarray:
+    """The library's anchor graph (``AnchorGraphClustering`` with its defaults)."""
+    return AnchorGraphClustering(k, random_state=seed).fit(X).labels_
 
 
 def _timed(y: np.ndarray, labels_of, *args, **kwargs) -> tuple[float, float, float]:
@@ -177,50 +145,60 @@ def _fit_labels(X, k: int, **params) -> np.ndarray:
     return MKKMRK(k, **params).fit(X).labels_
 
 
-def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int) -> dict:
+def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int,
+                wanted: tuple[str, ...] = VARIANTS) -> dict:
     views, y = _load(name, data_dir)
     k, n = int(np.unique(y).size), views[0].shape[0]
     X = views if len(views) > 1 else views[0]
-    runs: dict[str, list] = {v: [] for v in VARIANTS}
+    runs: dict[str, list] = {v: [] for v in VARIANTS if v in wanted or v == "default"}
     for seed in range(seeds):
         start = time.perf_counter()
         default = MKKMRK(k, random_state=seed).fit(X)
         runs["default"].append((*_score(y, default.labels_), time.perf_counter() - start))
 
-        runs["30 restarts"].append(_timed(y, _fit_labels, X, k, n_init=30, random_state=seed))
+        if "30 restarts" in runs:
+            runs["30 restarts"].append(_timed(y, _fit_labels, X, k, n_init=30,
+                                              random_state=seed))
 
-        start = time.perf_counter()
-        ranks = sorted(default.component_scores_["features"])
-        # polished in the features of the rank kept (the smallest if the spectral step was)
-        chosen = default.n_components_ if default.final_step_ == "features" else ranks[0]
-        specs = auto_dictionary(default.dictionary_, len(views))
-        wide = MKKMRK(k, kernels=specs, final_step="features", n_components=ranks[-1],
-                      random_state=seed).fit(X)
-        labels = restart_ensemble(np.asarray(wide.embedding_, dtype=np.float64), ranks,
-                                  chosen, k, default.n_init, seed)
-        runs["restart ensemble"].append((*_score(y, labels), time.perf_counter() - start))
+        if "restart ensemble" in runs:
+            start = time.perf_counter()
+            ranks = sorted(default.component_scores_["features"])
+            # polished in the features of the rank kept (the smallest if the spectral step was)
+            chosen = default.n_components_ if default.final_step_ == "features" else ranks[0]
+            specs = auto_dictionary(default.dictionary_, len(views))
+            wide = MKKMRK(k, kernels=specs, final_step="features", n_components=ranks[-1],
+                          random_state=seed).fit(X)
+            labels = restart_ensemble(np.asarray(wide.embedding_, dtype=np.float64), ranks,
+                                      chosen, k, default.n_init, seed)
+            runs["restart ensemble"].append((*_score(y, labels), time.perf_counter() - start))
 
-        start = time.perf_counter()
-        partitions = [MKKMRK(k, kernels=[spec], random_state=seed).fit(X).labels_
-                      for spec in specs] + [default.labels_]
-        best, _ = choose_partition(partitions)
-        runs["kernel medoid"].append((*_score(y, partitions[best]),
-                                      time.perf_counter() - start))
-        start_fusion = time.perf_counter()
-        labels = co_association(partitions, k, seed)
-        # the same kernels' fits as the medoid's, plus the fusion itself
-        runs["kernel ensemble"].append((*_score(y, labels), runs["kernel medoid"][-1][-1]
-                                        + time.perf_counter() - start_fusion))
+        if "kernel medoid" in runs or "kernel ensemble" in runs:
+            start = time.perf_counter()
+            specs = auto_dictionary(default.dictionary_, len(views))
+            partitions = [MKKMRK(k, kernels=[spec], random_state=seed).fit(X).labels_
+                          for spec in specs] + [default.labels_]
+            best, _ = choose_partition(partitions)
+            medoid = (*_score(y, partitions[best]), time.perf_counter() - start)
+            start_fusion = time.perf_counter()
+            labels = co_association(partitions, k, seed)
+            # the same kernels' fits as the medoid's, plus the fusion itself
+            fusion = (*_score(y, labels), medoid[-1] + time.perf_counter() - start_fusion)
+            for variant, row in (("kernel medoid", medoid), ("kernel ensemble", fusion)):
+                if variant in runs:
+                    runs[variant].append(row)
 
-        if n <= max_n_kernels:
+        if "within-share weights" in runs and n <= max_n_kernels:
             runs["within-share weights"].append(_timed(
                 y, within_share_weights, views, default.dictionary_, default.labels_, k, seed))
         for lam in (-6, -8):
-            runs[f"lambda 2^{lam}"].append(_timed(y, _fit_labels, X, k, lam=2.0**lam,
-                                                  random_state=seed))
-        runs["restart medoid"].append(_timed(y, restart_medoid, default, k, default.n_init,
-                                             seed))
-        runs["anchor graph"].append(_timed(y, anchor_graph, views, k, seed))
+            if f"lambda 2^{lam}" in runs:
+                runs[f"lambda 2^{lam}"].append(_timed(y, _fit_labels, X, k, lam=2.0**lam,
+                                                      random_state=seed))
+        if "restart medoid" in runs:
+            runs["restart medoid"].append(_timed(y, restart_medoid, default, k,
+                                                 default.n_init, seed))
+        if "anchor graph" in runs:
+            runs["anchor graph"].append(_timed(y, anchor_graph, X, k, seed))
         print(name, seed, {v: round(r[-1][0], 2) for v, r in runs.items() if r}, flush=True)
     out = {"n": n, "k": k, "views": len(views), "methods": {}}
     base = np.array([r[0] for r in runs["default"]])
@@ -234,10 +212,10 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, max_n_kernels: int)
     return out
 
 
-def report(results: dict) -> str:
-    head = ["| data set | n | default NMI | "
-            + " | ".join(v for v in VARIANTS[1:]) + " |",
-            "|---|---|---|" + "---|" * (len(VARIANTS) - 1)]
+def report(results: dict, wanted: tuple[str, ...] = VARIANTS) -> str:
+    shown = [v for v in VARIANTS[1:] if v in wanted]
+    head = ["| data set | n | default NMI | " + " | ".join(shown) + " |",
+            "|---|---|---|" + "---|" * len(shown)]
     lines = ["Each variant's cell: its mean NMI minus the default's, in points, over the same "
              "seeds (paired), with the standard error of that mean; '-' where not run.", "",
              *head]
@@ -245,7 +223,7 @@ def report(results: dict) -> str:
     for name, res in results.items():
         m = res["methods"]
         cells = [f"{m[v]['diff_mean']:+.2f} +/- {m[v]['diff_se']:.2f}" if v in m else "-"
-                 for v in VARIANTS[1:]]
+                 for v in shown]
         lines.append(f"| {name} | {res['n']} | {m['default']['nmi_mean']:.2f} | "
                      + " | ".join(cells) + " |")
         detail += [f"### {name} (n = {res['n']}, k = {res['k']}, {res['views']} view(s))", "",
@@ -265,14 +243,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--max-n-kernels", type=int, default=3000,
                         help="largest n for the within-share weights (dense n x n kernels)")
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS[1:], default=VARIANTS[1:],
+                        help="the variants to run against the default (all by default; a "
+                        "subset writes its own report, label_free_<variants>.md)")
     args = parser.parse_args()
+    wanted = tuple(args.variants)
+    name = "label_free_variants" if set(wanted) == set(VARIANTS[1:]) else "label_free_" + "_".join(
+        v.replace(" ", "_").replace("^", "") for v in wanted)
     started = now()
     warnings.simplefilter("ignore")  # the Nystrom approximation warnings of large sets
-    results = {name: run_dataset(name, args.data_dir, args.seeds, args.max_n_kernels)
-               for name in args.datasets}
-    path = write_report("defaults", "label_free_variants", "Label-free refinements of the "
-                        "default, against the default (issue 12)", report(results),
-                        started=started)
+    results = {data: run_dataset(data, args.data_dir, args.seeds, args.max_n_kernels, wanted)
+               for data in args.datasets}
+    path = write_report("defaults", name, "Label-free refinements of the default, against "
+                        "the default (issue 12)", report(results, wanted), started=started)
     print(path.read_text())
 
 

@@ -4,8 +4,13 @@ Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
 from .baselines import average_kernel_clustering, single_kernel_clustering
-from .estimators import MKKM, MKKMMR, MKKMRK
-from .exceptions import NystromApproximationWarning, StoreError, UncertifiedSolutionWarning
+from .estimators import MKKM, MKKMMR, MKKMRK, AnchorGraphClustering
+from .exceptions import (
+    DisconnectedGraphWarning,
+    NystromApproximationWarning,
+    StoreError,
+    UncertifiedSolutionWarning,
+)
 from .kernels import KernelSpec, paper_kernels, parse_kernel
 from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity
 from .qp import QPSolution, RepresentativeQP
@@ -17,6 +22,7 @@ __all__ = [
     "MKKMRK",
     "MKKM",
     "MKKMMR",
+    "AnchorGraphClustering",
     "KernelSpec",
     "paper_kernels",
     "parse_kernel",
@@ -34,6 +40,7 @@ __all__ = [
     "QPSolution",
     "UncertifiedSolutionWarning",
     "NystromApproximationWarning",
+    "DisconnectedGraphWarning",
     "StoreError",
     "__version__",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "UncertifiedSolutionWarning",
     "NystromApproximationWarning",
     "KernelDictionaryWarning",
+    "DisconnectedGraphWarning",
 ]
 
 
@@ -61,3 +62,8 @@ class NystromApproximationWarning(UserWarning):
 
 class KernelDictionaryWarning(UserWarning):
     """Kernels of the dictionary were dropped (near-identity at this n, or not representable)."""
+
+
+class DisconnectedGraphWarning(UserWarning):
+    """An anchor graph with more disconnected parts than clusters: the partition of its
+    parts into clusters is arbitrary."""

@@ -16,7 +16,8 @@ from ._compute import compute_here
 
 __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
-           "materialize", "validate_matrix", "LAM_SCALINGS", "TOL_MODES"]
+           "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
+           "TOL_MODES"]
 
 #: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
 LAM_SCALINGS = ("none", "normalized")
@@ -176,3 +177,19 @@ def check_lambda(lam: Any) -> float:
     if lam < 0:
         raise ValueError(f"lam must be >= 0, got {lam}")
     return float(lam)
+
+
+def check_feature_views(estimator: Any, X: Any, *, reset: bool) -> list[Any]:
+    """An estimator's feature input as a list of views: dask and Zarr views checked without
+    reading them (:func:`check_lazy_views`), lists of views by :func:`check_views`, one matrix
+    by scikit-learn (which records ``n_features_in_`` and ``feature_names_in_`` when ``reset``
+    and words the errors), with :func:`check_magnitude` where it is fitted on."""
+    if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
+        return check_lazy_views(X)
+    if is_multiview(X):
+        return check_views(X)
+    view = validate_matrix(estimator, X, reset=reset, accept_sparse="csr", dtype=np.float64,
+                           ensure_min_samples=1)
+    if reset:
+        check_magnitude(view)
+    return [view]

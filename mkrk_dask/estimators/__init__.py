@@ -2,6 +2,7 @@
 :class:`~mkrk_dask.estimators._base.MultipleKernelKMeans` (input, backends, final step,
 ``predict``)."""
 
+from ._anchor_graph import AnchorGraphClustering
 from ._base import SOLVERS, MultipleKernelKMeans
 from ._mkkm import MKKM, MKKMMR
 from ._mkkmrk import MKKMRK
@@ -9,4 +10,5 @@ from ._mkkmrk import MKKMRK
 #: the estimator of every method that runs on all backends, by its name in the paper's Table 2
 ESTIMATORS = {"MKKM-RK": MKKMRK, "MKKM-MR": MKKMMR, "MKKM": MKKM}
 
-__all__ = ["ESTIMATORS", "MKKM", "MKKMMR", "MKKMRK", "MultipleKernelKMeans", "SOLVERS"]
+__all__ = ["AnchorGraphClustering", "ESTIMATORS", "MKKM", "MKKMMR", "MKKMRK",
+           "MultipleKernelKMeans", "SOLVERS"]

@@ -50,15 +50,11 @@ from ..validation import (
     LAM_SCALINGS,
     TOL_MODES,
     check_choice,
+    check_feature_views,
     check_lambda,
-    check_lazy_views,
-    check_magnitude,
     check_n_clusters,
-    check_views,
     is_lazy,
-    is_multiview,
     materialize,
-    validate_matrix,
 )
 from ._final import final_embedding, fitted_final_step
 from ._out_of_sample import OutOfSampleMixin
@@ -216,18 +212,9 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             # backend checks them while making its normalised copy.
             K = kernel_stack(X)
             return K, None, K.shape[1]
-        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
-            # Dask and Zarr input stays where it is: shape and dtype now, values as the
-            # first pass reads them.
-            views = check_lazy_views(X)
-        elif is_multiview(X):
-            views = check_views(X)
-        else:
-            # One matrix: let scikit-learn record n_features_in_ (and feature_names_in_)
-            # and word its errors.
-            views = [validate_matrix(self, X, accept_sparse="csr", dtype=np.float64,
-                                      ensure_min_samples=1)]
-            check_magnitude(views[0])
+        # Dask and Zarr input stays where it is: shape and dtype now, values as the first
+        # pass reads them.
+        views = check_feature_views(self, X, reset=True)
         self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
         self.n_features_in_ = sum(self.n_features_per_view_)
         # kernels="auto" has no specs of its own: each candidate dictionary brings them.

@@ -11,7 +11,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..assignment import lloyd_centres, nearest_centre
-from ..validation import check_lazy_views, check_views, is_lazy, is_multiview, validate_matrix
+from ..validation import check_feature_views
 from ._final import fitted_final_step
 
 __all__ = ["OutOfSampleMixin"]
@@ -54,13 +54,7 @@ class OutOfSampleMixin:
             raise NotImplementedError(
                 "predict/transform of new data needs features: with kernels='precomputed' "
                 "there is no kernel between new points and the training points")
-        if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
-            views = check_lazy_views(X)
-        elif is_multiview(X):
-            views = check_views(X)
-        else:
-            views = [validate_matrix(self, X, reset=False, accept_sparse="csr",
-                                      dtype=np.float64)]
+        views = check_feature_views(self, X, reset=False)
         dims = self.row_map_.n_features
         if len(views) != len(dims):
             raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")

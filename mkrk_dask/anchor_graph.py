@@ -1,0 +1,158 @@
+"""The anchor graph of one view (Liu, He & Chang, ICML 2010): a local similarity in O(n m d).
+
+Every row is joined to its ``s`` nearest of ``m`` anchors (the centres of a mini-batch k-means
+of the rows) by Gaussian weights that sum to 1, the rows of a sparse ``Z`` (n x m). The kernel
+``Z diag(Z^T 1)^-1 Z^T`` is a graph normalised by its degrees (its rows sum to 1); its factor
+``F = Z diag(Z^T 1)^-1/2`` is exact and has ``s`` non-zeros per row, so that the graph's
+spectrum comes from the m x m matrix ``F^T F`` at any n, and a new row has its own row of F
+(its nearest anchors) without the training rows.
+
+Unlike the dictionary's Gaussians, whose widths are global (multiples of the median pairwise
+distance), the graph only links near neighbours. It suits data sampled densely along curved
+clusters (images with many rows per cluster); with few rows per cluster, or where distances
+between far rows carry the clusters (text, tables of measurements), it falls short of the
+global kernels (``docs/defaults.rst`` has the measurements).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.cluster import MiniBatchKMeans
+
+from ._compute import compute_here
+from .kernels import row_sq_norms
+from .scales import sample_rows, unit_rows
+from .validation import is_lazy
+
+__all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "graph_factor"]
+
+#: most rows the anchors are learned from (a uniform sample of larger data)
+ANCHOR_SAMPLE_ROWS = 100_000
+#: rows per block of the distances to the anchors (a block x m temporary)
+BLOCK_ROWS = 8192
+#: the geometries of a view: ``auto`` is angular for non-negative data, Euclidean otherwise
+GEOMETRIES = ("auto", "angular", "euclidean")
+
+
+@dataclass
+class ViewGraph:
+    """What maps rows of one view to their rows of the graph's factor F."""
+
+    anchors: np.ndarray
+    #: rows scaled to unit length before distances are measured
+    angular: bool
+    #: the Gaussian width of the weights: the median squared distance of the training rows
+    #: to their nearest anchors
+    width: float
+    #: ``diag(Z^T 1)^-1/2`` of the training rows
+    column_scale: np.ndarray
+    n_neighbors: int
+
+    def factor(self, view: Any) -> sp.csr_matrix:
+        """The rows of F of ``view``'s rows (new rows, or the training rows again)."""
+        nearest, sq_dist = nearest_anchors(view, self.anchors, self.n_neighbors, self.angular)
+        return _factor(nearest, sq_dist, self.width, self.column_scale)
+
+
+def _geometry_rows(rows: Any, angular: bool) -> Any:
+    """Dense float64 rows (CSR stays CSR), scaled to unit length for the angular geometry."""
+    rows = rows.astype(np.float64) if sp.issparse(rows) else np.asarray(rows, dtype=np.float64)
+    return unit_rows(rows, zero_rows="keep") if angular else rows
+
+
+def _block_nearest(block: Any, anchors: np.ndarray, anchor_sq: np.ndarray, s: int,
+                   angular: bool) -> np.ndarray:
+    """``(b, 2 s)``: the indices of the ``s`` nearest anchors of every row (as floats), then
+    the squared distances to them."""
+    rows = _geometry_rows(block, angular)
+    sq = row_sq_norms(rows)[:, None] + anchor_sq[None, :] - 2.0 * np.asarray(rows @ anchors.T)
+    part = np.argpartition(sq, s - 1, axis=1)[:, :s]
+    return np.hstack([part.astype(np.float64),
+                      np.maximum(np.take_along_axis(sq, part, axis=1), 0.0)])
+
+
+def _as_dask(view: Any) -> Any:
+    """A dask array of a dask or Zarr view (a Zarr array's chunks become the dask chunks)."""
+    import dask.array as da
+
+    return view if hasattr(view, "compute") else da.from_array(view)
+
+
+def nearest_anchors(view: Any, anchors: np.ndarray, s: int, angular: bool
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The ``s`` nearest anchors of every row of ``view`` and the squared distances to them.
+
+    In memory by blocks of :data:`BLOCK_ROWS` rows; a dask or Zarr view by its row chunks on
+    the current client (the result, ``2 s`` numbers per row, is gathered here).
+    """
+    anchor_sq = np.einsum("ij,ij->i", anchors, anchors)
+    if is_lazy(view):
+        lazy = _as_dask(view).rechunk({1: -1})
+        out = np.asarray(compute_here(lazy.map_blocks(
+            _block_nearest, anchors, anchor_sq, s, angular, dtype=np.float64,
+            chunks=(lazy.chunks[0], (2 * s,)))))
+    else:
+        rows = view.tocsr() if sp.issparse(view) else view
+        out = np.vstack([_block_nearest(rows[a:a + BLOCK_ROWS], anchors, anchor_sq, s, angular)
+                         for a in range(0, rows.shape[0], BLOCK_ROWS)])
+    return out[:, :s].astype(np.int64), out[:, s:]
+
+
+def _factor(nearest: np.ndarray, sq_dist: np.ndarray, width: float,
+            column_scale: np.ndarray | None, n_anchors: int = 0) -> sp.csr_matrix:
+    """Z (or F, with ``column_scale``) from the nearest anchors and their squared distances.
+
+    The weights are shifted by each row's smallest squared distance before ``exp``: the same
+    weights once normalised, without the underflow to 0/0 of a row far from every anchor
+    relative to the width (a view with columns of very different scales).
+    """
+    n, s = nearest.shape
+    weights = np.exp(-(sq_dist - sq_dist.min(axis=1, keepdims=True)) / width)
+    weights /= weights.sum(axis=1, keepdims=True)
+    if column_scale is not None:
+        weights *= column_scale[nearest]
+    m = column_scale.size if column_scale is not None else n_anchors
+    return sp.csr_matrix((weights.ravel(), (np.repeat(np.arange(n), s), nearest.ravel())),
+                         shape=(n, m))
+
+
+def _is_non_negative(view: Any) -> bool:
+    if is_lazy(view):
+        return float(compute_here(_as_dask(view).min())) >= 0
+    return float(view.min()) >= 0
+
+
+def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
+                   random_state: Any) -> tuple[ViewGraph, sp.csr_matrix]:
+    """One view's anchors, learned from at most :data:`ANCHOR_SAMPLE_ROWS` rows, and the
+    rows of its factor F (one pass over the view).
+
+    ``n_anchors`` is capped at half the rows, so that an anchor stands for two rows at least.
+    """
+    angular = geometry == "angular" or (geometry == "auto" and _is_non_negative(view))
+    rows = _geometry_rows(sample_rows(view, ANCHOR_SAMPLE_ROWS), angular)
+    m = min(n_anchors, view.shape[0] // 2)
+    anchors = MiniBatchKMeans(m, n_init=1, batch_size=4096, random_state=random_state
+                              ).fit(rows).cluster_centers_
+    anchors = np.ascontiguousarray(anchors, dtype=np.float64)
+    nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular)
+    # the median squared distance; a positive width where most rows sit on an anchor
+    width = float(np.median(sq_dist))
+    if not width > 0:
+        width = float(sq_dist.mean()) if sq_dist.mean() > 0 else 1.0
+    Z = _factor(nearest, sq_dist, width, None, m)
+    degrees = np.asarray(Z.sum(axis=0)).ravel()
+    # An anchor no row chose has no degree and no column in the graph.
+    column_scale = np.divide(1.0, np.sqrt(degrees), out=np.zeros(m), where=degrees > 0)
+    graph = ViewGraph(anchors, angular, width, column_scale, n_neighbors)
+    return graph, _factor(nearest, sq_dist, width, column_scale)
+
+
+def graph_factor(factors: list[sp.csr_matrix]) -> sp.csr_matrix:
+    """F of the views' averaged graphs: the views' factors side by side, scaled by
+    ``1 / sqrt(views)`` so that the graph's eigenvalues stay in [0, 1]."""
+    return (sp.hstack(factors).tocsr() / np.sqrt(len(factors))).tocsr()

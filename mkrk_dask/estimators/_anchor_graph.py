@@ -1,0 +1,203 @@
+"""Spectral clustering on the views' averaged anchor graphs: a local alternative to the global
+kernels of the multiple kernel k-means estimators, for data sampled densely along curved
+clusters."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import eigh
+from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
+from ..assignment import assign_clusters, lloyd_centres, nearest_centre
+from ..exceptions import DisconnectedGraphWarning
+from ..validation import check_feature_views, check_n_clusters
+
+__all__ = ["AnchorGraphClustering"]
+
+#: eigenvalues of the graph this close to 1 count a part with no edge to the rest
+DISCONNECTED_TOL = 1e-8
+
+
+def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The k + 1 largest eigenvalues of ``F F^T`` (decreasing) and the map ``P`` of rows of F
+    to the top k eigenvectors (``U = F P``), from the smaller of ``F^T F`` and ``F F^T``."""
+    n, m = F.shape
+    small = (F.T @ F if m <= n else F @ F.T).toarray()
+    side = small.shape[0]
+    values, vectors = eigh(small, subset_by_index=[max(side - k - 1, 0), side - 1])
+    values, vectors = np.maximum(values[::-1], 0.0), vectors[:, ::-1]
+    if not values[k - 1] > 0:
+        raise ValueError(f"the anchor graph has fewer than n_clusters={k} non-zero "
+                         "eigenvalues (fewer distinct rows than clusters)")
+    if m <= n:  # vectors are V: U = F V diag(sigma)^-1
+        return values, vectors[:, :k] / np.sqrt(values[:k])[None, :]
+    # vectors are U: V diag(sigma)^-1 = F^T U diag(sigma)^-2
+    return values, np.asarray(F.T @ vectors[:, :k]) / values[:k][None, :]
+
+
+class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
+    """Spectral clustering on anchor graphs (Liu, He & Chang, ICML 2010), one per view.
+
+    Every row is joined to its ``n_neighbors`` nearest of ``n_anchors`` anchors (the centres
+    of a mini-batch k-means) by Gaussian weights; the graph of a view is
+    ``Z diag(Z^T 1)^-1 Z^T``, the views' graphs are averaged, and the unit-length rows of
+    the top ``n_clusters`` eigenvectors are clustered by k-means. Time and memory are linear
+    in the number of rows: the spectrum comes from an m x m matrix (m anchors in all views).
+
+    The graph links near neighbours only, where the kernels of :class:`MKKMRK` have global
+    widths. It is the better choice for data sampled densely along curved clusters, such as
+    images with many rows per cluster, and the worse one for few rows per cluster or where
+    the distances between far rows carry the clusters (text, tables of measurements).
+    Nothing tells the two cases apart without labels, so it is an estimator of its own and
+    not part of :class:`MKKMRK`'s default (``docs/defaults.rst`` has the measurements).
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of clusters k.
+    n_anchors : int, default=1000
+        Anchors per view, at most half the rows.
+    n_neighbors : int, default=3
+        Nearest anchors each row is joined to.
+    geometry : {"auto", "angular", "euclidean"}, default="auto"
+        Distances between the rows (``"angular"``: between the rows scaled to unit length).
+        ``"auto"``: angular for a view with no negative value (intensities, counts,
+        histograms, where a row's norm is mostly its overall level), Euclidean otherwise.
+    n_init : int, default=10
+        Restarts of the final k-means.
+    random_state : int, RandomState or None, default=None
+        Seeds the anchors' k-means and the final k-means.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
+        Centres of the unit-length rows of ``embedding_``, polished by Lloyd steps to a
+        fixed point, so that ``predict`` on the training data gives ``labels_``.
+    embedding_ : ndarray of shape (n_samples, n_clusters)
+        The top eigenvectors of the averaged graph.
+    eigenvalues_ : ndarray of shape (n_clusters + 1,)
+        The graph's largest eigenvalues, in decreasing order (at most 1; the gap between the
+        last two tells how clearly the graph has ``n_clusters`` parts).
+    view_graphs_ : list of :class:`~mkrk_dask.anchor_graph.ViewGraph`
+        Per view: anchors, geometry, weights' width and degrees.
+    geometry_ : list of str
+        The geometry used in each view.
+    n_features_per_view_ : tuple of int
+    n_features_in_ : int
+    """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "n_anchors": [Interval(Integral, 1, None, closed="left")],
+        "n_neighbors": [Interval(Integral, 1, None, closed="left")],
+        "geometry": [StrOptions(set(GEOMETRIES))],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(self, n_clusters: int = 8, *, n_anchors: int = 1000, n_neighbors: int = 3,
+                 geometry: str = "auto", n_init: int = 10, random_state: Any = None) -> None:
+        self.n_clusters = n_clusters
+        self.n_anchors = n_anchors
+        self.n_neighbors = n_neighbors
+        self.geometry = geometry
+        self.n_init = n_init
+        self.random_state = random_state
+
+    def fit(self, X: Any, y: Any = None) -> AnchorGraphClustering:
+        """Build the views' anchor graphs and cluster their top eigenvectors.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix, dask or Zarr array, or list of views of shape
+            (n_samples, n_features_v)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._validate_params()
+        views = check_feature_views(self, X, reset=True)
+        n, k = int(views[0].shape[0]), check_n_clusters(self.n_clusters, views[0].shape[0])
+        if min(self.n_anchors, n // 2) < k:
+            raise ValueError(f"the graph needs at least n_clusters={k} anchors per view; "
+                             f"n_anchors={self.n_anchors} with {n} rows gives "
+                             f"{min(self.n_anchors, n // 2)} (at most half the rows)")
+        if self.n_neighbors > min(self.n_anchors, n // 2):
+            raise ValueError(f"n_neighbors={self.n_neighbors} exceeds the "
+                             f"{min(self.n_anchors, n // 2)} anchors per view")
+        self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
+        self.n_features_in_ = sum(self.n_features_per_view_)
+        # An int seeds both k-means as given; otherwise two seeds are drawn from it.
+        if isinstance(self.random_state, Integral):
+            anchor_seed = kmeans_seed = int(self.random_state)
+        else:
+            anchor_seed, kmeans_seed = (int(s) for s in check_random_state(
+                self.random_state).randint(2**31 - 1, size=2))
+        graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
+                                               self.geometry, anchor_seed) for v in views),
+                              strict=True)
+        F = graph_factor(list(factors))
+        top, self.projection_ = _top_eigenpairs(F, k)
+        self.eigenvalues_ = top
+        if np.sum(top >= 1.0 - DISCONNECTED_TOL) > k:
+            warnings.warn(
+                f"the anchor graph has more than n_clusters={k} disconnected parts, so which "
+                "of them are joined is arbitrary; use fewer anchors or more neighbours "
+                "(n_anchors, n_neighbors)", DisconnectedGraphWarning, stacklevel=2)
+        self.embedding_ = np.asarray(F @ self.projection_)
+        labels = assign_clusters(self.embedding_, k, n_init=self.n_init,
+                                 random_state=kmeans_seed, step="spectral")
+        self.cluster_centers_, self.labels_, _ = lloyd_centres(self.embedding_, labels, k,
+                                                              step="spectral")
+        self.view_graphs_ = list(graphs)
+        self.geometry_ = ["angular" if g.angular else "euclidean" for g in graphs]
+        return self
+
+    def transform(self, X: Any) -> np.ndarray:
+        """Rows of new samples in ``embedding_``'s space: their nearest anchors' weights
+        mapped by the fit's eigenvectors (on the training data, ``embedding_``).
+
+        Parameters
+        ----------
+        X : like the data given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_clusters)
+        """
+        check_is_fitted(self)
+        views = check_feature_views(self, X, reset=False)
+        if len(views) != len(self.view_graphs_):
+            raise ValueError(f"the model was fitted on {len(self.view_graphs_)} view(s), "
+                             f"got {len(views)}")
+        for v, (view, dim) in enumerate(zip(views, self.n_features_per_view_, strict=True)):
+            if view.shape[1] != dim:
+                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
+                                 f"fitted with {dim}")
+        F = graph_factor([g.factor(v) for g, v in zip(self.view_graphs_, views, strict=True)])
+        return np.asarray(F @ self.projection_)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The nearest of ``cluster_centers_`` to the unit-length rows of :meth:`transform`.
+
+        Parameters
+        ----------
+        X : like the data given to ``fit``
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return nearest_centre(self.transform(X), self.cluster_centers_, step="spectral")

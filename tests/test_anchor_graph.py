@@ -1,0 +1,181 @@
+"""AnchorGraphClustering against a plain dense construction of the same graph, on dask and
+Zarr input under a real scheduler, out of sample, and on bad input."""
+
+from __future__ import annotations
+
+import warnings
+
+import dask.array as da
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import zarr
+from sklearn.datasets import make_blobs, make_circles
+from sklearn.metrics import normalized_mutual_info_score
+
+from mkrk_dask import AnchorGraphClustering, DisconnectedGraphWarning
+
+
+def _blobs(n=600, seed=0):
+    X, y = make_blobs(n, n_features=5, centers=4, cluster_std=1.5, random_state=seed)
+    return X, y
+
+
+def _dense_reference(views, model):
+    """The averaged graph from the fitted anchors by brute force: every distance, a sort, the
+    n x n kernel ``Z diag(Z^T 1)^-1 Z^T`` and its full eigendecomposition."""
+    kernel = 0.0
+    for view, graph in zip(views, model.view_graphs_, strict=True):
+        rows = np.asarray(view, dtype=np.float64)
+        if graph.angular:
+            rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        dist = ((rows[:, None, :] - graph.anchors[None, :, :]) ** 2).sum(-1)
+        nearest = np.argsort(dist, axis=1)[:, :graph.n_neighbors]
+        near = np.take_along_axis(dist, nearest, 1)
+        width = np.median(near)
+        Z = np.zeros_like(dist)
+        np.put_along_axis(Z, nearest, np.exp(-near / width), 1)
+        Z /= Z.sum(1, keepdims=True)
+        degrees = Z.sum(0)
+        used = degrees > 0
+        kernel = kernel + Z[:, used] @ np.diag(1 / degrees[used]) @ Z[:, used].T
+    values, vectors = np.linalg.eigh(kernel / len(views))
+    return values[::-1], vectors[:, ::-1]
+
+
+@pytest.mark.parametrize("geometry", ["euclidean", "angular"])
+def test_spectrum_and_embedding_match_the_dense_graph(geometry):
+    X, _ = _blobs()
+    X = X - X.min() + 0.1 if geometry == "angular" else X
+    k = 4
+    model = AnchorGraphClustering(k, n_anchors=60, geometry=geometry, random_state=0).fit(X)
+    values, vectors = _dense_reference([X], model)
+    np.testing.assert_allclose(model.eigenvalues_, values[:k + 1], atol=1e-10)
+    assert model.eigenvalues_[0] == pytest.approx(1.0)  # rows of the graph sum to 1
+    # the same invariant subspace: equal projectors
+    U = model.embedding_
+    np.testing.assert_allclose(U @ U.T, vectors[:, :k] @ vectors[:, :k].T, atol=1e-8)
+    np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-8)
+    assert model.geometry_ == [geometry]
+
+
+def test_auto_geometry_follows_the_sign_of_the_data():
+    X, _ = _blobs()
+    assert AnchorGraphClustering(4, n_anchors=60, random_state=0).fit(X).geometry_ == [
+        "euclidean"]
+    positive = AnchorGraphClustering(4, n_anchors=60, random_state=0).fit(X - X.min())
+    assert positive.geometry_ == ["angular"]
+
+
+def test_multiview_graph_is_the_average_of_the_views():
+    X, y = _blobs(400)
+    rng = np.random.default_rng(1)
+    views = [X, np.abs(X @ rng.normal(size=(5, 7)))]
+    model = AnchorGraphClustering(4, n_anchors=50, random_state=0).fit(views)
+    values, vectors = _dense_reference(views, model)
+    np.testing.assert_allclose(model.eigenvalues_, values[:5], atol=1e-10)
+    U = model.embedding_
+    np.testing.assert_allclose(U @ U.T, vectors[:, :4] @ vectors[:, :4].T, atol=1e-8)
+    assert model.geometry_ == ["euclidean", "angular"]
+    assert model.n_features_per_view_ == (5, 7) and model.n_features_in_ == 12
+    np.testing.assert_array_equal(model.predict(views), model.labels_)
+
+
+def test_finds_curved_clusters_that_kmeans_cannot():
+    """Two concentric rings: no convex split separates them, the local graph does."""
+    X, y = make_circles(2000, factor=0.4, noise=0.04, random_state=0)
+    model = AnchorGraphClustering(2, n_anchors=200, geometry="euclidean",
+                                  random_state=0).fit(X)
+    assert normalized_mutual_info_score(y, model.labels_) > 0.95
+    from sklearn.cluster import KMeans
+
+    assert normalized_mutual_info_score(
+        y, KMeans(2, n_init=10, random_state=0).fit_predict(X)) < 0.1
+
+
+def test_predict_and_transform_of_training_and_new_rows():
+    X, y = _blobs(800)
+    model = AnchorGraphClustering(4, n_anchors=80, random_state=0).fit(X[:600])
+    np.testing.assert_allclose(model.transform(X[:600]), model.embedding_, atol=1e-12)
+    np.testing.assert_array_equal(model.predict(X[:600]), model.labels_)
+    assert normalized_mutual_info_score(y[600:], model.predict(X[600:])) > 0.9
+    # a new row alone is mapped as it is within a batch
+    np.testing.assert_allclose(model.transform(X[700:701]), model.transform(X[600:])[100:101],
+                               atol=1e-12)
+
+
+def test_sparse_input_gives_the_dense_result():
+    X, _ = _blobs()
+    X = np.where(np.abs(X) < 3, 0.0, X)
+    dense = AnchorGraphClustering(4, n_anchors=60, random_state=0).fit(X)
+    sparse = AnchorGraphClustering(4, n_anchors=60, random_state=0).fit(sp.csr_matrix(X))
+    np.testing.assert_array_equal(sparse.labels_, dense.labels_)
+    np.testing.assert_allclose(sparse.eigenvalues_, dense.eigenvalues_, atol=1e-12)
+
+
+def test_dask_and_zarr_input_under_a_real_scheduler(client, tmp_path):
+    X, _ = _blobs(900)
+    X = X - X.min()
+    reference = AnchorGraphClustering(4, n_anchors=70, random_state=3).fit(X)
+    store = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(100, 5),
+                              dtype="f8")
+    store[...] = X
+    with client.as_current():
+        for data in (da.from_array(X, chunks=(250, 3)), store):
+            model = AnchorGraphClustering(4, n_anchors=70, random_state=3).fit(data)
+            np.testing.assert_array_equal(model.labels_, reference.labels_)
+            np.testing.assert_allclose(model.embedding_, reference.embedding_, atol=1e-12)
+            np.testing.assert_array_equal(model.predict(da.from_array(X, chunks=(300, 5))),
+                                          reference.labels_)
+    # the row pass ran on the cluster's scheduler
+    assert any(p.startswith("block_nearest") for p in client.run_on_scheduler(
+        lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
+
+
+def test_far_rows_do_not_underflow_the_weights():
+    """Columns of very different scales: a row far from every anchor relative to the width
+    (exp underflows to 0/0 unless the weights are shifted) still gets finite weights."""
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.normal(size=(500, 3)), rng.choice([0, 1e4], size=(500, 1))])
+    X[:5, 3] = 5e5
+    model = AnchorGraphClustering(3, n_anchors=40, geometry="euclidean", random_state=0).fit(X)
+    assert np.isfinite(model.embedding_).all()
+
+
+def test_disconnected_parts_warn():
+    """Eight far-apart groups clustered into two: the graph has eight parts, more than the
+    clusters, and says so."""
+    X, _ = make_blobs(400, n_features=2, centers=8, cluster_std=0.01, center_box=(-1e3, 1e3),
+                      random_state=0)
+    with pytest.warns(DisconnectedGraphWarning, match="more than n_clusters=2"):
+        AnchorGraphClustering(2, n_anchors=40, random_state=0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DisconnectedGraphWarning)
+        AnchorGraphClustering(8, n_anchors=40, random_state=0).fit(X)
+
+
+@pytest.mark.parametrize(("params", "data", "message"), [
+    ({"n_clusters": 4, "n_anchors": 3}, None, "needs at least n_clusters=4 anchors"),
+    ({"n_clusters": 4}, np.zeros((6, 2)), "needs at least n_clusters=4 anchors"),
+    ({"n_clusters": 2, "n_neighbors": 50, "n_anchors": 20}, None, "n_neighbors=50 exceeds"),
+    ({"n_clusters": 2, "geometry": "cosine"}, None, "geometry"),
+])
+def test_bad_parameters_raise_one_line(params, data, message):
+    X = _blobs()[0] if data is None else data
+    with pytest.raises(ValueError, match=message) as info:
+        AnchorGraphClustering(**params).fit(X)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_input_raises_one_line():
+    X, _ = _blobs()
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN") as info:
+        AnchorGraphClustering(4).fit(bad)
+    assert "\n" not in str(info.value)
+    model = AnchorGraphClustering(4, n_anchors=50, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        model.predict(X[:, :3])
+    with pytest.raises(ValueError, match="1 view"):
+        model.predict([X, X])
