@@ -23,8 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import MiniBatchKMeans
 
-from ._compute import compute_here
+from .cluster import current_client
 from .kernels import row_sq_norms
+from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
 from .scales import sample_rows, unit_rows
 from .validation import is_lazy
 
@@ -52,9 +53,11 @@ class ViewGraph:
     column_scale: np.ndarray
     n_neighbors: int
 
-    def factor(self, view: Any) -> sp.csr_matrix:
-        """The rows of F of ``view``'s rows (new rows, or the training rows again)."""
-        nearest, sq_dist = nearest_anchors(view, self.anchors, self.n_neighbors, self.angular)
+    def factor(self, view: Any, index: int = 0) -> sp.csr_matrix:
+        """The rows of F of ``view``'s rows (new rows, or the training rows again); ``index``
+        names the view in errors."""
+        nearest, sq_dist = nearest_anchors(view, self.anchors, self.n_neighbors, self.angular,
+                                           index=index)
         return _factor(nearest, sq_dist, self.width, self.column_scale)
 
 
@@ -75,30 +78,50 @@ def _block_nearest(block: Any, anchors: np.ndarray, anchor_sq: np.ndarray, s: in
                       np.maximum(np.take_along_axis(sq, part, axis=1), 0.0)])
 
 
-def _as_dask(view: Any) -> Any:
-    """A dask array of a dask or Zarr view (a Zarr array's chunks become the dask chunks)."""
-    import dask.array as da
+def _nearest_task(block: tuple, anchors: np.ndarray, anchor_sq: np.ndarray, s: int,
+                  angular: bool) -> np.ndarray:
+    """On a worker: :func:`_block_nearest` of the rows a :class:`RowSource` block names."""
+    return _block_nearest(read_rows(*block), anchors, anchor_sq, s, angular)
 
-    return view if hasattr(view, "compute") else da.from_array(view)
 
-
-def nearest_anchors(view: Any, anchors: np.ndarray, s: int, angular: bool
-                    ) -> tuple[np.ndarray, np.ndarray]:
+def nearest_anchors(view: Any, anchors: np.ndarray, s: int, angular: bool, *,
+                    index: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """The ``s`` nearest anchors of every row of ``view`` and the squared distances to them.
 
-    In memory by blocks of :data:`BLOCK_ROWS` rows; a dask or Zarr view by its row chunks on
-    the current client (the result, ``2 s`` numbers per row, is gathered here).
+    In memory by blocks of :data:`BLOCK_ROWS` rows. A dask or Zarr view is read block by
+    block, on the current client's workers when there is one (through
+    :func:`~mkrk_dask.passes.run_pass`, as every distributed pass: lost work resubmitted, a
+    lost scheduler reported), each block checked for NaN, infinity and overflow (``index``
+    names the view in the error); only ``2 s`` numbers per row come back.
     """
     anchor_sq = np.einsum("ij,ij->i", anchors, anchors)
-    if is_lazy(view):
-        lazy = _as_dask(view).rechunk({1: -1})
-        out = np.asarray(compute_here(lazy.map_blocks(
-            _block_nearest, anchors, anchor_sq, s, angular, dtype=np.float64,
-            chunks=(lazy.chunks[0], (2 * s,)))))
-    else:
+    n = int(view.shape[0])
+    out = np.empty((n, 2 * s))
+    bounds = row_bounds(n, BLOCK_ROWS)
+    client = current_client() if is_lazy(view) else None
+    if client is None:
         rows = view.tocsr() if sp.issparse(view) else view
-        out = np.vstack([_block_nearest(rows[a:a + BLOCK_ROWS], anchors, anchor_sq, s, angular)
-                         for a in range(0, rows.shape[0], BLOCK_ROWS)])
+        lazy = is_lazy(view)
+        for a, b in bounds:
+            block = read_rows(rows, a, b, (index, a, b)) if lazy else rows[a:b]
+            out[a:b] = _block_nearest(block, anchors, anchor_sq, s, angular)
+    else:
+        source = RowSource(client, view, view=index)
+        shared = Shared(client, anchors)
+
+        def submit(i: int) -> Any:
+            return client.submit(_nearest_task, source.block(*bounds[i]), shared.ref,
+                                 anchor_sq, s, angular, pure=False)
+
+        def combine(i: int, value: np.ndarray) -> None:
+            out[slice(*bounds[i])] = value
+
+        try:
+            run_pass(client, len(bounds), submit, combine, label="nearest anchors",
+                     max_in_flight=2 * client_threads(client))
+        finally:
+            source.release()
+            shared.release()
     return out[:, :s].astype(np.int64), out[:, s:]
 
 
@@ -121,13 +144,13 @@ def _factor(nearest: np.ndarray, sq_dist: np.ndarray, width: float,
 
 
 def _is_non_negative(view: Any) -> bool:
-    if is_lazy(view):
-        return float(compute_here(_as_dask(view).min())) >= 0
-    return float(view.min()) >= 0
+    """Whether no value of the view is negative (a lazy view: judged on a sample of rows, as
+    the default dictionary's geometry is)."""
+    return float((sample_rows(view) if is_lazy(view) else view).min()) >= 0
 
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
-                   random_state: Any) -> tuple[ViewGraph, sp.csr_matrix]:
+                   random_state: Any, index: int = 0) -> tuple[ViewGraph, sp.csr_matrix]:
     """One view's anchors, learned from at most :data:`ANCHOR_SAMPLE_ROWS` rows, and the
     rows of its factor F (one pass over the view).
 
@@ -135,11 +158,14 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
     """
     angular = geometry == "angular" or (geometry == "auto" and _is_non_negative(view))
     rows = _geometry_rows(sample_rows(view, ANCHOR_SAMPLE_ROWS), angular)
+    if not np.isfinite(rows.data if sp.issparse(rows) else rows).all():
+        raise ValueError(f"view {index}: the data contain NaN or infinity (found in the rows "
+                         "the anchors are learned from); clean them first")
     m = min(n_anchors, view.shape[0] // 2)
     anchors = MiniBatchKMeans(m, n_init=1, batch_size=4096, random_state=random_state
                               ).fit(rows).cluster_centers_
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
-    nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular)
+    nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular, index=index)
     # the median squared distance; a positive width where most rows sit on an anchor
     width = float(np.median(sq_dist))
     if not width > 0:

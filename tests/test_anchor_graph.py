@@ -128,7 +128,7 @@ def test_dask_and_zarr_input_under_a_real_scheduler(client, tmp_path):
             np.testing.assert_array_equal(model.predict(da.from_array(X, chunks=(300, 5))),
                                           reference.labels_)
     # the row pass ran on the cluster's scheduler
-    assert any(p.startswith("block_nearest") for p in client.run_on_scheduler(
+    assert any("nearest_task" in p for p in client.run_on_scheduler(
         lambda dask_scheduler: list(dask_scheduler.task_prefixes)))
 
 
@@ -179,3 +179,21 @@ def test_bad_input_raises_one_line():
         model.predict(X[:, :3])
     with pytest.raises(ValueError, match="1 view"):
         model.predict([X, X])
+
+
+def test_lazy_input_with_nan_names_the_view_and_rows(client, tmp_path):
+    """NaN outside the rows the anchors are learned from is found by the pass over the rows,
+    on the workers, and named."""
+    from mkrk_dask.anchor_graph import nearest_anchors
+
+    X, _ = _blobs(900)
+    bad = X.copy()
+    bad[850, 2] = np.nan
+    anchors = X[:40]
+    with client.as_current(), pytest.raises(ValueError, match=r"view 1, rows 0\.\.899") as info:
+        nearest_anchors(da.from_array(bad, chunks=(300, 5)), anchors, 3, False, index=1)
+    assert "\n" not in str(info.value)
+    with client.as_current(), pytest.raises(ValueError, match="NaN") as info:
+        AnchorGraphClustering(4, n_anchors=40, random_state=0).fit(
+            da.from_array(bad, chunks=(300, 5)))
+    assert "\n" not in str(info.value)

@@ -146,8 +146,8 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             anchor_seed, kmeans_seed = (int(s) for s in check_random_state(
                 self.random_state).randint(2**31 - 1, size=2))
         graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
-                                               self.geometry, anchor_seed) for v in views),
-                              strict=True)
+                                               self.geometry, anchor_seed, index)
+                                for index, v in enumerate(views)), strict=True)
         F = graph_factor(list(factors))
         top, self.projection_ = _top_eigenpairs(F, k)
         self.eigenvalues_ = top
@@ -186,7 +186,8 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             if view.shape[1] != dim:
                 raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
                                  f"fitted with {dim}")
-        F = graph_factor([g.factor(v) for g, v in zip(self.view_graphs_, views, strict=True)])
+        F = graph_factor([graph.factor(view, index) for index, (graph, view)
+                          in enumerate(zip(self.view_graphs_, views, strict=True))])
         return np.asarray(F @ self.projection_)
 
     def predict(self, X: Any) -> np.ndarray:
