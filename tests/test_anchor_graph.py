@@ -12,6 +12,7 @@ import scipy.sparse as sp
 import zarr
 from sklearn.datasets import make_blobs, make_circles
 from sklearn.metrics import normalized_mutual_info_score
+from sklearn.utils.estimator_checks import check_estimator
 
 from mkrk_dask import AnchorGraphClustering, DisconnectedGraphWarning
 
@@ -57,6 +58,13 @@ def test_spectrum_and_embedding_match_the_dense_graph(geometry):
     np.testing.assert_allclose(U @ U.T, vectors[:, :k] @ vectors[:, :k].T, atol=1e-8)
     np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-8)
     assert model.geometry_ == [geometry]
+
+
+def test_passes_scikit_learn_checks():
+    # the checks' data are small and clustered: graphs with more parts than clusters warn
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DisconnectedGraphWarning)
+        check_estimator(AnchorGraphClustering(n_clusters=2, n_anchors=10, random_state=0))
 
 
 def test_auto_geometry_follows_the_sign_of_the_data():

@@ -132,7 +132,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         n, k = int(views[0].shape[0]), check_n_clusters(self.n_clusters, views[0].shape[0])
         if min(self.n_anchors, n // 2) < k:
             raise ValueError(f"the graph needs at least n_clusters={k} anchors per view; "
-                             f"n_anchors={self.n_anchors} with {n} rows gives "
+                             f"n_anchors={self.n_anchors} with n_samples={n} gives "
                              f"{min(self.n_anchors, n // 2)} (at most half the rows)")
         if self.n_neighbors > min(self.n_anchors, n // 2):
             raise ValueError(f"n_neighbors={self.n_neighbors} exceeds the "
@@ -164,6 +164,11 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self.view_graphs_ = list(graphs)
         self.geometry_ = ["angular" if g.angular else "euclidean" for g in graphs]
         return self
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
 
     def transform(self, X: Any) -> np.ndarray:
         """Rows of new samples in ``embedding_``'s space: their nearest anchors' weights
