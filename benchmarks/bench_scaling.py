@@ -15,7 +15,10 @@ labels, while its whole process tree's peak RSS is sampled from outside:
   read lazily from Zarr, under a LocalCluster (threads, 2 cores). Its own k-means|| fails
   under the installed dask (a KeyError in its graph), so its n x k embedding is clustered by
   scikit-learn's ``KMeans(10)`` (``assign_labels`` accepts an estimator);
-- ``KMeans``: scikit-learn ``KMeans(10)`` on the views side by side, in memory.
+- ``KMeans``: scikit-learn ``KMeans(10)`` on the views side by side, in memory;
+- ``AnchorGraph``: the library's ``AnchorGraphClustering(10, random_state=seed)`` on the Zarr
+  views as they are (one anchor graph per view, averaged), its defaults otherwise, under a
+  LocalCluster (threads, 2 cores) as its current client.
 
 A method is stopped after ``--time-limit`` seconds (``--mkrk-time-limit`` for MKKM-RK) and is
 then not run at larger n. A method that holds the data in memory is not run where its
@@ -52,7 +55,7 @@ from bench_scale_api import add_data_arguments, data_path, generate, label_score
 
 K = 10
 SCENARIO = "default"
-METHODS = ("MKKM-RK", "Nystroem+KMeans", "dask-ml Spectral", "KMeans")
+METHODS = ("MKKM-RK", "Nystroem+KMeans", "dask-ml Spectral", "KMeans", "AnchorGraph")
 NYSTROEM_COMPONENTS = 1000
 # Bytes per row held in memory (float32): the 256 features, plus for Nystroem the 1000
 # features and the copy KMeans may make of them; a floor, so the budget errs on the safe side.
@@ -69,7 +72,17 @@ def peer(method: str, path: Path, seed: int) -> dict:
     from sklearn.cluster import KMeans
 
     t0 = time.perf_counter()
-    if method == "dask-ml Spectral":
+    if method == "AnchorGraph":
+        from distributed import Client, LocalCluster
+
+        from mkrk_dask import AnchorGraphClustering
+
+        with LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                          dashboard_address="127.0.0.1:0",
+                          worker_dashboard_address="127.0.0.1:0") as cluster, Client(cluster):
+            views = [zarr.open_array(str(v), mode="r") for v in _views(path)]
+            labels = AnchorGraphClustering(K, random_state=seed).fit(views).labels_
+    elif method == "dask-ml Spectral":
         import dask.array as da
         from dask_ml.cluster import SpectralClustering
         from distributed import Client, LocalCluster

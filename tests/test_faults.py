@@ -292,3 +292,22 @@ def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, mon
         for proc in (scheduler, worker):
             proc.kill()
             proc.wait(timeout=30)
+
+
+def test_a_worker_killed_during_the_anchor_graph_pass_changes_nothing(nanny_cluster,
+                                                                     monkeypatch, tmp_path):
+    """AnchorGraphClustering on a Zarr view: its nearest-anchor pass runs through run_pass,
+    so a worker killed in it costs a resubmission, not a different graph."""
+    from mkrk_dask import AnchorGraphClustering, anchor_graph
+
+    monkeypatch.setattr(anchor_graph, "BLOCK_ROWS", 60)  # several tasks on 330 rows
+    store = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(50, 5),
+                              dtype="f8")
+    store[...] = X
+    reference = AnchorGraphClustering(3, n_anchors=30, random_state=0).fit(X)
+    killed = _kill_during(monkeypatch, nanny_cluster, "nearest anchors")
+    with nanny_cluster.as_current():
+        disturbed = AnchorGraphClustering(3, n_anchors=30, random_state=0).fit(store)
+    assert killed, "the nearest-anchor pass never ran"
+    np.testing.assert_array_equal(disturbed.labels_, reference.labels_)
+    np.testing.assert_allclose(disturbed.embedding_, reference.embedding_, atol=1e-12)
