@@ -169,6 +169,23 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
     raise ValueError(f"unknown row map kind {record['kind']!r}")
 
 
+def _save_view_graph(graph: Any, view: int, arrays: _Arrays) -> dict[str, Any]:
+    """An :class:`~mkrk_dask.anchor_graph.ViewGraph` (``AnchorGraphClustering``'s per view)."""
+    return {"anchors": arrays.put(f"graph{view}.anchors", graph.anchors),
+            "column_scale": arrays.put(f"graph{view}.column_scale", graph.column_scale),
+            "angular": bool(graph.angular), "width": float(graph.width),
+            "n_neighbors": int(graph.n_neighbors)}
+
+
+def _load_view_graph(record: dict[str, Any], arrays: _Arrays) -> Any:
+    from .anchor_graph import ViewGraph
+
+    return ViewGraph(anchors=arrays.get(record["anchors"]), angular=bool(record["angular"]),
+                     width=float(record["width"]),
+                     column_scale=arrays.get(record["column_scale"]),
+                     n_neighbors=int(record["n_neighbors"]))
+
+
 def save_model(estimator: Any, directory: str | os.PathLike) -> Path:
     """Write a fitted estimator into ``directory`` (created; its two files replaced whole).
 
@@ -190,6 +207,9 @@ def save_model(estimator: Any, directory: str | os.PathLike) -> Path:
             continue
         if name == "kernels_":
             fitted[name] = None if value is None else [s.to_dict() for s in value]
+        elif name == "view_graphs_":
+            fitted[name] = {"view_graphs": [_save_view_graph(g, v, arrays)
+                                            for v, g in enumerate(value)]}
         elif isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
             fitted[name] = {"strings": [str(v) for v in value]}  # feature names
         elif isinstance(value, np.ndarray) or sp.issparse(value):
@@ -248,6 +268,8 @@ def load_model(directory: str | os.PathLike) -> Any:
     for name, ref in document["fitted"].items():
         if name == "kernels_":
             value = None if ref is None else [KernelSpec(**d) for d in ref]
+        elif "view_graphs" in ref:
+            value = [_load_view_graph(g, arrays) for g in ref["view_graphs"]]
         elif "json" in ref:
             value = ref["json"]
         elif "strings" in ref:

@@ -205,3 +205,18 @@ def test_lazy_input_with_nan_names_the_view_and_rows(client, tmp_path):
         AnchorGraphClustering(4, n_anchors=40, random_state=0).fit(
             da.from_array(bad, chunks=(300, 5)))
     assert "\n" not in str(info.value)
+
+
+def test_saved_and_loaded_without_pickle(tmp_path):
+    from mkrk_dask.model_io import load_model, save_model
+
+    X, _ = _blobs(500)
+    views = [X, np.abs(X)]
+    model = AnchorGraphClustering(4, n_anchors=50, random_state=0).fit(views)
+    loaded = load_model(save_model(model, tmp_path / "model"))
+    assert type(loaded) is AnchorGraphClustering
+    assert loaded.get_params() == model.get_params()
+    assert loaded.geometry_ == model.geometry_
+    np.testing.assert_array_equal(loaded.labels_, model.labels_)
+    np.testing.assert_array_equal(loaded.predict(views), model.labels_)
+    np.testing.assert_array_equal(loaded.transform(views), model.transform(views))
