@@ -195,3 +195,43 @@ def test_demo_backends_agree_and_quiet_is_silent(run_mkrk) -> None:
         return [line for line in out.splitlines() if line.startswith("  ")]
 
     assert scores_and_weights(exact.stdout) == scores_and_weights(blockwise.stdout)
+
+
+def test_graph_writes_its_outputs_and_predict_reads_its_model(
+        digits_npz: Path, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    from mkrk_dask import AnchorGraphClustering
+
+    out = tmp_path / "graph"
+    assert main(["graph", str(digits_npz), "--n-anchors", "40", "--seed", "2",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    lines = printed.out.splitlines()
+    assert lines[0].startswith("ACC") and lines[1].startswith("anchor graph: 40 anchors")
+    data = np.load(digits_npz)
+    reference = AnchorGraphClustering(10, n_anchors=40, random_state=2).fit(data["X"])
+    np.testing.assert_array_equal(np.load(out / "labels.npy"), reference.labels_)
+    result = json.loads((out / "result.json").read_text())
+    assert result["kind"] == "mkrk-graph" and result["n_clusters"] == 10
+    np.testing.assert_allclose(result["eigenvalues"], reference.eigenvalues_, atol=1e-12)
+    assert set(json.loads((out / "metrics.json").read_text())) == {"acc", "nmi", "purity"}
+    new = tmp_path / "new.npy"
+    np.save(new, data["X"][:30])
+    labels = tmp_path / "labels.npy"
+    assert main(["predict", str(out), str(new), "--out", str(labels), "-q"]) == 0
+    np.testing.assert_array_equal(np.load(labels), reference.labels_[:30])
+
+
+def test_graph_on_zarr_input_and_bad_options(digits_npz: Path, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    import zarr
+
+    X = np.load(digits_npz)["X"]
+    store = zarr.create_array(str(tmp_path / "x.zarr"), shape=X.shape, chunks=(50, 64),
+                              dtype="f8")
+    store[...] = X
+    assert main(["graph", str(tmp_path / "x.zarr"), "-k", "10", "--n-anchors", "40",
+                 "-q"]) == 0
+    assert capsys.readouterr().out.startswith("anchor graph: 40 anchors")  # no labels
+    assert main(["graph", str(digits_npz), "--n-anchors", "5", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "needs at least n_clusters=10 anchors" in err and "\n" not in err

@@ -14,6 +14,7 @@ by default, more with ``-v``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import progress
-from ..estimators import ESTIMATORS, MKKMRK
+from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset, load_input
 from ..kernels import as_kernel_specs, parse_kernel
 from ..metrics import clustering_scores
@@ -31,6 +32,7 @@ from ..plotting import make_figures  # matplotlib itself is imported when drawin
 from ..protocol import find_datasets, render_markdown, run_protocol
 from ..results import (
     dataset_entries,
+    library_version,
     mkkmrk_summary,
     read_results,
     search_record,
@@ -188,14 +190,20 @@ def _cmd_build(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_fit(args: argparse.Namespace) -> int:
+def _fit_inputs(args: argparse.Namespace) -> tuple[Output | None, Dataset, int]:
+    """A fitting command's --out (checked before anything is read, then against the data's
+    size), its data and k."""
     out = Output(args.out, force=args.force) if args.out is not None else None
     if out is not None:
         out.check()
     data = load_input(args.data, labels=args.labels, y_key=args.y_key)
     if out is not None:
         out.check(_result_size(data))
-    k = _n_clusters(args, data)
+    return out, data, _n_clusters(args, data)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    out, data, k = _fit_inputs(args)
     solver = _solver_of(args)
     cls = _method(args)
     lam = _model_settings(args).get("lam", cls().get_params().get("lam"))
@@ -226,6 +234,49 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if out is not None:
         log(args, f"results in {out.path}/ (labels, weights, Y, objective: .npy/.csv; "
                   f"metrics.json, result.json; the model: {record['model']})")
+    return EXIT_OK
+
+
+def _cmd_graph(args: argparse.Namespace) -> int:
+    out, data, k = _fit_inputs(args)
+    model = AnchorGraphClustering(k, n_anchors=args.n_anchors, n_neighbors=args.n_neighbors,
+                                  geometry=args.geometry, random_state=args.seed)
+    log(args, f"clustering {data.name} on its anchor graph: {data.n_samples} samples, k = {k}"
+              + (f", scheduler {args.scheduler}" if args.scheduler else ""))
+    start = time.perf_counter()
+    # no cluster unless --scheduler: the graph of data in memory needs none
+    with dask_client(args, "exact") as client:
+        with client.as_current() if client is not None else contextlib.nullcontext():
+            model.fit(data.X)
+    seconds = time.perf_counter() - start
+    summary = (f"anchor graph: {', '.join(str(g.anchors.shape[0]) for g in model.view_graphs_)}"
+               f" anchors ({', '.join(model.geometry_)}), {args.n_neighbors} nearest; "
+               f"eigenvalues {k} and {k + 1}: {model.eigenvalues_[k - 1]:.6f}, "
+               f"{model.eigenvalues_[k]:.6f}")
+    record: dict[str, Any] = {
+        "kind": "mkrk-graph", "version": library_version(), "command": args.command_line,
+        "data": str(args.data), "n_samples": data.n_samples, "n_features": data.n_features,
+        "method": "anchor graph", "n_clusters": k, "params": model.get_params(),
+        "geometry": model.geometry_, "eigenvalues": model.eigenvalues_.tolist(),
+        "seconds": seconds, "model": None}
+    if data.y is not None:
+        record["metrics"] = clustering_scores(data.y, model.labels_)
+    if out is not None:
+        with out.folder() as folder:
+            labels = np.asarray(model.labels_)
+            np.save(folder / "labels.npy", labels)
+            write_labels(folder / "labels.csv", labels)
+            if "metrics" in record:
+                write_json(folder / "metrics.json", record["metrics"])
+            record["model"] = models.save(model, folder)
+            write_json(folder / "result.json", record)  # last: the folder is complete
+    log(args, f"clustered in {seconds:.1f} s")
+    if "metrics" in record:
+        result(scores_line(record["metrics"]))
+    result(summary)
+    if out is not None:
+        log(args, f"results in {out.path}/ (labels .npy/.csv, metrics.json, result.json; the "
+                  f"model: {record['model']})")
     return EXIT_OK
 
 
@@ -407,5 +458,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 #: command name -> the function that runs it
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "build": _cmd_build, "fit": _cmd_fit, "search": _cmd_search, "predict": _cmd_predict,
+    "build": _cmd_build, "fit": _cmd_fit, "graph": _cmd_graph, "search": _cmd_search,
+    "predict": _cmd_predict,
     "reproduce": _cmd_reproduce, "figures": _cmd_figures, "demo": _cmd_demo}

@@ -34,6 +34,16 @@ outputs in --out DIR: labels.npy/.csv, weights.npy/.csv, Y.npy/.csv (rows and co
 by kernel), objective.npy/.csv, metrics.json, result.json (everything, with the library
 version; written last) and the model that 'mkrk predict' reads. The folder appears whole or
 not at all.""",
+    "graph": """examples:
+  mkrk graph images.npz --out g1                    # k = number of classes in y
+  mkrk graph pixels.zarr -k 10 --out g2             # a Zarr array, read block by block
+  mkrk graph images.npz --n-anchors 500 --n-neighbors 5 --seed 1 --out g3
+  mkrk predict g1 new_images.npy > labels.txt       # the saved model labels new rows
+
+stdout: ACC/NMI/purity (with labels), then the anchors, geometry and the graph's eigenvalues
+(an eigenvalue near 1 beyond the k-th: more disconnected parts than clusters).
+outputs in --out DIR: labels.npy/.csv, metrics.json, result.json (written last) and the model
+that 'mkrk predict' reads.""",
     "search": """examples:
   mkrk search data.npz --out search.json                 # the paper's grid 2^-15..2^5
   mkrk search orl --repeats 20 --out orl.json            # a benchmark from the data folder

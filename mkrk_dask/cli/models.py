@@ -36,7 +36,10 @@ def _model_io() -> Any:
 
 def save(model: Any, folder: Path) -> str:
     """Save a fitted estimator into ``folder``; returns the name written there."""
-    model.set_params(scheduler=None, verbose=0)
+    # a connection and progress output are not part of a model (AnchorGraphClustering has
+    # neither parameter)
+    model.set_params(**{name: value for name, value in (("scheduler", None), ("verbose", 0))
+                        if name in model.get_params()})
     io = _model_io()
     if io is not None:
         io.save_model(model, folder / MODEL_DIR)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..anchor_graph import GEOMETRIES as ANCHOR_GEOMETRIES
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends.options import DTYPE_CHOICES
 from ..dissimilarity import MEASURES
@@ -28,7 +29,7 @@ __all__ = ["build_parser", "parse_lams", "help_text", "format_default", "SOLVER_
 
 SOLVER_CHOICES = ("exact", "blockwise", "nystrom", "auto")
 #: every command, in the order of ``mkrk --help``
-COMMANDS = ("build", "fit", "search", "predict", "reproduce", "figures", "demo")
+COMMANDS = ("build", "fit", "graph", "search", "predict", "reproduce", "figures", "demo")
 
 
 def parse_lams(text: str) -> list[float]:
@@ -312,6 +313,28 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p)
     _add_model_options(p)
     _add_backend_options(p)
+    _add_out(p, "folder for the results (checked before the fit)")
+
+    p = add("graph", "cluster with the anchor graph (images with many rows a cluster)",
+            "Cluster DATA by spectral clustering on the anchor graph of each view "
+            "(mkrk_dask.AnchorGraphClustering; Liu, He & Chang 2010), in time linear in n. "
+            "Far better than MKKM-RK's global kernels on images with many rows a cluster, far "
+            "worse on text, tables of measurements and few rows a cluster (docs/defaults.rst). "
+            "Prints ACC/NMI/purity (with labels) and the graph's summary; writes the labels, "
+            "metrics and a model that 'mkrk predict' reads to --out.")
+    _add_data(p)
+    g = p.add_argument_group("model")
+    g.add_argument("--n-clusters", "-k", type=int, default=None, metavar="K",
+                   help="number of clusters (default: the number of classes of the labels)")
+    g.add_argument("--n-anchors", type=int, default=1000, metavar="M",
+                   help="anchors per view (at most half the rows)")
+    g.add_argument("--n-neighbors", type=int, default=3, metavar="S",
+                   help="nearest anchors each row is joined to")
+    g.add_argument("--geometry", choices=ANCHOR_GEOMETRIES, default="auto",
+                   help="distances between rows (angular: between unit-length rows; auto: "
+                        "angular for a view with no negative value, Euclidean otherwise)")
+    g.add_argument("--seed", type=int, default=0, help="random seed")
+    _add_scheduler_options(p.add_argument_group("cluster (for Zarr input)"))
     _add_out(p, "folder for the results (checked before the fit)")
 
     p = add("search", "fit a lambda grid (kernels built once) and save every lambda's result",
