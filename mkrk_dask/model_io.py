@@ -127,7 +127,9 @@ def _save_row_map(row_map: Any, arrays: _Arrays) -> dict[str, Any]:
                                for p, T in enumerate(row_map.transforms)],
                 "dtype": np.dtype(row_map.dtype).name,
                 "coefficients": arrays.put("nys.coefficients", row_map.coefficients),
-                "centres": arrays.put("nys.centres", row_map.centres),
+                # None where a final graph partitions (the estimator predicts through it)
+                "centres": (None if row_map.centres is None
+                            else arrays.put("nys.centres", row_map.centres)),
                 "feature_scale": (None if row_map.feature_scale is None
                                   else arrays.put("nys.feature_scale", row_map.feature_scale)),
                 "n_features": row_map.n_features, "chunk_rows": int(row_map.chunk_rows),
@@ -159,7 +161,7 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
             kernel_landmarks=list(record["kernel_landmarks"]),
             transforms=[arrays.get(ref) for ref in record["transforms"]],
             dtype=record["dtype"], coefficients=arrays.get(record["coefficients"]),
-            centres=arrays.get(record["centres"]),
+            centres=None if record["centres"] is None else arrays.get(record["centres"]),
             feature_scale=(None if record.get("feature_scale") is None
                            else arrays.get(record["feature_scale"])),
             n_features=record["n_features"],
@@ -169,10 +171,10 @@ def _load_row_map(record: dict[str, Any], arrays: _Arrays) -> Any:
     raise ValueError(f"unknown row map kind {record['kind']!r}")
 
 
-def _save_view_graph(graph: Any, view: int, arrays: _Arrays) -> dict[str, Any]:
+def _save_view_graph(graph: Any, name: str, arrays: _Arrays) -> dict[str, Any]:
     """An :class:`~mkrk_dask.anchor_graph.ViewGraph` (``AnchorGraphClustering``'s per view)."""
-    return {"anchors": arrays.put(f"graph{view}.anchors", graph.anchors),
-            "column_scale": arrays.put(f"graph{view}.column_scale", graph.column_scale),
+    return {"anchors": arrays.put(f"{name}.anchors", graph.anchors),
+            "column_scale": arrays.put(f"{name}.column_scale", graph.column_scale),
             "angular": bool(graph.angular), "width": float(graph.width),
             "n_neighbors": int(graph.n_neighbors)}
 
@@ -184,6 +186,58 @@ def _load_view_graph(record: dict[str, Any], arrays: _Arrays) -> Any:
                      width=float(record["width"]),
                      column_scale=arrays.get(record["column_scale"]),
                      n_neighbors=int(record["n_neighbors"]))
+
+
+def _save_fitted(estimator: Any, arrays: _Arrays, prefix: str) -> dict[str, Any]:
+    """The fitted attributes of ``estimator`` as JSON, their arrays put in ``arrays`` under
+    ``prefix`` (an estimator inside another, such as ``final_graph_``, gets its own)."""
+    fitted: dict[str, Any] = {}
+    for name, value in vars(estimator).items():
+        if not name.endswith("_") or name.startswith("_") or name in ("row_map_",
+                                                                       "nystrom_model_"):
+            continue
+        if name == "kernels_":
+            fitted[name] = None if value is None else [s.to_dict() for s in value]
+        elif name == "view_graphs_":
+            fitted[name] = {"view_graphs": [_save_view_graph(g, f"{prefix}graph{v}", arrays)
+                                            for v, g in enumerate(value)]}
+        elif name == "final_graph_" and value is not None:
+            fitted[name] = {"estimator": {
+                "class": type(value).__name__, "params": _params(value),
+                "fitted": _save_fitted(value, arrays, f"{prefix}{name}.")}}
+        elif isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
+            fitted[name] = {"strings": [str(v) for v in value]}  # feature names
+        elif isinstance(value, np.ndarray) or sp.issparse(value):
+            fitted[name] = arrays.put(f"{prefix}fitted.{name}", value)
+        elif _jsonable(value):
+            fitted[name] = {"json": json_normalize(value)}
+        else:
+            raise TypeError(f"fitted attribute {name} of type {type(value).__name__} cannot be "
+                            "saved")
+    return fitted
+
+
+def _load_fitted(estimator: Any, fitted: dict[str, Any], arrays: _Arrays) -> None:
+    """Set the fitted attributes :func:`_save_fitted` recorded on ``estimator``."""
+    classes = _estimator_classes()
+    for name, ref in fitted.items():
+        if name == "kernels_":
+            value = None if ref is None else [KernelSpec(**d) for d in ref]
+        elif "view_graphs" in ref:
+            value = [_load_view_graph(g, arrays) for g in ref["view_graphs"]]
+        elif "estimator" in ref:
+            inner = ref["estimator"]
+            if inner.get("class") not in classes:
+                raise ValueError(f"{name} names an unknown estimator {inner.get('class')!r}")
+            value = classes[inner["class"]](**inner["params"])
+            _load_fitted(value, inner["fitted"], arrays)
+        elif "json" in ref:
+            value = ref["json"]
+        elif "strings" in ref:
+            value = np.asarray(ref["strings"], dtype=object)
+        else:
+            value = arrays.get(ref)
+        setattr(estimator, name, value)
 
 
 def save_model(estimator: Any, directory: str | os.PathLike) -> Path:
@@ -200,25 +254,7 @@ def save_model(estimator: Any, directory: str | os.PathLike) -> Path:
 
     check_is_fitted(estimator)
     arrays = _Arrays()
-    fitted: dict[str, Any] = {}
-    for name, value in vars(estimator).items():
-        if not name.endswith("_") or name.startswith("_") or name in ("row_map_",
-                                                                       "nystrom_model_"):
-            continue
-        if name == "kernels_":
-            fitted[name] = None if value is None else [s.to_dict() for s in value]
-        elif name == "view_graphs_":
-            fitted[name] = {"view_graphs": [_save_view_graph(g, v, arrays)
-                                            for v, g in enumerate(value)]}
-        elif isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
-            fitted[name] = {"strings": [str(v) for v in value]}  # feature names
-        elif isinstance(value, np.ndarray) or sp.issparse(value):
-            fitted[name] = arrays.put(f"fitted.{name}", value)
-        elif _jsonable(value):
-            fitted[name] = {"json": json_normalize(value)}
-        else:
-            raise TypeError(f"fitted attribute {name} of type {type(value).__name__} cannot be "
-                            "saved")
+    fitted = _save_fitted(estimator, arrays, "")
     row_map = getattr(estimator, "row_map_", None)
     document = {"format": FORMAT, "format_version": _VERSION, "library_version": __version__,
                 "class": type(estimator).__name__, "params": _params(estimator),
@@ -265,18 +301,7 @@ def load_model(directory: str | os.PathLike) -> Any:
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"{arrays_path} cannot be read: {' '.join(str(err).split())}") from None
     estimator = classes[document["class"]](**document["params"])
-    for name, ref in document["fitted"].items():
-        if name == "kernels_":
-            value = None if ref is None else [KernelSpec(**d) for d in ref]
-        elif "view_graphs" in ref:
-            value = [_load_view_graph(g, arrays) for g in ref["view_graphs"]]
-        elif "json" in ref:
-            value = ref["json"]
-        elif "strings" in ref:
-            value = np.asarray(ref["strings"], dtype=object)
-        else:
-            value = arrays.get(ref)
-        setattr(estimator, name, value)
+    _load_fitted(estimator, document["fitted"], arrays)
     if document["row_map"] is not None:
         estimator.row_map_ = _load_row_map(document["row_map"], arrays)
         if document["row_map"]["kind"] == "nystrom":

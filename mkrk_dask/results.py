@@ -205,6 +205,9 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
         "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
         "qp_relative_gaps": _array(getattr(model, "qp_relative_gaps_", None)),
         "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
+        "final_step": getattr(model, "final_step_", None),
+        "final_clustering": getattr(model, "final_clustering_", None),
+        "final_graph_agreement": _number(getattr(model, "final_graph_agreement_", None)),
         "model": None}
     missed = getattr(model, "nystrom_missed_fraction_", None)
     if missed is not None:

@@ -65,7 +65,7 @@ def test_within_share_of_unit_rows_by_blocks(monkeypatch):
 def test_spectral_candidates_only_within_the_memory_bound(monkeypatch):
     # 400 rows: float64 rows of rank 10 take 32,000 bytes, of rank 20 64,000
     monkeypatch.setattr("mkrk_dask.consensus.CANDIDATE_BYTES", 40_000)
-    model = MKKMRK(10, random_state=0).fit(X)
+    model = MKKMRK(10, final_clustering="kmeans", random_state=0).fit(X)
     # 4k and 8k are not tried, nor the spectral ranks, 20 being too large: the features alone
     assert list(model.component_scores_) == ["features"]
     assert list(model.component_scores_["features"]) == [20]
@@ -96,7 +96,8 @@ def _chosen(scores: dict) -> tuple[str, int]:
 
 
 def test_auto_rank_is_the_fit_with_that_rank_given():
-    auto = MKKMRK(10, random_state=0).fit(X)
+    # the step and rank chosen (the anchor graph's refinement of the partition aside)
+    auto = MKKMRK(10, final_clustering="kmeans", random_state=0).fit(X)
     # both kinds on the one eigendecomposition: features at 2k, 4k, 8k; spectral at k too
     assert list(auto.component_scores_) == ["features", "spectral"]
     assert sorted(auto.component_scores_["features"]) == [20, 40, 80]
@@ -120,7 +121,7 @@ def test_auto_rank_is_the_fit_with_that_rank_given():
 def test_auto_step_can_keep_the_spectral_embedding(tmp_path):
     # 40 small, overlapping clusters: the unit rows of the top k eigenvectors agree most
     blobs, _ = make_blobs(400, 20, centers=40, cluster_std=4.0, random_state=1)
-    auto = MKKMRK(40, random_state=0).fit(blobs)
+    auto = MKKMRK(40, final_clustering="kmeans", random_state=0).fit(blobs)
     assert (auto.final_step_, auto.n_components_) == ("spectral", 40)
     assert (auto.final_step_, auto.n_components_) == _chosen(auto.component_scores_)
     assert sorted(auto.component_scores_["spectral"]) == [40, 80]
@@ -151,8 +152,9 @@ def test_auto_step_can_keep_the_spectral_embedding(tmp_path):
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 def test_auto_step_keeps_the_spectral_embedding_on_nystrom(client, dtype, tmp_path):
     blobs, _ = make_blobs(400, 20, centers=40, cluster_std=4.0, random_state=1)
+    # k-means partitions: the Nystrom map's centres decide (a final graph would)
     model = MKKMRK(40, solver="nystrom", n_landmarks=200, dtype=dtype, scheduler=client,
-                   random_state=0).fit(blobs)
+                   final_clustering="kmeans", random_state=0).fit(blobs)
     assert (model.final_step_, model.n_components_) == ("spectral", 40)
     assert model.embedding_.dtype == np.dtype(dtype) and model.feature_scale_ is None
     np.testing.assert_allclose(model.transform(blobs), model.embedding_,
@@ -267,3 +269,37 @@ def test_spectral_step_with_the_default_dictionary(monkeypatch, sample_rows):
         assert scores["within_share"] == pytest.approx(
             within_share(unit_rows(model.embedding_), model.labels_))
     assert "chosen:" not in model.summary()  # one candidate: nothing chosen
+
+
+def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp_path,
+                                                                            monkeypatch):
+    """The default's labels are AnchorGraphClustering's on the final rows of the k-means fit
+    with the same step and rank (built here independently), kept because they agree with the
+    k-means partition; below the agreement required, k-means is kept and summary() says so."""
+    from sklearn.metrics import normalized_mutual_info_score
+
+    from mkrk_dask import AnchorGraphClustering
+    from mkrk_dask.assignment import final_rows
+
+    auto = MKKMRK(10, random_state=0).fit(X)
+    plain = MKKMRK(10, final_clustering="kmeans", random_state=0).fit(X)
+    assert auto.final_clustering_ == "graph" and plain.final_clustering_ == "kmeans"
+    assert (auto.final_step_, auto.n_components_) == (plain.final_step_, plain.n_components_)
+    rows = final_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
+    graph = AnchorGraphClustering(10, n_neighbors=10, geometry="euclidean", random_state=0
+                                  ).fit(rows)
+    np.testing.assert_array_equal(auto.labels_, graph.labels_)
+    assert auto.final_graph_agreement_ == pytest.approx(
+        normalized_mutual_info_score(plain.labels_, graph.labels_))
+    assert auto.final_graph_agreement_ >= 0.5
+    assert "anchor graph of those rows" in auto.summary()
+    np.testing.assert_array_equal(auto.predict(X), auto.labels_)
+    loaded = load_model(save_model(auto, tmp_path / "model"))
+    np.testing.assert_array_equal(loaded.predict(X), auto.labels_)
+    # the paper's configuration and an explicit step keep k-means
+    assert MKKMRK.paper(10, random_state=0).fit(X).final_clustering_ == "kmeans"
+    monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_MIN_AGREEMENT", 1.01)
+    guarded = MKKMRK(10, random_state=0).fit(X)
+    assert guarded.final_clustering_ == "kmeans" and guarded.final_graph_ is None
+    np.testing.assert_array_equal(guarded.labels_, plain.labels_)
+    assert "partition: k-means" in guarded.summary()

@@ -56,7 +56,15 @@ from ..validation import (
     is_lazy,
     materialize,
 )
-from ._final import final_embedding, fitted_final_step
+from ._final import (
+    FINAL_CLUSTERINGS,
+    GRAPH_MIN_AGREEMENT,
+    GRAPH_NEIGHBORS,
+    final_embedding,
+    fitted_final_step,
+    graph_partition,
+    uses_graph,
+)
 from ._out_of_sample import OutOfSampleMixin
 from ._solver_choice import choose_for
 from ._summary import approximation_lines
@@ -112,6 +120,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "dtype": [StrOptions(set(DTYPE_CHOICES)), type, np.dtype],
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEP_CHOICES))],
+        "final_clustering": [StrOptions(set(FINAL_CLUSTERINGS))],
         "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -126,6 +135,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         check_choice("solver", self.solver, SOLVERS)
         check_choice("tol_mode", self.tol_mode, TOL_MODES)
         check_choice("final_step", self.final_step, FINAL_STEP_CHOICES)
+        check_choice("final_clustering", self.final_clustering, FINAL_CLUSTERINGS)
         if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
             raise ValueError(f"tol must be a positive number, got {self.tol!r}")
         for name in ("max_iter", "n_init"):
@@ -356,6 +366,13 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             setattr(self, name, value)
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                                if self.final_step_ == "features" else None)
+        if uses_graph(self):
+            labels, graph = graph_partition(self, embedding, labels, self.final_step_)
+        else:
+            graph = {"final_clustering_": "kmeans", "final_graph_": None,
+                     "final_graph_agreement_": None}
+        for name, value in graph.items():
+            setattr(self, name, value)
         self._set_fitted(result, embedding, backend.kernel_specs, labels)
         self._set_out_of_sample(row_map, embedding)
         self._set_approximation(approximation, result)
@@ -495,6 +512,15 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 else f"k-means on the unit rows of the top {rank} eigenvectors"
                 + (", the paper's" if rank == self.n_clusters else ""))
         lines = [f"final step: {step} ({what})"]
+        agreement = getattr(self, "final_graph_agreement_", None)
+        if getattr(self, "final_clustering_", "kmeans") == "graph":
+            lines.append(f"partition: spectral clustering on the anchor graph of those rows "
+                         f"({GRAPH_NEIGHBORS} nearest anchors), NMI {agreement:.4f} with their "
+                         f"k-means partition (kept from {GRAPH_MIN_AGREEMENT})")
+        elif agreement is not None:
+            lines.append(f"partition: k-means (the anchor graph's partition of those rows "
+                         f"agreed with it at NMI {agreement:.4f}, below "
+                         f"{GRAPH_MIN_AGREEMENT}: a different answer, not a refinement)")
         scores = getattr(self, "component_scores_", {})
         if sum(len(ranks) for ranks in scores.values()) > 1:
             agreement = ", ".join(f"{kind} {r} {score['agreement']:.4f}"

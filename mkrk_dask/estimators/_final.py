@@ -11,20 +11,23 @@ features try. Both kinds come from the one eigendecomposition.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..assignment import assign_clusters
+from ..assignment import assign_clusters, final_rows
 from ..consensus import (
     candidate_components,
     choose_partition,
     fits_candidate_bytes,
     within_share,
 )
+from ..exceptions import DisconnectedGraphWarning
 
-__all__ = ["component_candidates", "final_embedding", "fitted_final_step"]
+__all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "component_candidates",
+           "final_embedding", "fitted_final_step", "graph_partition", "uses_graph"]
 
 
 def component_candidates(estimator: Any, n_samples: int, limit: int | None = None
@@ -128,3 +131,54 @@ def fitted_final_step(estimator: Any) -> str:
     """The step whose embedding a fitted estimator clustered (``final_step_``; a model saved
     before that attribute existed clustered its ``final_step``)."""
     return getattr(estimator, "final_step_", estimator.final_step)
+
+
+#: neighbours of a row in the final step's graph (scikit-learn's SpectralClustering default for
+#: its nearest-neighbour graph)
+GRAPH_NEIGHBORS = 10
+#: the graph's partition is kept only if its NMI with the k-means partition of the same rows
+#: reaches this: a refinement of it, not a different answer (such as one cluster of nearly
+#: every row beside tiny ones, split off along the graph's weakest links)
+GRAPH_MIN_AGREEMENT = 0.5
+FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
+
+
+def uses_graph(estimator: Any) -> bool:
+    """Whether the fit refines its k-means partition on the anchor graph of its final rows:
+    ``final_clustering="graph"``, or ``"auto"`` with ``final_step="auto"`` (the label-free
+    default; an explicit step, as the paper's configuration gives, keeps k-means)."""
+    return estimator.final_clustering == "graph" or (
+        estimator.final_clustering == "auto" and estimator.final_step == "auto")
+
+
+def graph_partition(estimator: Any, embedding: np.ndarray, labels: np.ndarray, step: str
+                    ) -> tuple[np.ndarray, dict[str, Any]]:
+    """The partition of the final rows (of ``step``) by spectral clustering on their anchor
+    graph (:class:`~mkrk_dask.AnchorGraphClustering`, :data:`GRAPH_NEIGHBORS` neighbours,
+    Euclidean), kept where it agrees with the k-means partition ``labels`` (NMI at least
+    :data:`GRAPH_MIN_AGREEMENT`). The k-means partition assumes convex clusters in the
+    embedding; the graph follows curved ones. Returns the labels kept and the fitted
+    attributes ``final_clustering_``, ``final_graph_`` (None where k-means is kept) and
+    ``final_graph_agreement_``."""
+    from sklearn.metrics import normalized_mutual_info_score
+
+    from ._anchor_graph import AnchorGraphClustering
+
+    rows = final_rows(embedding, step)
+    n = rows.shape[0]
+    if n // 2 < max(estimator.n_clusters, GRAPH_NEIGHBORS):
+        return labels, {"final_clustering_": "kmeans", "final_graph_": None,
+                        "final_graph_agreement_": None}
+    graph = AnchorGraphClustering(
+        estimator.n_clusters, n_neighbors=GRAPH_NEIGHBORS, geometry="euclidean",
+        n_init=estimator.n_init, random_state=estimator.random_state)
+    with warnings.catch_warnings():
+        # disconnected parts are judged by the agreement below
+        warnings.simplefilter("ignore", DisconnectedGraphWarning)
+        graph.fit(rows)
+    agreement = float(normalized_mutual_info_score(labels, graph.labels_))
+    if agreement < GRAPH_MIN_AGREEMENT:
+        return labels, {"final_clustering_": "kmeans", "final_graph_": None,
+                        "final_graph_agreement_": agreement}
+    return graph.labels_.copy(), {"final_clustering_": "graph", "final_graph_": graph,
+                                  "final_graph_agreement_": agreement}

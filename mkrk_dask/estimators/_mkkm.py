@@ -24,7 +24,8 @@ __all__ = ["MKKM", "MKKMMR"]
 
 # The settings of the estimators' common parameters that the paper's Table 2 used: its 12
 # kernels, exact, the spectral final step (the unit rows of H).
-_PAPER_COMMON = {"kernels": "paper", "final_step": "spectral", "solver": "exact"}
+_PAPER_COMMON = {"kernels": "paper", "final_step": "spectral", "final_clustering": "kmeans",
+                 "solver": "exact"}
 
 
 class MKKM(MultipleKernelKMeans):
@@ -40,9 +41,9 @@ class MKKM(MultipleKernelKMeans):
     ----------
     n_clusters : int, default=8
         Number of clusters k.
-    kernels, solver, final_step, n_components, normalize, tol, tol_mode, max_iter, n_init, store,
-    storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, backend_options,
-    random_state, verbose
+    kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
+max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
+backend_options, random_state, verbose
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
 
     Attributes
@@ -71,6 +72,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         kernels: Any = "auto",
         solver: str = "auto",
         final_step: str = "auto",
+        final_clustering: str = "auto",
         n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
@@ -92,6 +94,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.kernels = kernels
         self.solver = solver
         self.final_step = final_step
+        self.final_clustering = final_clustering
         self.n_components = n_components
         self.normalize = normalize
         self.tol = tol
@@ -141,9 +144,9 @@ class MKKMMR(MultipleKernelKMeans):
     qp_gap_tol : float, default=1e-8
         Every weight step must have a duality gap below ``qp_gap_tol`` times its objective,
         else an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
-    kernels, solver, final_step, n_components, normalize, tol, tol_mode, max_iter, n_init, store,
-    storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, backend_options,
-    random_state, verbose
+    kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
+max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
+backend_options, random_state, verbose
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
 
     Attributes
@@ -182,6 +185,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         kernels: Any = "auto",
         solver: str = "auto",
         final_step: str = "auto",
+        final_clustering: str = "auto",
         n_components: Any = "auto",
         normalize: bool = True,
         tol: float = 1e-5,
@@ -206,6 +210,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.kernels = kernels
         self.solver = solver
         self.final_step = final_step
+        self.final_clustering = final_clustering
         self.n_components = n_components
         self.normalize = normalize
         self.tol = tol

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..assignment import lloyd_centres, nearest_centre
+from ..assignment import final_rows, lloyd_centres, nearest_centre
 from ..validation import check_feature_views
 from ._final import fitted_final_step
 
@@ -32,15 +32,25 @@ class OutOfSampleMixin:
         """
         if row_map is None:
             return
-        centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
-                                                 step=fitted_final_step(self))
+        if getattr(self, "final_graph_", None) is not None:
+            # The graph's partition stays as it is (Lloyd steps would pull it back towards
+            # convex clusters); predict goes through the graph, the centres are the clusters'
+            # means of the final rows.
+            rows = final_rows(embedding, fitted_final_step(self))
+            centres = np.vstack([rows[self.labels_ == c].mean(axis=0)
+                                 for c in range(self.n_clusters)])
+            labels, changed = self.labels_, 0
+        else:
+            centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
+                                                     step=fitted_final_step(self))
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
         self.row_map_ = row_map
         if self.solver_ == "nystrom":
-            # The Nystrom map also predicts by itself (a saved model needs nothing else).
-            row_map.centres = centres
+            # The Nystrom map also predicts by itself (a saved model needs nothing else),
+            # where the centres decide (not the final graph's partition).
+            row_map.centres = centres if getattr(self, "final_graph_", None) is None else None
             row_map.feature_scale = self.feature_scale_
             row_map.n_labels_polished = changed
             self.nystrom_model_ = row_map
@@ -109,5 +119,8 @@ class OutOfSampleMixin:
         -------
         ndarray of shape (n_samples,)
         """
-        return nearest_centre(self.transform(X), self.cluster_centers_,
-                              step=fitted_final_step(self))
+        rows = self.transform(X)
+        graph = getattr(self, "final_graph_", None)
+        if graph is not None:  # the graph of the final rows partitioned the training data
+            return graph.predict(final_rows(rows, fitted_final_step(self)))
+        return nearest_centre(rows, self.cluster_centers_, step=fitted_final_step(self))
