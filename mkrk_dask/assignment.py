@@ -14,6 +14,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "FINAL_STEP_CHOICES",
+           "FINAL_CLUSTERINGS",
            "repeated_assignments", "nearest_centre", "lloyd_centres"]
 
 
@@ -22,6 +23,8 @@ FINAL_STEPS = ("features", "spectral")
 #: the estimators' ``final_step``: one of the steps, or ``"auto"`` (every candidate of both
 #: kinds, the partition that agrees most with the others kept)
 FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
+#: how the final rows are partitioned (:func:`mkrk_dask.estimators._final.uses_graph`)
+FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
 #: rows per block of :func:`nearest_centre`
 _BLOCK_ROWS = 65536
 

@@ -235,3 +235,19 @@ def test_graph_on_zarr_input_and_bad_options(digits_npz: Path, tmp_path: Path,
     assert main(["graph", str(digits_npz), "--n-anchors", "5", "-q"]) == 2
     err = capsys.readouterr().err.strip()
     assert "needs at least n_clusters=10 anchors" in err and "\n" not in err
+
+
+def test_fit_records_the_final_partition_and_final_clustering_sets_it(
+        digits_npz: Path, tmp_path: Path) -> None:
+    for extra, expected in (([], {"graph", "kmeans"}), (["--final-clustering", "kmeans"],
+                                                         {"kmeans"})):
+        out = tmp_path / f"run{len(extra)}"
+        assert main(["fit", str(digits_npz), "--n-init", "2", "--out", str(out), "-q",
+                     *extra]) == 0
+        result = json.loads((out / "result.json").read_text())
+        assert result["final_clustering"] in expected
+        assert (result["final_graph_agreement"] is None) == (extra != [])
+    paper = tmp_path / "paper"
+    assert main(["fit", str(digits_npz), "--paper", "--n-init", "2", "--out", str(paper),
+                 "-q"]) == 0
+    assert json.loads((paper / "result.json").read_text())["final_clustering"] == "kmeans"

@@ -115,7 +115,7 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
                 if getattr(args, "paper", False) and key != "solver"}
     given = {"lam": getattr(args, "lam", None), "kernels": _kernels_arg(args.kernels),
              "dissimilarity": args.dissimilarity, "lam_scaling": args.lam_scaling,
-             "final_step": args.final_step,
+             "final_step": args.final_step, "final_clustering": args.final_clustering,
              "n_components": getattr(args, "n_components", None)}
     known = cls().get_params()
     for key, value in given.items():

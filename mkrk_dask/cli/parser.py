@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..anchor_graph import GEOMETRIES as ANCHOR_GEOMETRIES
-from ..assignment import FINAL_STEP_CHOICES
+from ..assignment import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES
 from ..backends.options import DTYPE_CHOICES
 from ..dissimilarity import MEASURES
 from ..estimators import ESTIMATORS
@@ -201,6 +201,11 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                         "unit rows of the top k eigenvectors (spectral: the paper's), or "
                         "both kinds tried and the partition that agrees most with the others "
                         "kept (auto, the default)")
+    g.add_argument("--final-clustering", choices=FINAL_CLUSTERINGS, default=None,
+                   help="how the final rows are partitioned: k-means (kmeans: the paper's), or "
+                        "refined by spectral clustering on their anchor graph where it agrees "
+                        "with k-means at NMI 0.5 or more (graph); auto (the default): graph "
+                        "with --final-step auto, kmeans otherwise")
     g.add_argument("--n-components", type=_components, default=None,
                    help="eigenpairs of the features final step (and of the spectral ones "
                         "'auto' tries besides k): 'auto' (default: 2k, 4k and 8k tried) or a "

@@ -54,11 +54,12 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     in the number of rows: the spectrum comes from an m x m matrix (m anchors in all views).
 
     The graph links near neighbours only, where the kernels of :class:`MKKMRK` have global
-    widths. It is the better choice for data sampled densely along curved clusters, such as
-    images with many rows per cluster, and the worse one for few rows per cluster or where
-    the distances between far rows carry the clusters (text, tables of measurements).
-    Nothing tells the two cases apart without labels, so it is an estimator of its own and
-    not part of :class:`MKKMRK`'s default (``docs/defaults.rst`` has the measurements).
+    widths. On the raw rows it is the better choice for data sampled densely along curved
+    clusters, such as images with many rows per cluster, and the worse one for few rows per
+    cluster or where the distances between far rows carry the clusters (text, tables of
+    measurements). :class:`MKKMRK`'s default builds it on its own final rows instead (the
+    learned kernel's features; ``final_clustering``), which keeps most of the gain on images
+    without the losses (``docs/defaults.rst`` has the measurements).
 
     Parameters
     ----------

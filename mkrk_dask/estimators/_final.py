@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..assignment import assign_clusters, final_rows
+from ..assignment import FINAL_CLUSTERINGS, assign_clusters, final_rows
 from ..consensus import (
     candidate_components,
     choose_partition,
@@ -140,7 +140,6 @@ GRAPH_NEIGHBORS = 10
 #: reaches this: a refinement of it, not a different answer (such as one cluster of nearly
 #: every row beside tiny ones, split off along the graph's weakest links)
 GRAPH_MIN_AGREEMENT = 0.5
-FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
 
 
 def uses_graph(estimator: Any) -> bool:
