@@ -175,7 +175,7 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
     # An anchor no row chose has no degree and no column in the graph.
     column_scale = np.divide(1.0, np.sqrt(degrees), out=np.zeros(m), where=degrees > 0)
     graph = ViewGraph(anchors, angular, width, column_scale, n_neighbors)
-    return graph, _factor(nearest, sq_dist, width, column_scale)
+    return graph, (Z @ sp.diags(column_scale)).tocsr()
 
 
 def graph_factor(factors: list[sp.csr_matrix]) -> sp.csr_matrix:

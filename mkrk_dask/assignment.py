@@ -14,7 +14,7 @@ import numpy as np
 from sklearn.cluster import KMeans
 
 __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "FINAL_STEP_CHOICES",
-           "FINAL_CLUSTERINGS",
+           "FINAL_CLUSTERINGS", "cluster_means",
            "repeated_assignments", "nearest_centre", "lloyd_centres"]
 
 
@@ -106,6 +106,18 @@ def _cluster_sums(U: np.ndarray, labels: np.ndarray, n_clusters: int, step: str 
     return sums
 
 
+def cluster_means(U: np.ndarray, labels: np.ndarray, n_clusters: int, *,
+                  step: str | None = None, out: np.ndarray | None = None) -> np.ndarray:
+    """The mean row of every cluster (of ``final_rows(U, step)`` with ``step``), by row
+    blocks; an empty cluster keeps its row of ``out`` (zeros without it)."""
+    centres = np.zeros((n_clusters, U.shape[1])) if out is None else out
+    counts = np.bincount(labels, minlength=n_clusters)
+    sums = _cluster_sums(U, labels, n_clusters, step)
+    filled = counts > 0
+    centres[filled] = sums[filled] / counts[filled, None]
+    return centres
+
+
 def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: int = 300,
                   *, step: str | None = None) -> tuple[np.ndarray, np.ndarray, int]:
     """Centres as the means of ``labels``, polished by Lloyd steps to a fixed point.
@@ -118,10 +130,7 @@ def lloyd_centres(U: np.ndarray, labels: np.ndarray, n_clusters: int, max_iter: 
     original = labels.copy()
     centres = np.zeros((n_clusters, U.shape[1]))
     for _ in range(max_iter):
-        counts = np.bincount(labels, minlength=n_clusters)
-        sums = _cluster_sums(U, labels, n_clusters, step)
-        filled = counts > 0
-        centres[filled] = sums[filled] / counts[filled, None]
+        centres = cluster_means(U, labels, n_clusters, step=step, out=centres)
         new = nearest_centre(U, centres, step=step)
         if np.array_equal(new, labels):
             break

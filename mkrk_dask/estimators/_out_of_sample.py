@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..assignment import final_rows, lloyd_centres, nearest_centre
+from ..assignment import cluster_means, final_rows, lloyd_centres, nearest_centre
 from ..validation import check_feature_views
 from ._final import fitted_final_step
 
@@ -36,9 +36,8 @@ class OutOfSampleMixin:
             # The graph's partition stays as it is (Lloyd steps would pull it back towards
             # convex clusters); predict goes through the graph, the centres are the clusters'
             # means of the final rows.
-            rows = final_rows(embedding, fitted_final_step(self))
-            centres = np.vstack([rows[self.labels_ == c].mean(axis=0)
-                                 for c in range(self.n_clusters)])
+            centres = cluster_means(embedding, np.asarray(self.labels_), self.n_clusters,
+                                    step=fitted_final_step(self))
             labels, changed = self.labels_, 0
         else:
             centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,

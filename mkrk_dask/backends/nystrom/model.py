@@ -504,7 +504,9 @@ class NystromModel:
     def predict(self, views: Sequence[Any]) -> np.ndarray:
         """Nearest learned centre of the unit-length rows of :meth:`transform`."""
         if self.centres is None:
-            raise ValueError("this Nystrom model has no cluster centres yet (not fitted)")
+            raise ValueError("this Nystrom model has no cluster centres: not fitted yet, or its "
+                             "estimator's labels come from a final graph (final_clustering_="
+                             "'graph'); call the estimator's predict")
         rows = self.transform(views)
         if self.feature_scale is None:
             return nearest_centre(rows, self.centres, step="spectral")
