@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import (
     fill_kernel_blocks,
     kernel_matrices,
@@ -81,7 +81,7 @@ def main() -> None:
     rows = []
     for n in args.n:
         X = view[:n]
-        dictionary = auto_dictionary(args.geometry, 1)
+        dictionary = auto_kernels([args.geometry] * 1)
         sets = [(f"default ({args.geometry})",
                  resolve_kernels(dictionary, [0.0], median_scales([X], dictionary))),
                 ("paper (12)", resolve_kernels(paper_kernels(), [max_pairwise_distance(X)]))]

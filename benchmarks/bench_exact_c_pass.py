@@ -30,7 +30,7 @@ import numpy as np
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends import make_backend
 from mkrk_dask.backends.options import EXACT_DISSIMILARITY_BUDGET, NystromOptions
-from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import normalized_mutual_info
 
@@ -43,7 +43,7 @@ def pass_costs(n: int) -> list[str]:
             "per pair | ns per product |", "|---|---|---|---|---|---|---|---|"]
     for d in (10, 784):
         X = np.abs(rng.normal(size=(n, d)))
-        for label, specs in (("default", auto_dictionary("euclidean", 1)),
+        for label, specs in (("default", auto_kernels(["euclidean"] * 1)),
                              ("paper", paper_kernels())):
             for threshold in (0.01, 0.0):
                 options = NystromOptions(exact_dissimilarity_max_n=n, n_landmarks=500,

@@ -37,7 +37,7 @@ from threadpoolctl import threadpool_limits
 from mkrk_dask._lapack import syrk_upper
 from mkrk_dask.backends.nystrom import NystromBackend
 from mkrk_dask.cluster import DaskSession
-from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.synthetic import make_multiview_blobs
 
 from _common import now, write_report
@@ -52,7 +52,7 @@ def default_model(n: int, seed: int):
     try:
         with tempfile.TemporaryDirectory() as tmp:
             backend = NystromBackend.from_views(
-                views, auto_dictionary("euclidean", 4), store=f"{tmp}/f.zarr",
+                views, auto_kernels(["euclidean"] * 4), store=f"{tmp}/f.zarr",
                 scheduler=session.client, n_landmarks=500, dtype="float32",
                 random_state=seed, overwrite=True)
             model = backend.model

@@ -25,7 +25,7 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, MISSED_FRACTION_WARNING, NystromBackend
 from mkrk_dask.backends.options import NystromOptions
 from mkrk_dask.datasets import load_dataset
-from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import as_kernel_specs
 from mkrk_dask.protocol import DATASETS
 from mkrk_dask.solver import solve
@@ -74,7 +74,7 @@ def main() -> None:
         views, y = list(data.views), data.y
         k = data.n_classes
         specs = (as_kernel_specs("paper", len(views)) if args.kernels == "paper"
-                 else auto_dictionary("euclidean", len(views)))
+                 else auto_kernels(["euclidean"] * len(views)))
         t0 = time.perf_counter()
         exact = ExactBackend.from_views(views, specs)
         t_exact = time.perf_counter() - t0

@@ -32,7 +32,7 @@ from mkrk_dask._threads import usable_cores
 from mkrk_dask.assignment import assign_clusters
 from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows
 from mkrk_dask.cluster import DaskSession
-from mkrk_dask.estimators._dictionary import auto_dictionary
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import KernelSpec
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.solver import solve
@@ -66,15 +66,15 @@ def dask_views(n: int, seed: int, block: int = 65536):
 #: x the sampled median distance per view, 16 kernels; what ``MKKMRK(k)`` fits on them)
 KERNEL_SETS = {
     "paper12": ("m = 12 kernels (per view: gaussian c=0.1, gaussian c=1, polynomial a=1 b=2)"),
-    "default": ("the library's default dictionary for real-valued views, `auto_dictionary("
-                "\"euclidean\", 4)`: m = 16 kernels (per view: cosine and Gaussians at 0.5, 1 "
+    "default": ("the library's default dictionary for real-valued views, `auto_kernels(["
+                "\"euclidean\"] * 4)`: m = 16 kernels (per view: cosine and Gaussians at 0.5, 1 "
                 "and 2 x the median distance of a 2,000-row sample)"),
 }
 
 
 def specs(kind: str = "paper12") -> list[KernelSpec]:
     if kind == "default":
-        return auto_dictionary("euclidean", 4)
+        return auto_kernels(["euclidean"] * 4)
     out = []
     for v in range(4):
         out += [KernelSpec("gaussian", c=0.1, view=v), KernelSpec("gaussian", c=1.0, view=v),

@@ -201,6 +201,8 @@ def _save_fitted(estimator: Any, arrays: _Arrays, prefix: str) -> dict[str, Any]
         elif name == "view_graphs_":
             fitted[name] = {"view_graphs": [_save_view_graph(g, f"{prefix}graph{v}", arrays)
                                             for v, g in enumerate(value)]}
+        elif name == "plan_":
+            fitted[name] = {"plan": json_normalize(value.to_dict())}
         elif name == "final_graph_" and value is not None:
             fitted[name] = {"estimator": {
                 "class": type(value).__name__, "params": _params(value),
@@ -223,6 +225,10 @@ def _load_fitted(estimator: Any, fitted: dict[str, Any], arrays: _Arrays) -> Non
     for name, ref in fitted.items():
         if name == "kernels_":
             value = None if ref is None else [KernelSpec(**d) for d in ref]
+        elif "plan" in ref:
+            from .plan import FitPlan
+
+            value = FitPlan.from_dict(ref["plan"])
         elif "view_graphs" in ref:
             value = [_load_view_graph(g, arrays) for g in ref["view_graphs"]]
         elif "estimator" in ref:

@@ -159,6 +159,57 @@ def validate_matrix(estimator: Any, X: Any, **kwargs: Any) -> Any:
         raise ValueError(message) from None
 
 
+def _describe(constraint: Any) -> str:
+    """A constraint of ``_parameter_constraints`` in words."""
+    from numbers import Integral
+
+    from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+
+    if constraint is None:
+        return "None"
+    if isinstance(constraint, StrOptions):
+        return f"one of {tuple(sorted(constraint.options, key=lambda o: (o != 'auto', o)))}"
+    if isinstance(constraint, Interval):
+        kind = "integer" if constraint.type is Integral else "finite number"
+        low, high = constraint.left, constraint.right
+        if high is None and low == (1 if kind == "integer" else 0) and (
+                kind == "integer" or constraint.closed in ("neither", "right")):
+            return f"a positive {kind.split()[-1]}"
+        words = [f"a{'n' if kind == 'integer' else ''} {kind}"]  # "a finite number >= 0"
+        if low is not None:
+            words.append(f"{'>=' if constraint.closed in ('left', 'both') else '>'} {low}")
+        if high is not None:
+            words.append(f"{'<=' if constraint.closed in ('right', 'both') else '<'} {high}")
+        return " ".join(words)
+    if isinstance(constraint, HasMethods):
+        return "a Client"
+    if isinstance(constraint, type):
+        return {str: "a string", list: "a list", tuple: "a tuple", dict: "a dict"}.get(
+            constraint, f"a {constraint.__name__}")
+    return {"boolean": "a bool", "random_state": "an int, a RandomState or None",
+            "verbose": "an int >= 0", "array-like": "an array"}.get(constraint, str(constraint))
+
+
+def check_constraints(params: dict[str, Any], constraints: dict[str, list]) -> None:
+    """Every parameter against its constraints (an estimator's ``_parameter_constraints``):
+    the one place a parameter's type and range are checked. The error names the parameter,
+    what it must be and what it got, in one line."""
+    from sklearn.utils._param_validation import Interval, InvalidParameterError, make_constraint
+
+    for name, allowed in constraints.items():
+        if name not in params or allowed == "no_validation":
+            continue
+        value = params[name]
+        made = [make_constraint(c) for c in allowed]
+        # a bool is no number here (scikit-learn's Interval takes True for 1)
+        if any(c.is_satisfied_by(value) and not (isinstance(value, bool)
+                                                 and isinstance(c, Interval)) for c in made):
+            continue
+        shown = [_describe(c) for c in allowed if c not in (np.dtype,)]
+        raise InvalidParameterError(f"{name} must be {' or '.join(dict.fromkeys(shown))}, "
+                                    f"got {value!r}")
+
+
 def check_n_clusters(n_clusters: Any, n_samples: int) -> int:
     """``n_clusters`` must be an integer in [1, n_samples]."""
     if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
@@ -173,9 +224,9 @@ def check_n_clusters(n_clusters: Any, n_samples: int) -> int:
 def check_lambda(lam: Any) -> float:
     """lambda must be a finite real >= 0."""
     if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
-        raise ValueError(f"lam must be a finite real number, got {lam!r}")
+        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
     if lam < 0:
-        raise ValueError(f"lam must be >= 0, got {lam}")
+        raise ValueError(f"lam must be a finite number >= 0, got {lam}")
     return float(lam)
 
 

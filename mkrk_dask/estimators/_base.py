@@ -15,7 +15,6 @@ import copy
 import hashlib
 import inspect
 import json
-import numbers
 import os
 import time
 import warnings
@@ -37,36 +36,32 @@ from .. import progress
 from .._compute import compute_here
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
-from ..backends import KernelBackend, make_backend, make_options, option_names
+from ..backends import KernelBackend, make_backend, make_options
 from ..backends.base import APPROXIMATION_WARNING
 from ..backends.options import DTYPE_CHOICES
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
-from ..kernels import KernelSpec, as_kernel_specs
-from ..landmarks import LANDMARK_METHODS
+from ..kernels import KernelSpec
+from ..plan import (
+    GRAPH_MIN_AGREEMENT,
+    PREPROCESSING_CHOICES,
+    FitPlan,
+    backend_settings,
+    make_plan,
+)
 from ..precomputed import check_precomputed, kernel_stack
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
-    LAM_SCALINGS,
     TOL_MODES,
-    check_choice,
+    check_constraints,
     check_feature_views,
     check_lambda,
     check_n_clusters,
     is_lazy,
     materialize,
 )
-from ._final import (
-    FINAL_CLUSTERINGS,
-    GRAPH_MIN_AGREEMENT,
-    GRAPH_NEIGHBORS,
-    final_embedding,
-    fitted_final_step,
-    graph_partition,
-    uses_graph,
-)
+from ._final import FINAL_CLUSTERINGS, final_embedding, graph_partition, kmeans_partition
 from ._out_of_sample import OutOfSampleMixin
-from ._solver_choice import choose_for
 from ._summary import approximation_lines
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
@@ -114,39 +109,28 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "store": [None, str, os.PathLike],
         "storage_options": [None, dict],
         "scheduler": [None, str, HasMethods(["submit", "scatter"])],
-        "chunk_size": [None, Interval(Integral, 1, None, closed="left")],
-        "n_landmarks": [Interval(Integral, 1, None, closed="left"), "array-like"],
-        "landmarks": [StrOptions(set(LANDMARK_METHODS))],
+        # validated by the backend options (plan.backend_settings), the one place
+        "chunk_size": "no_validation",
+        "n_landmarks": "no_validation",
+        "landmarks": "no_validation",
         "dtype": [StrOptions(set(DTYPE_CHOICES)), type, np.dtype],
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEP_CHOICES))],
         "final_clustering": [StrOptions(set(FINAL_CLUSTERINGS))],
+        "preprocessing": [StrOptions(set(PREPROCESSING_CHOICES))],
         "n_components": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
     }
 
-    # -- validation -----------------------------------------------------------------------
+    # -- validation and the plan -------------------------------------------------------------
 
     def _check_params(self) -> None:
-        """Every parameter, before any work: the common ones (with messages that name the
-        problem), the method's, then scikit-learn's declarative constraints."""
-        check_n_clusters(self.n_clusters, np.iinfo(np.int64).max)
-        check_choice("solver", self.solver, SOLVERS)
-        check_choice("tol_mode", self.tol_mode, TOL_MODES)
-        check_choice("final_step", self.final_step, FINAL_STEP_CHOICES)
-        check_choice("final_clustering", self.final_clustering, FINAL_CLUSTERINGS)
-        if not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a positive number, got {self.tol!r}")
-        for name in ("max_iter", "n_init"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if not (self.n_components == "auto" or (
-                isinstance(self.n_components, numbers.Integral)
-                and not isinstance(self.n_components, bool) and self.n_components >= 1)):
-            raise ValueError(f"n_components must be 'auto' or a positive integer, got "
-                             f"{self.n_components!r}")
+        """Every parameter, before any work: each against its ``_parameter_constraints``
+        (:func:`~mkrk_dask.validation.check_constraints`, the one place), then what involves
+        several (the method's too), then the settings of every backend the fit could use."""
+        params = self.get_params(deep=False)
+        check_constraints(params, self._parameter_constraints)
         if (self.final_step == "spectral" and self.n_components != "auto"
                 and self.n_components < self.n_clusters):
             # The unit rows of fewer eigenvectors than clusters cannot tell the clusters apart
@@ -154,120 +138,98 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             raise ValueError(f"final_step='spectral' needs n_components >= n_clusters "
                              f"({self.n_clusters}), got {self.n_components}; use "
                              f"final_step='features' for fewer eigenpairs")
-        if isinstance(self.dtype, str) and self.dtype not in DTYPE_CHOICES:
-            raise ValueError(f"dtype must be one of {DTYPE_CHOICES}, got {self.dtype!r}")
         if self.solver == "exact" and self.store is not None:
             # It would be ignored: the user would believe the fit resumable.
             raise ValueError("store applies to solver='blockwise' or 'nystrom' (or 'auto'); "
                              "the exact backend keeps its kernels in memory")
-        if self.backend_options is not None and not isinstance(self.backend_options, dict):
-            raise ValueError(f"backend_options must be a dict or None, got "
-                             f"{type(self.backend_options).__name__}")
         self._check_method_params()
-        # The settings of every backend the fit could use, validated now (not after a build).
+        defaults = self._defaults()
         for solver in (("exact", "blockwise", "nystrom") if self.solver == "auto"
                        else (self.solver,)):
-            self._backend_options(solver, strict=self.solver != "auto")
-        # What the checks above do not cover (types of the other parameters).
-        self._validate_params()
+            make_options(solver, **backend_settings(solver, params, defaults,
+                                                    strict=self.solver != "auto"))
+
+    @classmethod
+    def _defaults(cls) -> dict:
+        return {k: v.default for k, v in inspect.signature(cls).parameters.items()}
 
     def _check_method_params(self) -> None:  # noqa: B027 - optional hook
-        """Checks of the method's own parameters (one-line errors)."""
+        """Checks of the method's own parameters that involve more than one of them."""
 
     def _check_trade_off(self) -> None:
-        """``lam``, ``lam_scaling`` and ``qp_gap_tol`` of a method with a lambda and a QP."""
+        """``lam`` is finite (its range is a constraint)."""
         check_lambda(self.lam)
-        check_choice("lam_scaling", self.lam_scaling, LAM_SCALINGS)
-        if not isinstance(self.qp_gap_tol, numbers.Real) or not self.qp_gap_tol > 0:
-            raise ValueError(f"qp_gap_tol must be a positive number, got {self.qp_gap_tol!r}")
 
-    def _backend_options(self, solver: str, strict: bool = True) -> Any:
-        """The typed options of ``solver`` from the estimator's parameters and
-        ``backend_options``. With ``strict=False`` (``solver="auto"``), options that belong to
-        another backend are left out instead of refused."""
-        names = set(option_names(solver))
-        settings = {key: getattr(self, key) for key in ("chunk_size", "dtype", "n_landmarks",
-                                                          "landmarks") if key in names}
-        if "dtype" in settings:
-            settings["dtype"] = self._storage_dtype()
-        extra = dict(self.backend_options or {})
-        # backend_options may set what the parameter leaves at its default, not both.
-        defaults = {k: v.default for k, v in inspect.signature(type(self)).parameters.items()}
-        twice = sorted(k for k in set(extra) & set(settings)
-                       if settings[k] is not defaults[k] and settings[k] != defaults[k])
-        for key in set(extra) & set(settings):
-            settings.pop(key)
-        if twice:
-            raise ValueError(f"{', '.join(twice)} given both as a parameter and in "
-                             "backend_options; give it once")
-        if not strict:
-            known = set().union(*(option_names(s) for s in ("exact", "blockwise", "nystrom")))
-            unknown = sorted(set(extra) - known)
-            if unknown:
-                raise ValueError(f"unknown backend option(s) {', '.join(map(repr, unknown))}; "
-                                 f"no backend has them")
-            extra = {k: v for k, v in extra.items() if k in names}
-        return make_options(solver, **settings, **extra)
-
-    def _prepare_input(self, X: Any) -> tuple[list | np.ndarray, list[KernelSpec] | None, int]:
-        """Validated views (or precomputed kernels), kernel specs (None for precomputed
-        kernels and for ``kernels="auto"``) and n_samples.
+    def _prepare_input(self, X: Any) -> tuple[Any, bool]:
+        """Validated views, or precomputed kernels (``(data, precomputed)``).
 
         Records what the features were: ``n_features_per_view_`` (one count per view) and
         ``n_features_in_``, their total (the single view's count for one matrix);
         ``feature_names_in_`` only for one matrix with string column names (precomputed
         kernels have no features)."""
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
-            # Shapes now; the values when the backend is chosen (_make_backend): the exact
+            # Shapes now; the values when the backend is made (_make_backend): the exact
             # backend checks them while making its normalised copy.
-            K = kernel_stack(X)
-            return K, None, K.shape[1]
+            return kernel_stack(X), True
         # Dask and Zarr input stays where it is: shape and dtype now, values as the first
         # pass reads them.
         views = check_feature_views(self, X, reset=True)
         self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
         self.n_features_in_ = sum(self.n_features_per_view_)
-        # kernels="auto" has no specs of its own: each candidate dictionary brings them.
-        auto = isinstance(self.kernels, str) and self.kernels == "auto"
-        specs = None if auto else as_kernel_specs(self.kernels, n_views=len(views))
-        return views, specs, int(views[0].shape[0])
+        return views, False
 
-    def _storage_dtype(self) -> Any:
-        """The storage precision: ``dtype``, or what ``dtype="auto"`` resolved to
-        (:meth:`_choose_solver`)."""
-        if self._auto_dtype():
-            return getattr(self, "_dtype_used", "float64")
-        return self.dtype
+    def _resolve(self, X: Any) -> tuple[FitPlan, Any]:
+        """Validate every parameter and ``X``, and make the plan (:func:`mkrk_dask.plan.make_plan`,
+        where every ``"auto"`` is resolved): ``(plan, data)``."""
+        self._check_params()
+        data, precomputed = self._prepare_input(X)
+        n_samples = int(data.shape[1] if precomputed else data[0].shape[0])
+        check_n_clusters(self.n_clusters, n_samples)
+        if self.n_components != "auto" and self.n_components > n_samples - 1:
+            raise ValueError(f"n_components={self.n_components} is more than the "
+                             f"{n_samples - 1} eigenpairs that {n_samples} samples allow "
+                             "(n_samples - 1)")
+        plan = make_plan(self.method, self.get_params(deep=False), self._defaults(), data,
+                         precomputed=precomputed)
+        return plan, data
 
-    def _auto_dtype(self) -> bool:
-        return isinstance(self.dtype, str) and self.dtype == "auto"
+    def plan(self, X: Any) -> FitPlan:
+        """What :meth:`fit` would do on ``X``, decided without fitting: every ``"auto"``
+        resolved, with its reason and the expected cost (:class:`~mkrk_dask.plan.FitPlan`).
 
-    def _choose_solver(self, n_samples: int, n_kernels: int, precomputed: bool = False,
-                       lazy: bool = False, specs: list[KernelSpec] | None = None) -> str:
-        """The solver, and what ``dtype="auto"`` stores (:func:`._solver_choice.choose_for`)."""
-        return choose_for(self, n_samples, n_kernels, precomputed=precomputed, lazy=lazy,
-                          specs=specs)
+        Reads a sample of at most 2,000 rows of every view; computes no kernel.
 
-    def _make_backend(self, data: Any, specs: list[KernelSpec] | None) -> KernelBackend:
-        """The backend for the chosen solver, made by :func:`mkrk_dask.backends.make_backend`."""
-        n_samples = data.shape[1] if specs is None else data[0].shape[0]
-        lazy = specs is None and is_lazy(data)
-        solver = self._choose_solver(n_samples, data.shape[0] if specs is None else len(specs),
-                                     precomputed=specs is None, lazy=lazy, specs=specs)
-        if specs is None and solver == "nystrom":
+        Examples
+        --------
+        >>> from sklearn.datasets import load_wine
+        >>> from mkrk_dask import MKKMRK
+        >>> X, _ = load_wine(return_X_y=True)
+        >>> MKKMRK(3).plan(X).decision("preprocessing").value
+        'standardize'
+        """
+        from sklearn.base import clone
+
+        return clone(self)._resolve(X)[0]
+
+    def _make_backend(self, plan: FitPlan, data: Any) -> KernelBackend:
+        """The backend the plan chose, made by :func:`mkrk_dask.backends.make_backend`."""
+        solver, options = plan.solver, plan.backend_options()
+        precomputed = plan.kernels is None
+        if precomputed and solver == "nystrom":
             raise ValueError("solver='nystrom' needs features, not precomputed kernels")
-        if specs is None and solver != "exact":
+        if precomputed and solver != "exact":
             data = check_precomputed(data)
-        options = self._backend_options(solver, strict=self.solver != "auto")
-        self._solver_used = solver
-        if solver == "exact" and specs is not None and any(is_lazy(v) for v in data):
-            data = materialize(data)  # dense kernels in memory: the data fit there too
-        if solver == "exact" and lazy:
+        if not precomputed:
+            data = plan.apply_scaling(data)
+            if solver == "exact" and any(is_lazy(v) for v in data):
+                data = materialize(data)  # dense kernels in memory: the data fit there too
+        elif solver == "exact" and is_lazy(data):
             # Read whole for the exact backend; the array read is the fit's own, so it is
             # prepared in place instead of copied again.
             data = np.ascontiguousarray(compute_here(data), dtype=np.float64)
             options = replace(options, copy=False)
-        inputs = dict(kernels=data) if specs is None else dict(views=data, specs=specs)
+        inputs = (dict(kernels=data) if precomputed
+                  else dict(views=data, specs=list(plan.kernels)))
         return make_backend(options, **inputs, normalize=self.normalize, store=self.store,
                             storage_options=self.storage_options, scheduler=self.scheduler,
                             random_state=self.random_state)
@@ -276,21 +238,16 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         """Refuse a backend the method cannot use (before any iteration)."""
 
     def _build(self, X: Any) -> tuple[KernelBackend, int]:
-        """Validate everything and build the backend; shared with :func:`lambda_search`."""
-        self._check_params()
-        data, specs, n_samples = self._prepare_input(X)
-        check_n_clusters(self.n_clusters, n_samples)
-        if self.n_components != "auto" and self.n_components > n_samples - 1:
-            raise ValueError(f"n_components={self.n_components} is more than the "
-                             f"{n_samples - 1} eigenpairs that {n_samples} samples allow "
-                             "(n_samples - 1)")
-        backend = self._make_backend(data, specs)
+        """Validate, plan and build the backend; shared with :func:`lambda_search`."""
+        plan, data = self._resolve(X)
+        self.plan_ = plan
+        backend = self._make_backend(plan, data)
         try:
             self._check_backend(backend)
         except BaseException:
             backend.close()
             raise
-        return backend, n_samples
+        return backend, plan.n_samples
 
     # -- fitting ----------------------------------------------------------------------------
 
@@ -329,7 +286,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         return progress.reporting(int(self.verbose or 0))
 
     def fit(self, X: Any, y: Any = None) -> MultipleKernelKMeans:
-        """Learn the kernel weights and cluster ``X``.
+        """Learn the kernel weights and cluster ``X``, as :meth:`plan` says.
 
         Parameters
         ----------
@@ -343,42 +300,53 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         self
         """
         self._clear_fitted()
-        if isinstance(self.kernels, str) and self.kernels == "auto":
-            from ._dictionary import fit_auto_dictionary
+        clock = [("start", time.perf_counter())]
 
-            return fit_auto_dictionary(self, X)
-        started = time.perf_counter()
+        def mark(stage: str) -> None:
+            clock.append((stage, time.perf_counter()))
+
+        plan, data = self._resolve(X)
         with self._reporting():
-            backend, n_samples = self._build(X)
-            built = time.perf_counter()
+            for line in plan.lines():
+                progress.reporter().log(f"[{type(self).__name__}] {line}")
+            mark("plan")
+            backend = self._make_backend(plan, data)
+            try:
+                self._check_backend(backend)
+            except BaseException:
+                backend.close()
+                raise
+            mark("build")
+            k, n_init = self.n_clusters, self.n_init
             with backend:
                 with local_threads(backend.compute_threads()):
                     result = self._run(backend)
-                    looped = time.perf_counter()
-                    top, embedding, labels, fitted = final_embedding(self, backend, result,
-                                                                     n_samples)
+                    mark("loop")
+                    top, rows = final_embedding(plan, backend, result)
+                    mark("embedding")
+                    labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
+                                              random_state=self.random_state)
+                    mark("kmeans")
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
-        # Only now, the backend's checks passed (leaving the block waited for them).
-        embedded = time.perf_counter()
-        for name, value in fitted.items():
-            setattr(self, name, value)
+            # Only now, the backend's checks passed (leaving the block waited for them).
+            mark("finish")
+            labels, graph = graph_partition(plan, rows, labels, n_clusters=k, n_init=n_init,
+                                            random_state=self.random_state)
+            mark("graph")
+        self.plan_ = plan
+        self.final_step_ = plan.final_step
+        self.n_components_ = int(rows.shape[1])
         self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
-                               if self.final_step_ == "features" else None)
-        if uses_graph(self):
-            labels, graph = graph_partition(self, embedding, labels, self.final_step_)
-        else:
-            graph = {"final_clustering_": "kmeans", "final_graph_": None,
-                     "final_graph_agreement_": None}
+                               if plan.final_step == "features" else None)
         for name, value in graph.items():
             setattr(self, name, value)
-        self._set_fitted(result, embedding, backend.kernel_specs, labels)
-        self._set_out_of_sample(row_map, embedding)
+        self._set_fitted(result, rows, backend.kernel_specs, labels, plan)
+        self._set_out_of_sample(row_map, rows)
         self._set_approximation(approximation, result)
-        self.timings_.update(build=built - started, embedding=embedded - looped,
-                             kmeans=time.perf_counter() - embedded,
-                             fit=time.perf_counter() - started)
+        mark("finish")
+        self.timings_.update(_stage_seconds(clock))
         return self
 
     def _clear_fitted(self) -> None:
@@ -387,8 +355,6 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         the earlier fit had."""
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, name)
-        for name in ("_solver_used", "_dtype_used"):  # what solver/dtype="auto" chose
-            self.__dict__.pop(name, None)
 
     def _set_approximation(self, report: Any, result: Any) -> None:
         """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
@@ -412,7 +378,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 NystromApproximationWarning, stacklevel=3)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
-                    specs: list[KernelSpec] | None, labels: np.ndarray) -> None:
+                    specs: list[KernelSpec] | None, labels: np.ndarray, plan: FitPlan) -> None:
         self.weights_ = result.weights
         self.embedding_ = embedding
         self.objective_history_ = result.objective_history
@@ -424,20 +390,15 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         self.kernels_ = specs
         self.kernel_names_ = ([s.name for s in specs] if specs is not None
                               else [f"K{p}" for p in range(len(result.weights))])
-        self.solver_ = getattr(self, "_solver_used", self.solver)
-        self.dtype_ = str(np.dtype(self._storage_dtype()))
+        self.solver_ = plan.solver
+        self.dtype_ = plan.dtype
+        if plan.decision("solver").auto:
+            reason = plan.decision("solver").reason
+            if plan.solver == "nystrom" and plan.decision("dtype").auto:
+                reason += f"; dtype='auto': {plan.decision('dtype').reason}"
+            self.solver_reason_ = reason
         self._set_method_fitted(result)
         self.labels_ = labels
-
-    def _kmeans_dtype(self) -> np.dtype:
-        """float32 rows for the final k-means where the user chose float32 storage (the
-        scaled backends): at millions of rows its copy of H, and sklearn's temporaries of the
-        same size, are what sets the fit's peak memory. ``predict``'s centres are polished in
-        float64 (:func:`~mkrk_dask.assignment.lloyd_centres`)."""
-        if getattr(self, "_solver_used", self.solver) != "exact" and (
-                np.dtype(self._storage_dtype()) == np.float32):
-            return np.dtype(np.float32)
-        return np.dtype(np.float64)
 
     def _set_method_fitted(self, result: SolverResult) -> None:  # noqa: B027 - optional hook
         """The method's own fitted attributes."""
@@ -506,32 +467,29 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         return "\n".join(lines)
 
     def _summary_choices(self) -> list[str]:
-        """What the default path chose, and why."""
-        step, rank = fitted_final_step(self), self.n_components_
-        what = (f"k-means on the features of the top {rank} eigenpairs" if step == "features"
-                else f"k-means on the unit rows of the top {rank} eigenvectors"
-                + (", the paper's" if rank == self.n_clusters else ""))
-        lines = [f"final step: {step} ({what})"]
+        """What the plan chose, and why, then what the final partition kept."""
+        lines = list(self.plan_.lines()) if hasattr(self, "plan_") else []
         agreement = getattr(self, "final_graph_agreement_", None)
         if getattr(self, "final_clustering_", "kmeans") == "graph":
-            lines.append(f"partition: spectral clustering on the anchor graph of those rows "
-                         f"({GRAPH_NEIGHBORS} nearest anchors), NMI {agreement:.4f} with their "
-                         f"k-means partition (kept from {GRAPH_MIN_AGREEMENT})")
+            lines.append(f"partition kept: the anchor graph's (NMI {agreement:.4f} with the "
+                         f"k-means partition, kept from {GRAPH_MIN_AGREEMENT})")
         elif agreement is not None:
-            lines.append(f"partition: k-means (the anchor graph's partition of those rows "
-                         f"agreed with it at NMI {agreement:.4f}, below "
-                         f"{GRAPH_MIN_AGREEMENT}: a different answer, not a refinement)")
-        scores = getattr(self, "component_scores_", {})
-        if sum(len(ranks) for ranks in scores.values()) > 1:
-            agreement = ", ".join(f"{kind} {r} {score['agreement']:.4f}"
-                                  for kind, ranks in scores.items()
-                                  for r, score in ranks.items())
-            lines.append(f"chosen: {step} at rank {rank}, the partition that agrees most "
-                         f"with the others tried (mean NMI: {agreement})")
-        if hasattr(self, "solver_reason_"):
-            lines.append(f"solver: {self.solver_} ({self.solver_reason_})")
-        if hasattr(self, "dictionary_"):
-            scores = ", ".join(f"{g} {v:.4f}" for g, v in self.dictionary_scores_.items())
-            lines.append(f"kernels: the {self.dictionary_} dictionary kept; "
-                         f"{self.dictionary_reason_} (within-cluster shares: {scores})")
+            lines.append(f"partition kept: k-means (the anchor graph's partition agreed with it "
+                         f"at NMI {agreement:.4f}, below {GRAPH_MIN_AGREEMENT}: a different "
+                         "answer, not a refinement)")
         return lines
+
+
+#: the stages of a fit, in order; ``timings_`` holds the seconds of each, which add up to
+#: ``timings_["fit"]``
+STAGES = ("plan", "build", "loop", "embedding", "kmeans", "finish", "graph")
+
+
+def _stage_seconds(clock: list[tuple[str, float]]) -> dict[str, float]:
+    """Seconds per stage from ``(stage, time at its end)`` marks (a stage may end twice: its
+    times add), and ``fit``: all of it."""
+    seconds = dict.fromkeys(STAGES, 0.0)
+    for (_, before), (stage, after) in zip(clock, clock[1:], strict=False):
+        seconds[stage] += after - before
+    seconds["fit"] = clock[-1][1] - clock[0][1]
+    return seconds

@@ -24,7 +24,8 @@ __all__ = ["MKKM", "MKKMMR"]
 
 # The settings of the estimators' common parameters that the paper's Table 2 used: its 12
 # kernels, exact, the spectral final step (the unit rows of H).
-_PAPER_COMMON = {"kernels": "paper", "final_step": "spectral", "final_clustering": "kmeans",
+_PAPER_COMMON = {"kernels": "paper", "preprocessing": "none", "final_step": "spectral",
+                 "final_clustering": "kmeans",
                  "solver": "exact"}
 
 
@@ -89,6 +90,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
+        preprocessing: str = "auto",
     ):
         self.n_clusters = n_clusters
         self.kernels = kernels
@@ -111,6 +113,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
+        self.preprocessing = preprocessing
 
     def _run(self, backend: KernelBackend) -> SolverResult:
         return alternate(backend, self.n_clusters, AverageResidualStep(), tol=self.tol,
@@ -202,6 +205,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
+        preprocessing: str = "auto",
     ):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -227,6 +231,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
+        self.preprocessing = preprocessing
 
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,

@@ -10,7 +10,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
-from ..dissimilarity import MEASURES, check_measure
+from ..dissimilarity import MEASURES
 from ..solver import SolverResult, solve
 from ..validation import LAM_SCALINGS
 from ._base import MultipleKernelKMeans
@@ -294,6 +294,7 @@ class MKKMRK(MultipleKernelKMeans):
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
+        preprocessing: str = "auto",
     ):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -320,12 +321,14 @@ class MKKMRK(MultipleKernelKMeans):
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
+        self.preprocessing = preprocessing
 
     method = "MKKM-RK"
 
     #: the paper's configuration (Table 2): its 12 kernels, fip, lambda as given, the
     #: spectral final step, exact kernels; :meth:`paper` builds it
-    PAPER_SETTINGS = {"kernels": "paper", "dissimilarity": "fip", "lam_scaling": "none",
+    PAPER_SETTINGS = {"kernels": "paper", "preprocessing": "none", "dissimilarity": "fip",
+                      "lam_scaling": "none",
                       "lam": 2.0**-15, "final_step": "spectral", "final_clustering": "kmeans",
                       "solver": "exact"}
 
@@ -339,7 +342,6 @@ class MKKMRK(MultipleKernelKMeans):
 
     def _check_method_params(self) -> None:
         self._check_trade_off()
-        check_measure(self.dissimilarity)
 
     def _check_backend(self, backend: KernelBackend) -> None:
         if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:

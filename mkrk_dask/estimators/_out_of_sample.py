@@ -12,7 +12,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..assignment import cluster_means, final_rows, lloyd_centres, nearest_centre
 from ..validation import check_feature_views
-from ._final import fitted_final_step
 
 __all__ = ["OutOfSampleMixin"]
 
@@ -37,11 +36,11 @@ class OutOfSampleMixin:
             # convex clusters); predict goes through the graph, the centres are the clusters'
             # means of the final rows.
             centres = cluster_means(embedding, np.asarray(self.labels_), self.n_clusters,
-                                    step=fitted_final_step(self))
+                                    step=self.final_step_)
             labels, changed = self.labels_, 0
         else:
             centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
-                                                     step=fitted_final_step(self))
+                                                     step=self.final_step_)
         self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
@@ -71,7 +70,8 @@ class OutOfSampleMixin:
             if dim is not None and view.shape[1] != dim:
                 raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
                                  f"fitted with {dim}")
-        return views
+        # the column transform of the fit (the plan's preprocessing) first
+        return self.plan_.apply_scaling(views) if hasattr(self, "plan_") else views
 
     def _maps_new_points(self) -> bool:
         """New points have kernels with the training points only for feature input."""
@@ -121,5 +121,5 @@ class OutOfSampleMixin:
         rows = self.transform(X)
         graph = getattr(self, "final_graph_", None)
         if graph is not None:  # the graph of the final rows partitioned the training data
-            return graph.predict(final_rows(rows, fitted_final_step(self)))
-        return nearest_centre(rows, self.cluster_centers_, step=fitted_final_step(self))
+            return graph.predict(final_rows(rows, self.final_step_))
+        return nearest_centre(rows, self.cluster_centers_, step=self.final_step_)

@@ -1,0 +1,510 @@
+"""The fit plan: every ``"auto"`` of an estimator resolved in one place, before any kernel is
+computed, with the reason of each choice and what the fit will cost.
+
+:func:`make_plan` reads the estimator's parameters (a dict, never the estimator) and a sample
+of the data, and returns a frozen :class:`FitPlan`. ``MKKMRK(k).plan(X)`` returns it without
+fitting; ``fit`` carries it out and keeps it as ``plan_``; ``summary()`` and ``mkrk plan``
+print it. What the plan decides:
+
+- **preprocessing** (per view): columns in different units are standardised, from the spread of
+  the columns' standard deviations on a sample of rows (:func:`column_scaling`);
+- **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
+  times the median pairwise distance; for non-negative data (intensities, counts, histograms,
+  where an angle between rows means something) also the Gaussians of the angle
+  (:func:`auto_kernels`). No candidate dictionaries are fitted;
+- **solver, dtype and backend options**: the backend from n, m and the machine's memory and
+  disk (:mod:`mkrk_dask.auto`), the storage precision, and every ``"auto"`` of the Nystrom
+  options as a number (:func:`resolve_options`);
+- **the final step**: ``"auto"`` is the features of the top 2k eigenpairs of the learned kernel
+  (one eigendecomposition, one k-means) and, for the default, their partition refined on an
+  anchor graph of those rows (kept where it agrees with the k-means partition).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .kernel_evaluation import WIDTHED_FAMILIES
+from .kernels import KernelSpec, row_sq_norms
+
+__all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
+           "column_scaling", "SCALE_SPREAD_LIMIT", "PREPROCESSING_CHOICES", "WIDTHS",
+           "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_ANCHORS", "smooth_kernels",
+           "backend_settings", "resolve_options"]
+
+#: the estimators' ``preprocessing``: ``"auto"`` standardises columns in different units
+PREPROCESSING_CHOICES = ("auto", "none", "standardize")
+#: the default kernels' geometries (:func:`auto_kernels`)
+GEOMETRIES = ("euclidean", "angular", "mixed")
+#: Gaussian widths of the default kernels, in multiples of the median pairwise distance
+WIDTHS = (0.5, 1.0, 2.0)
+#: columns whose standard deviations spread over more than this factor (largest over median)
+#: are in different units: the default standardises them. An order of magnitude: columns of
+#: one unit (pixels, word weights, lengths in cm) spread by a few times at most
+SCALE_SPREAD_LIMIT = 10.0
+#: neighbours of a row in the final graph (scikit-learn's SpectralClustering default)
+GRAPH_NEIGHBORS = 10
+#: the graph's partition is kept only if its NMI with the k-means partition reaches this: a
+#: refinement of it, not a different answer (one cluster of nearly every row beside tiny ones)
+GRAPH_MIN_AGREEMENT = 0.5
+#: anchors of the final graph, at most ...
+GRAPH_ANCHORS = 1000
+#: ... and at most one per this many rows
+GRAPH_ROWS_PER_ANCHOR = 2
+#: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
+SAMPLE_ROWS = 2000
+#: relative size below which a column's standard deviation counts as constant
+_CONSTANT = 1e-12
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One choice of the plan: what, the value, why, and whether ``"auto"`` made it."""
+
+    what: str
+    value: str
+    reason: str
+    auto: bool = True
+
+
+@dataclass(frozen=True)
+class ColumnScaling:
+    """The column transform of one view: ``(x - center) / scale``, or nothing."""
+
+    method: str  # "none" or "standardize"
+    center: tuple[float, ...] | None = None
+    scale: tuple[float, ...] | None = None
+
+    def apply(self, X: Any) -> Any:
+        """The view transformed (numpy: a new array; dask and Zarr: a lazy dask array)."""
+        if self.method == "none":
+            return X
+        center = np.asarray(self.center, dtype=np.float64)
+        scale = np.asarray(self.scale, dtype=np.float64)
+        if sp.issparse(X):  # never standardised (see column_scaling); kept for safety
+            raise ValueError("sparse views are not standardised")
+        if hasattr(X, "dask") or hasattr(X, "get_orthogonal_selection"):
+            import dask.array as da
+
+            lazy = X if hasattr(X, "dask") else da.from_array(X, chunks=X.chunks)
+            return (lazy.astype(np.float64) - center) / scale
+        return (np.asarray(X, dtype=np.float64) - center) / scale
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """What a fit will do, decided before any kernel is computed.
+
+    Attributes
+    ----------
+    method : str
+    n_samples, n_views : int
+        ``n_views`` is 0 for precomputed kernels.
+    scaling : tuple of ColumnScaling
+        One per view.
+    kernels : tuple of KernelSpec or None
+        None for precomputed kernels.
+    solver, dtype : str
+    options : dict
+        The backend's options, every ``"auto"`` resolved.
+    final_step : {"features", "spectral"}
+    n_components : int
+        Eigenpairs of the final step.
+    final_clustering : {"graph", "kmeans"}
+    graph_anchors : int
+        Anchors of the final graph (0 without one).
+    decisions : tuple of Decision
+    cost : dict
+        What the fit will run: ``fits`` (loops over the data: 1), ``eigendecompositions``
+        (one per iteration, at most ``max_iter``, and the final one), ``kmeans`` (k-means runs
+        of ``n_init`` restarts each), ``graph`` (anchor graphs) and ``passes`` (over the rows
+        of the data, where the data are read block by block).
+    """
+
+    method: str
+    n_samples: int
+    n_views: int
+    scaling: tuple[ColumnScaling, ...]
+    kernels: tuple[KernelSpec, ...] | None
+    solver: str
+    dtype: str
+    options: dict
+    final_step: str
+    n_components: int
+    final_clustering: str
+    graph_anchors: int
+    decisions: tuple[Decision, ...]
+    cost: dict = field(default_factory=dict)
+
+    def decision(self, what: str) -> Decision:
+        """The decision about ``what`` (e.g. ``"solver"``)."""
+        for d in self.decisions:
+            if d.what == what:
+                return d
+        raise KeyError(what)
+
+    def backend_options(self) -> Any:
+        """The typed options of :attr:`solver`."""
+        from .backends import make_options
+
+        return make_options(self.solver, **self.options)
+
+    def apply_scaling(self, views: list) -> list:
+        """``views`` with every view's column transform applied."""
+        if len(views) != len(self.scaling):
+            raise ValueError(f"the plan has {len(self.scaling)} view(s), got {len(views)}")
+        return [s.apply(v) for s, v in zip(self.scaling, views, strict=True)]
+
+    def lines(self) -> list[str]:
+        """The plan as text, one line per decision, then the cost."""
+        out = [f"plan: {self.method}, n={self.n_samples:,}"
+               + (f", {self.n_views} view(s)" if self.n_views else ", precomputed kernels")]
+        for d in self.decisions:
+            out.append(f"  {d.what}: {d.value}" + (f" ({'auto: ' if d.auto else ''}{d.reason})"
+                                                   if d.reason else ""))
+        cost = ", ".join(f"{k} {v}" for k, v in self.cost.items())
+        out.append(f"  expected cost: {cost}")
+        return out
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines())
+
+    def to_dict(self) -> dict:
+        """JSON-able form (for ``result.json`` and saved models)."""
+        data = asdict(self)
+        data["kernels"] = (None if self.kernels is None
+                           else [s.to_dict() for s in self.kernels])
+        data["options"] = {k: _jsonable(v) for k, v in self.options.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> FitPlan:
+        """The plan :meth:`to_dict` wrote."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["scaling"] = tuple(
+            ColumnScaling(s["method"],
+                          None if s.get("center") is None else tuple(s["center"]),
+                          None if s.get("scale") is None else tuple(s["scale"]))
+            for s in data["scaling"])
+        values["kernels"] = (None if data.get("kernels") is None
+                             else tuple(KernelSpec(**d) for d in data["kernels"]))
+        values["decisions"] = tuple(Decision(**d) for d in data["decisions"])
+        return cls(**values)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, np.dtype | type):
+        return np.dtype(value).name
+    try:
+        json.dumps(value)
+    except TypeError:
+        return str(value)
+    return value
+
+
+# -- the data-driven choices --------------------------------------------------------------------
+
+def _sample(view: Any) -> Any:
+    from .scales import sample_rows
+
+    return sample_rows(view, SAMPLE_ROWS)
+
+
+def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:
+    """Whether the columns of ``view`` are standardised, and why, from a sample of its rows.
+
+    Sparse views (counts, word weights) and views of binary columns are kept as given: their
+    columns share a unit (a count, a presence). A dense view is standardised where the
+    standard deviations of its non-constant columns spread over more than
+    :data:`SCALE_SPREAD_LIMIT` (largest over median): columns in different units (a length in
+    mm beside one in km), where the Euclidean distance, and every kernel built on it, would
+    see the largest-scale columns only. Centre and scale come from the sample (a fixed seed),
+    so the transform is known before any pass over the data.
+    """
+    if sp.issparse(view):
+        return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
+    rows = _sample(view) if rows is None else rows
+    std = rows.std(axis=0)
+    varying = std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
+    if not varying.any():
+        return ColumnScaling("none"), "no column varies"
+    values = rows[:, varying]
+    if np.all((values == 0) | (values == 1)):
+        return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
+    spread = float(std[varying].max() / np.median(std[varying]))
+    if spread <= SCALE_SPREAD_LIMIT:
+        return ColumnScaling("none"), (f"the columns' standard deviations spread by "
+                                       f"{spread:.3g}x (<= {SCALE_SPREAD_LIMIT:g}x: one unit): "
+                                       "kept as given")
+    center = rows.mean(axis=0)
+    scale = np.where(varying, std, 1.0)
+    return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
+            f"the columns' standard deviations spread by {spread:.3g}x (> "
+            f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised")
+
+
+def _preprocessing(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
+    """The column transform ``choice`` gives ``view`` (``"auto"``: :func:`column_scaling`)."""
+    if choice == "auto":
+        return column_scaling(view, rows)
+    if choice == "none" or sp.issparse(view):
+        return ColumnScaling("none"), ("given" if choice == "none" else
+                                       "sparse columns: never centred (kept as given)")
+    std = rows.std(axis=0)
+    scale = np.where(std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0), std, 1.0)
+    return (ColumnScaling("standardize", tuple(map(float, rows.mean(axis=0))),
+                          tuple(map(float, scale))), "given")
+
+
+def _geometry(rows: Any) -> tuple[str, str]:
+    """``"mixed"`` (Euclidean and angular Gaussians) for non-negative rows whose directions
+    differ and whose lengths are not all one; ``"euclidean"`` otherwise, with the reason."""
+    from .scales import ROUND_OFF, unit_rows
+
+    low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
+        initial=0.0)))
+    if low < 0:
+        return "euclidean", ("negative values (an arbitrary origin, where angles mean "
+                             "nothing): cosine and Euclidean Gaussians")
+    units = unit_rows(rows, zero_rows="keep")
+    spread = (units.max(axis=0).toarray() - units.min(axis=0).toarray() if sp.issparse(units)
+              else np.ptp(units, axis=0))
+    if float(np.max(spread, initial=0.0)) <= ROUND_OFF:
+        return "euclidean", "the rows all point the same way: cosine and Euclidean Gaussians"
+    if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
+        return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
+                             "cosine and Euclidean Gaussians")
+    return "mixed", ("non-negative rows (intensities, counts: an angle between rows means "
+                     "something): cosine, Euclidean and angular Gaussians")
+
+
+def auto_kernels(geometries: list[str]) -> list[KernelSpec]:
+    """The default kernels, per view: cosine and Gaussians at :data:`WIDTHS` times the median
+    distance (Euclidean; ``"mixed"`` adds the angular ones)."""
+    families = {"euclidean": ["gaussian"], "angular": ["angular"],
+                "mixed": ["gaussian", "angular"]}
+    return [spec for view, geometry in enumerate(geometries) for spec in
+            [KernelSpec("linear", view=view)]
+            + [KernelSpec(family, m=m, view=view) for family in families[geometry]
+               for m in WIDTHS]]
+
+
+def smooth_kernels(specs: Any) -> bool:
+    """Whether no kernel is narrower than the default's: every Gaussian at least half the
+    median distance wide. The Nystrom factors represent those well; a width given by ``c`` or
+    ``sigma`` has no known relation to the median."""
+    return specs is not None and all(
+        spec.family not in WIDTHED_FAMILIES or (spec.m is not None and spec.m >= min(WIDTHS))
+        for spec in specs)
+
+
+# -- the plan -----------------------------------------------------------------------------------
+
+def _is_auto(value: Any) -> bool:
+    return isinstance(value, str) and value == "auto"
+
+
+def backend_settings(solver: str, params: dict, defaults: dict, dtype: str = "float64",
+                     strict: bool = True) -> dict:
+    """The options of ``solver`` from the estimator's parameters (``chunk_size``,
+    ``n_landmarks``, ``landmarks``, the storage ``dtype``) and its ``backend_options``.
+    ``backend_options`` may set what a parameter leaves at its default, not both. With
+    ``strict=False`` (``solver="auto"``) options of another backend are left out, and only
+    an option no backend has is refused."""
+    from .backends import option_names
+
+    names = set(option_names(solver))
+    settings = {k: params[k] for k in ("chunk_size", "n_landmarks", "landmarks")
+                if k in names and k in params}
+    if "dtype" in names:
+        settings["dtype"] = dtype
+    extra = dict(params.get("backend_options") or {})
+    twice = sorted(k for k in set(extra) & set(settings) if k != "dtype"
+                   and (settings[k] is not defaults.get(k) and settings[k] != defaults.get(k)))
+    if "dtype" in extra and not _is_auto(params.get("dtype", "auto")):
+        twice.append("dtype")
+    if twice:
+        raise ValueError(f"{', '.join(sorted(twice))} given both as a parameter and in "
+                         "backend_options; give it once")
+    if not strict:
+        known = set().union(*(option_names(s) for s in ("exact", "blockwise", "nystrom")))
+        unknown = sorted(set(extra) - known)
+        if unknown:
+            raise ValueError(f"unknown backend option(s) {', '.join(map(repr, unknown))}; "
+                             f"no backend has them")
+        extra = {k: v for k, v in extra.items() if k in names}
+    for key in set(extra) & set(settings):
+        settings.pop(key)
+    return {**settings, **extra}
+
+
+def resolve_options(solver: str, params: dict, defaults: dict, n: int, m: int, dtype: str,
+                    strict: bool) -> dict:
+    """The backend options of ``solver`` (:func:`backend_settings`), every ``"auto"`` among
+    them resolved for ``n`` rows and ``m`` kernels."""
+    from .backends import make_options
+
+    options = make_options(solver, **backend_settings(solver, params, defaults, dtype, strict))
+    if solver == "nystrom":
+        options = replace(
+            options, max_components=options.resolved_max_components(n, m),
+            landmark_oversampling=options.resolved_landmark_oversampling(n, m),
+            exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m))
+    return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def _solver(params: dict, defaults: dict, n: int, m: int, specs: Any, precomputed: bool,
+            lazy: bool) -> tuple[str, str, str, str]:
+    """``(solver, its reason, dtype, its reason)``."""
+    from .auto import choose_precomputed_solver, choose_solver, smooth_exact_max_n
+    from .backends import make_options
+    from .exceptions import ProblemTooLargeError
+
+    solver, dtype = params["solver"], params["dtype"]
+    dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    auto_dtype = _is_auto(dtype)
+    if precomputed:
+        if solver != "auto":
+            return solver, "given", "float64" if auto_dtype else dtype, "precomputed kernels"
+        copy = make_options("exact", **backend_settings(
+            "exact", params, defaults, strict=False)).copy or lazy
+        choice, reason = choose_precomputed_solver(n, m, copy=copy)
+        return choice, reason, "float64", "precomputed kernels are kept in float64"
+    nystrom = make_options("nystrom", **backend_settings("nystrom", params, defaults,
+                                                         strict=False))
+    plain = not nystrom.exact_dissimilarity(n, m)
+    limit = nystrom.exact_dissimilarity_limit(m)
+    stored = "float32" if (auto_dtype and plain) else ("float64" if auto_dtype else dtype)
+    dtype_reason = ("given" if not auto_dtype else
+                    f"float32 factors (plain Nystrom: n > {limit:,}, the exact C's limit "
+                    f"for {m} kernels)" if plain else
+                    "float64 (the exact C and the local part need float64 factors)")
+    if solver != "auto":
+        if solver != "nystrom" and auto_dtype:
+            stored, dtype_reason = "float64", "float64 kernels"
+        return solver, "given", stored, dtype_reason
+    counts = np.atleast_1d(np.asarray(params["n_landmarks"]))
+    kwargs = dict(n_landmarks=int(counts.max()),
+                  exact_max_n=smooth_exact_max_n(limit) if smooth_kernels(specs) else None,
+                  max_components=nystrom.resolved_max_components(n, m),
+                  store_factors=bool(nystrom.factors_storage(n, m)))
+    try:
+        choice, reason = choose_solver(n, m, itemsize=np.dtype(stored).itemsize, **kwargs)
+    except ProblemTooLargeError:
+        if not auto_dtype or stored == "float32":
+            raise
+        choice, reason = choose_solver(n, m, itemsize=4, **kwargs)
+        return choice, reason, "float32", "float32 factors (float64 ones would not fit the disk)"
+    if choice != "nystrom" and auto_dtype:
+        stored, dtype_reason = "float64", f"float64 ({choice} backend)"
+    return choice, reason, stored, dtype_reason
+
+
+def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str, int]:
+    step, rank, clustering = params["final_step"], params["n_components"], \
+        params["final_clustering"]
+    decisions = []
+    if _is_auto(step):
+        step_used = "features"
+        decisions.append(Decision("final step", "features", "k-means on the features V sqrt(mu) "
+                                  "of the top eigenpairs of the learned kernel: a low-rank "
+                                  "kernel k-means, one eigendecomposition"))
+    else:
+        step_used = step
+        decisions.append(Decision("final step", step, "given", auto=False))
+    if _is_auto(rank):
+        rank_used = k if step_used == "spectral" else max(1, min(2 * k, n - 1))
+        why = ("the loop's top k eigenvectors (the paper's step)" if step_used == "spectral"
+               else "2k: room for each cluster's direction and its spread")
+        decisions.append(Decision("n_components", str(rank_used), why))
+    else:
+        rank_used = int(rank)
+        decisions.append(Decision("n_components", str(rank_used), "given", auto=False))
+    anchors = min(GRAPH_ANCHORS, n // GRAPH_ROWS_PER_ANCHOR)
+    graph_possible = anchors >= max(k, GRAPH_NEIGHBORS)
+    if _is_auto(clustering):
+        used = "graph" if _is_auto(step) and graph_possible else "kmeans"
+        why = (f"k-means partition refined by spectral clustering on the anchor graph of the "
+               f"final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest), kept where its NMI "
+               f"with the k-means partition reaches {GRAPH_MIN_AGREEMENT}" if used == "graph"
+               else "k-means (an explicit final step: the paper's configuration)"
+               if graph_possible else f"k-means (too few rows for a graph of {k} clusters)")
+        decisions.append(Decision("final partition", used, why))
+    else:
+        used = clustering if (clustering == "kmeans" or graph_possible) else "kmeans"
+        decisions.append(Decision("final partition", used, "given" if used == clustering else
+                                  "k-means: too few rows for a graph", auto=used != clustering))
+    return decisions, step_used, rank_used, used, anchors if used == "graph" else 0
+
+
+def make_plan(method: str, params: dict, defaults: dict, data: Any, *, precomputed: bool
+              ) -> FitPlan:
+    """The plan of a fit of ``params`` (an estimator's ``get_params()``, validated; its class's
+    ``defaults``) on ``data``: the validated views, or the ``(m, n, n)`` precomputed kernels.
+
+    Reads a uniform sample of at most :data:`SAMPLE_ROWS` rows of each view (the column
+    scales and the geometry), nothing else of the data.
+    """
+    from .kernels import as_kernel_specs
+    from .validation import is_lazy
+
+    k = int(params["n_clusters"])
+    decisions: list[Decision] = []
+    if precomputed:
+        n, m, n_views = int(data.shape[1]), int(data.shape[0]), 0
+        scaling: tuple[ColumnScaling, ...] = ()
+        specs = None
+        decisions.append(Decision("kernels", f"{m} precomputed", "given", auto=False))
+        lazy = is_lazy(data)
+    else:
+        n, n_views = int(data[0].shape[0]), len(data)
+        lazy = any(is_lazy(v) for v in data)
+        samples = [_sample(v) for v in data]
+        chosen = [_preprocessing(params.get("preprocessing", "none"), v, s)
+                  for v, s in zip(data, samples, strict=True)]
+        scaling = tuple(c for c, _ in chosen)
+        for v, (c, why) in enumerate(chosen):
+            decisions.append(Decision("preprocessing" + (f" (view {v})" if n_views > 1 else ""),
+                                      c.method, why,
+                                      auto=_is_auto(params.get("preprocessing", "none"))))
+        if _is_auto(params["kernels"]):
+            rows = [s if c.method == "none" else np.asarray(c.apply(s))
+                    for s, c in zip(samples, scaling, strict=True)]
+            geometries = [_geometry(r) for r in rows]
+            specs = auto_kernels([g for g, _ in geometries])
+            why = "; ".join(dict.fromkeys(r for _, r in geometries))
+            decisions.append(Decision("kernels", ", ".join(s.name for s in specs), why))
+        else:
+            specs = as_kernel_specs(params["kernels"], n_views=n_views)
+            decisions.append(Decision("kernels", ", ".join(s.name for s in specs), "given",
+                                      auto=False))
+        m = len(specs)
+    solver, solver_reason, dtype, dtype_reason = _solver(params, defaults, n, m, specs,
+                                                         precomputed, lazy)
+    decisions.append(Decision("solver", solver, solver_reason, auto=_is_auto(params["solver"])))
+    decisions.append(Decision("dtype", dtype, dtype_reason, auto=_is_auto(params["dtype"])))
+    options = resolve_options(solver, params, defaults, n, m, dtype,
+                              strict=not _is_auto(params["solver"]))
+    final, step, rank, clustering, anchors = _final(params, n, k)
+    decisions += final
+    iterations = int(params.get("max_iter", 100))
+    cost = {"fits": 1, "eigendecompositions": f"<= {iterations} (one per iteration) + 1 final",
+            "kmeans": 2 if clustering == "graph" else 1,
+            "graph": 1 if clustering == "graph" else 0,
+            "passes": ("none (in memory)" if solver == "exact" else
+                       "3 per iteration (blockwise)" if solver == "blockwise" else
+                       "3 + 1 final (Nystrom: scales, factors, exact C or Gram; final rows)")}
+    return FitPlan(method=method, n_samples=n, n_views=n_views, scaling=scaling,
+                   kernels=None if specs is None else tuple(specs), solver=solver,
+                   dtype=dtype, options=options, final_step=step, n_components=rank,
+                   final_clustering=clustering, graph_anchors=anchors,
+                   decisions=tuple(decisions), cost=cost)
+

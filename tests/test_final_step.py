@@ -1,0 +1,109 @@
+"""The final step as the plan says: the features or the spectral step at a rank, the rank
+capped by what the Nystrom factors hold, and the default's partition refined on the anchor
+graph of its final rows, against independent references (explicit fits, scikit-learn)."""
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits
+from sklearn.metrics import normalized_mutual_info_score
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.model_io import load_model, save_model
+from mkrk_dask.plan import auto_kernels
+
+DIGITS, _ = load_digits(return_X_y=True)
+X = DIGITS[:400]
+
+
+def test_spectral_step_at_a_given_rank():
+    model = MKKMRK(10, final_step="spectral", n_components=20, random_state=0).fit(X)
+    assert model.final_step_ == "spectral" and model.n_components_ == 20
+    assert model.embedding_.shape == (400, 20) and model.feature_scale_ is None
+    H = model.embedding_
+    np.testing.assert_allclose(H.T @ H, np.eye(20), atol=1e-8)  # eigenvectors, unscaled
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    text = model.summary()
+    assert "final step: spectral (given)" in text and "n_components: 20 (given)" in text
+    # an explicit step keeps k-means
+    assert model.final_clustering_ == "kmeans" and model.plan_.graph_anchors == 0
+
+
+def test_spectral_step_at_k_is_the_loops_own_eigenvectors():
+    model = MKKMRK(10, final_step="spectral", random_state=0).fit(X)
+    again = MKKMRK(10, final_step="spectral", n_components=10, random_state=0).fit(X)
+    assert model.n_components_ == 10
+    np.testing.assert_array_equal(model.labels_, again.labels_)
+
+
+def test_n_components_is_checked():
+    for bad in (0, -3, "many", 2.5, True):
+        with pytest.raises(ValueError, match="n_components"):
+            MKKMRK(3, n_components=bad).fit(X[:50])
+    with pytest.raises(ValueError, match="final_step must be one of"):
+        MKKMRK(3, final_step="kmeans").fit(X[:50])
+    # more eigenpairs than the samples allow: refused before any kernel is built
+    with pytest.raises(ValueError, match="n_components=50 is more than the 49 eigenpairs"):
+        MKKMRK(3, n_components=50).fit(X[:50])
+
+
+def test_spectral_step_never_sees_fewer_eigenvectors_than_clusters():
+    # The unit rows of one eigenvector are +-1: k-means put all rows in one cluster of three.
+    with pytest.raises(ValueError, match=r"final_step='spectral' needs n_components >= "
+                                         r"n_clusters \(3\), got 2"):
+        MKKMRK(3, final_step="spectral", n_components=2).fit(X[:60])
+    # the default step at one eigenpair: the features, three clusters all the same
+    model = MKKMRK(3, n_components=1, random_state=0).fit(X[:60])
+    assert model.final_step_ == "features" and np.unique(model.labels_).size == 3
+
+
+@pytest.mark.filterwarnings("ignore::mkrk_dask.exceptions.NystromApproximationWarning")
+def test_auto_rank_is_cut_to_what_the_nystrom_factors_hold(client):
+    # 2 landmarks for each of 4 kernels: 8 components; the default rank 2k = 10 for k = 5
+    # is cut to them, a rank given above them is refused.
+    kwargs = dict(kernels=auto_kernels(["euclidean"]), solver="nystrom", n_landmarks=2,
+                  backend_options={"local_threshold": 0}, scheduler=client, random_state=0)
+    model = MKKMRK(5, final_clustering="kmeans", **kwargs).fit(X)
+    assert int(np.sum(model.nystrom_ranks_)) == 8 and model.n_components_ == 8
+    with pytest.raises(ValueError, match="n_components=9, but the kernels with nonzero weight "
+                                         "have only 8 Nystrom components"):
+        MKKMRK(3, n_components=9, **kwargs).fit(X)
+
+
+def test_auto_rank_on_nystrom_predicts_its_own_labels(client):
+    model = MKKMRK(10, kernels=auto_kernels(["euclidean"]), solver="nystrom",
+                   n_landmarks=100, scheduler=client, random_state=0).fit(X)
+    assert model.n_components_ == 20 and model.embedding_.shape == (400, 20)
+    np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-6)
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+
+
+def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp_path,
+                                                                            monkeypatch):
+    """The default's labels are AnchorGraphClustering's on the final rows of the k-means fit
+    with the same step and rank (built here independently), kept because they agree with the
+    k-means partition; below the agreement required, k-means is kept and summary() says so."""
+    from mkrk_dask import AnchorGraphClustering
+    from mkrk_dask.assignment import final_rows
+
+    auto = MKKMRK(10, random_state=0).fit(X)
+    plain = MKKMRK(10, final_clustering="kmeans", random_state=0).fit(X)
+    assert auto.final_clustering_ == "graph" and plain.final_clustering_ == "kmeans"
+    assert (auto.final_step_, auto.n_components_) == (plain.final_step_, plain.n_components_)
+    rows = final_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
+    graph = AnchorGraphClustering(10, n_anchors=auto.plan_.graph_anchors, n_neighbors=10,
+                                  geometry="euclidean", random_state=0).fit(rows)
+    np.testing.assert_array_equal(auto.labels_, graph.labels_)
+    assert auto.final_graph_agreement_ == pytest.approx(
+        normalized_mutual_info_score(plain.labels_, graph.labels_))
+    assert auto.final_graph_agreement_ >= 0.5
+    assert "partition kept: the anchor graph's" in auto.summary()
+    np.testing.assert_array_equal(auto.predict(X), auto.labels_)
+    loaded = load_model(save_model(auto, tmp_path / "model"))
+    np.testing.assert_array_equal(loaded.predict(X), auto.labels_)
+    # the paper's configuration and an explicit step keep k-means
+    assert MKKMRK.paper(10, random_state=0).fit(X).final_clustering_ == "kmeans"
+    monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_MIN_AGREEMENT", 1.01)
+    guarded = MKKMRK(10, random_state=0).fit(X)
+    assert guarded.final_clustering_ == "kmeans" and guarded.final_graph_ is None
+    np.testing.assert_array_equal(guarded.labels_, plain.labels_)
+    assert "partition kept: k-means" in guarded.summary()
