@@ -13,6 +13,7 @@ from .exceptions import (
 )
 from .kernels import KernelSpec, paper_kernels, parse_kernel
 from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity
+from .plan import FitPlan
 from .qp import QPSolution, RepresentativeQP
 from .search import LambdaResult, build_store, lambda_search, paper_lambda_grid
 
@@ -24,6 +25,7 @@ __all__ = [
     "MKKMMR",
     "AnchorGraphClustering",
     "KernelSpec",
+    "FitPlan",
     "paper_kernels",
     "parse_kernel",
     "lambda_search",

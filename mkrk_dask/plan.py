@@ -34,8 +34,8 @@ from .kernels import KernelSpec, row_sq_norms
 
 __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "PREPROCESSING_CHOICES", "WIDTHS",
-           "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_ANCHORS", "smooth_kernels",
-           "backend_settings", "resolve_options"]
+           "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
+           "GRAPH_ANCHORS", "smooth_kernels", "backend_settings", "resolve_options"]
 
 #: the estimators' ``preprocessing``: ``"auto"`` standardises columns in different units
 PREPROCESSING_CHOICES = ("auto", "none", "standardize")
@@ -56,6 +56,9 @@ GRAPH_MIN_AGREEMENT = 0.5
 GRAPH_ANCHORS = 1000
 #: ... and at most one per this many rows
 GRAPH_ROWS_PER_ANCHOR = 2
+#: most rows the final graph is built on: above, on a uniform sample of them, the other rows
+#: labelled by the graph block by block (its memory stays that of the sample at any n)
+GRAPH_SAMPLE_ROWS = 100_000
 #: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
 SAMPLE_ROWS = 2000
 #: relative size below which a column's standard deviation counts as constant
@@ -118,6 +121,8 @@ class FitPlan:
     final_clustering : {"graph", "kmeans"}
     graph_anchors : int
         Anchors of the final graph (0 without one).
+    graph_rows : int
+        Rows the final graph is built on (all, or a uniform sample; 0 without a graph).
     decisions : tuple of Decision
     cost : dict
         What the fit will run: ``fits`` (loops over the data: 1), ``eigendecompositions``
@@ -138,6 +143,7 @@ class FitPlan:
     n_components: int
     final_clustering: str
     graph_anchors: int
+    graph_rows: int
     decisions: tuple[Decision, ...]
     cost: dict = field(default_factory=dict)
 
@@ -432,9 +438,13 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
     graph_possible = anchors >= max(k, GRAPH_NEIGHBORS)
     if _is_auto(clustering):
         used = "graph" if _is_auto(step) and graph_possible else "kmeans"
+        sample = ("" if n <= GRAPH_SAMPLE_ROWS else
+                  f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
+                  "others")
         why = (f"k-means partition refined by spectral clustering on the anchor graph of the "
-               f"final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest), kept where its NMI "
-               f"with the k-means partition reaches {GRAPH_MIN_AGREEMENT}" if used == "graph"
+               f"final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), kept where "
+               f"its NMI with the k-means partition reaches {GRAPH_MIN_AGREEMENT}"
+               if used == "graph"
                else "k-means (an explicit final step: the paper's configuration)"
                if graph_possible else f"k-means (too few rows for a graph of {k} clusters)")
         decisions.append(Decision("final partition", used, why))
@@ -506,5 +516,6 @@ def make_plan(method: str, params: dict, defaults: dict, data: Any, *, precomput
                    kernels=None if specs is None else tuple(specs), solver=solver,
                    dtype=dtype, options=options, final_step=step, n_components=rank,
                    final_clustering=clustering, graph_anchors=anchors,
+                   graph_rows=min(n, GRAPH_SAMPLE_ROWS) if anchors else 0,
                    decisions=tuple(decisions), cost=cost)
 

@@ -107,3 +107,16 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     assert guarded.final_clustering_ == "kmeans" and guarded.final_graph_ is None
     np.testing.assert_array_equal(guarded.labels_, plain.labels_)
     assert "partition kept: k-means" in guarded.summary()
+
+
+def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkeypatch):
+    # Above GRAPH_SAMPLE_ROWS the graph is built on a uniform sample (its memory stays the
+    # sample's at any n) and labels every row, block by block; predict agrees with the labels.
+    monkeypatch.setattr("mkrk_dask.plan.GRAPH_SAMPLE_ROWS", 250)
+    monkeypatch.setattr("mkrk_dask.estimators._final._BLOCK_ROWS", 64)
+    model = MKKMRK(10, random_state=0).fit(X)
+    assert model.plan_.graph_rows == 250 and "sample of 250 rows" in model.summary()
+    assert model.final_clustering_ == "graph" and model.final_graph_.embedding_.shape[0] == 250
+    np.testing.assert_array_equal(model.predict(X), model.labels_)
+    full = MKKMRK(10, random_state=0, final_clustering="kmeans").fit(X)
+    assert normalized_mutual_info_score(full.labels_, model.labels_) > 0.5

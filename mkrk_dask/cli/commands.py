@@ -116,6 +116,7 @@ def _model_settings(args: argparse.Namespace) -> dict[str, Any]:
     given = {"lam": getattr(args, "lam", None), "kernels": _kernels_arg(args.kernels),
              "dissimilarity": args.dissimilarity, "lam_scaling": args.lam_scaling,
              "final_step": args.final_step, "final_clustering": args.final_clustering,
+             "preprocessing": getattr(args, "preprocessing", None),
              "n_components": getattr(args, "n_components", None)}
     known = cls().get_params()
     for key, value in given.items():
@@ -211,6 +212,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
               + (f"lambda = {format_default(lam)}, " if lam is not None else "")
               + f"solver = {solver}"
               + (f", scheduler {args.scheduler}" if args.scheduler else ""))
+    if getattr(args, "plan", False):
+        result(str(_estimator(args, k, solver, None).plan(data.X)))
+        return EXIT_OK
     start = time.perf_counter()
     with dask_client(args, solver) as client:
         model = _estimator(args, k, solver, client).fit(data.X)

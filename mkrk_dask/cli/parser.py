@@ -19,6 +19,7 @@ from ..backends.options import DTYPE_CHOICES
 from ..dissimilarity import MEASURES
 from ..estimators import ESTIMATORS
 from ..landmarks import LANDMARK_METHODS
+from ..plan import PREPROCESSING_CHOICES
 from ..protocol import DATASETS, METHODS
 from ..validation import LAM_SCALINGS, TOL_MODES
 from .errors import EXIT_USER, UserError
@@ -186,7 +187,7 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                             "a power such as 2^-10 (default 1, normalised; --paper: 2^-15)")
     g.add_argument("--kernels", nargs="+", metavar="SPEC", default=None,
                    help="'auto' (default: cosine and Gaussians at 0.5, 1, 2 x the median "
-                        "distance, Euclidean or angular, chosen without labels), 'paper' (the "
+                        "distance, angular ones too for non-negative data), 'paper' (the "
                         "12 kernels of the paper) or kernel specifications such as cosine "
                         "'polynomial(a=1,b=2)' 'gaussian(m=1)' 'gaussian(c=0.1)' "
                         "'angular(m=0.5)' 'gaussian(sigma=3)@1' (@v: the kernel reads view v)")
@@ -197,19 +198,21 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                    help="'normalized' (default) makes lambda independent of n and of the "
                         "scales of C; 'none' is the paper's")
     g.add_argument("--final-step", choices=FINAL_STEP_CHOICES, default=None,
-                   help="k-means on the features of the top eigenpairs (features), on the "
-                        "unit rows of the top k eigenvectors (spectral: the paper's), or "
-                        "both kinds tried and the partition that agrees most with the others "
-                        "kept (auto, the default)")
+                   help="k-means on the features of the top eigenpairs (features; auto, the "
+                        "default) or on the unit rows of the top k eigenvectors (spectral: the "
+                        "paper's)")
+    g.add_argument("--preprocessing", choices=PREPROCESSING_CHOICES, default=None,
+                   help="the columns of each view: standardised where their scales spread "
+                        "over more than 10x (auto, the default: columns in different units), "
+                        "always (standardize) or never (none: the paper's)")
     g.add_argument("--final-clustering", choices=FINAL_CLUSTERINGS, default=None,
                    help="how the final rows are partitioned: k-means (kmeans: the paper's), or "
                         "refined by spectral clustering on their anchor graph where it agrees "
                         "with k-means at NMI 0.5 or more (graph); auto (the default): graph "
                         "with --final-step auto, kmeans otherwise")
     g.add_argument("--n-components", type=_components, default=None,
-                   help="eigenpairs of the features final step (and of the spectral ones "
-                        "'auto' tries besides k): 'auto' (default: 2k, 4k and 8k tried) or a "
-                        "positive integer")
+                   help="eigenpairs of the final step: 'auto' (default: 2k for the "
+                        "features, k for the spectral step) or a positive integer")
     g.add_argument("--tol", type=float, default=1e-5,
                    help="stop when the objective changes by less than this between "
                         "iterations (see --tol-mode)")
@@ -318,6 +321,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_data(p)
     _add_model_options(p)
     _add_backend_options(p)
+    p.add_argument("--plan", action="store_true",
+                   help="print what the fit would do (every 'auto' resolved, with its reason "
+                        "and cost) and exit without fitting")
     _add_out(p, "folder for the results (checked before the fit)")
 
     p = add("graph", "cluster with the anchor graph (images with many rows a cluster)",

@@ -19,6 +19,9 @@ from ..assignment import FINAL_CLUSTERINGS, assign_clusters, final_rows
 from ..exceptions import DisconnectedGraphWarning
 from ..plan import GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
 
+#: rows per block of the graph's labels of the rows it was not built on
+_BLOCK_ROWS = 65536
+
 __all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "final_embedding",
            "kmeans_partition", "graph_partition", "kmeans_dtype"]
 
@@ -85,13 +88,28 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     graph = AnchorGraphClustering(
         n_clusters, n_anchors=plan.graph_anchors, n_neighbors=GRAPH_NEIGHBORS,
         geometry="euclidean", n_init=n_init, random_state=random_state)
+    n = rows.shape[0]
+    sampled = plan.graph_rows < n
+    if sampled:
+        rng = np.random.default_rng(random_state if isinstance(random_state, int) else 0)
+        sample = np.sort(rng.choice(n, plan.graph_rows, replace=False))
+        fitted_rows = rows[sample]
+    else:
+        fitted_rows = rows
     with warnings.catch_warnings():
         # disconnected parts are judged by the agreement below
         warnings.simplefilter("ignore", DisconnectedGraphWarning)
-        graph.fit(final_rows(rows, plan.final_step))
-    agreement = float(normalized_mutual_info_score(labels, graph.labels_))
+        graph.fit(final_rows(fitted_rows, plan.final_step))
+    del fitted_rows
+    if sampled:  # the other rows labelled by the graph, a block at a time
+        graph_labels = np.concatenate([
+            graph.predict(final_rows(rows[a:a + _BLOCK_ROWS], plan.final_step))
+            for a in range(0, n, _BLOCK_ROWS)])
+    else:
+        graph_labels = graph.labels_.copy()
+    agreement = float(normalized_mutual_info_score(labels, graph_labels))
     if agreement < GRAPH_MIN_AGREEMENT:
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
                         "final_graph_agreement_": agreement}
-    return graph.labels_.copy(), {"final_clustering_": "graph", "final_graph_": graph,
-                                  "final_graph_agreement_": agreement}
+    return graph_labels, {"final_clustering_": "graph", "final_graph_": graph,
+                          "final_graph_agreement_": agreement}

@@ -1,0 +1,126 @@
+"""The fit plan: every "auto" resolved before any kernel is computed, with its reason; the
+column scaling it decides from the data; fit carrying it out; timings that add up."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_digits, load_iris, load_wine
+from sklearn.metrics import adjusted_rand_score
+
+import mkrk_dask.kernel_evaluation
+from mkrk_dask import MKKMRK, FitPlan
+from mkrk_dask.estimators._base import STAGES
+from mkrk_dask.plan import SCALE_SPREAD_LIMIT, column_scaling
+
+WINE, WINE_Y = load_wine(return_X_y=True)
+IRIS, _ = load_iris(return_X_y=True)
+DIGITS, _ = load_digits(return_X_y=True)
+
+
+def test_plan_computes_no_kernel(monkeypatch):
+    # The plan reads a sample of rows; any kernel evaluation would be work it must not do.
+    def refuse(*args, **kwargs):
+        raise AssertionError("a kernel was computed while planning")
+
+    monkeypatch.setattr(mkrk_dask.kernel_evaluation, "kernel_blocks", refuse)
+    monkeypatch.setattr("mkrk_dask.kernels.kernel_blocks", refuse)
+    monkeypatch.setattr("mkrk_dask.backends.exact.kernel_matrices", refuse)
+    model = MKKMRK(3)
+    plan = model.plan(WINE)
+    assert isinstance(plan, FitPlan) and plan.n_samples == 178
+    assert not [name for name in vars(model) if name.endswith("_")]  # nothing fitted
+    with pytest.raises(AssertionError, match="kernel was computed"):
+        MKKMRK(3, random_state=0).fit(WINE)  # the spy does fire where kernels are computed
+
+
+def test_every_auto_is_resolved_with_its_reason():
+    plan = MKKMRK(3).plan(WINE)
+    whats = [d.what for d in plan.decisions]
+    assert whats == ["preprocessing", "kernels", "solver", "dtype", "final step",
+                     "n_components", "final partition"]
+    assert all(d.auto and d.reason for d in plan.decisions)
+    assert plan.solver == "exact" and plan.final_step == "features" and plan.n_components == 6
+    assert plan.final_clustering == "graph" and plan.graph_anchors == 178 // 2
+    assert plan.cost["fits"] == 1 and plan.cost["kmeans"] == 2
+    given = MKKMRK(3, solver="exact", final_step="spectral", preprocessing="none",
+                   kernels=["linear"]).plan(WINE)
+    assert [d.auto for d in given.decisions] == [False, False, False, True, False, True, True]
+    assert given.final_clustering == "kmeans" and given.n_components == 3
+    # the Nystrom options' "auto"s are numbers in the plan
+    big = MKKMRK(3, solver="nystrom").plan(np.tile(WINE, (150, 1)))
+    assert big.options["max_components"] == 2048 and big.options["landmark_oversampling"] == 2.0
+    assert isinstance(big.options["exact_dissimilarity_max_n"], int)
+    assert big.dtype == "float32" and "plain Nystrom" in big.decision("dtype").reason
+
+
+def test_columns_in_different_units_are_standardised():
+    plan = MKKMRK(3).plan(WINE)
+    scaling = plan.scaling[0]
+    assert scaling.method == "standardize" and "different units" in plan.decision(
+        "preprocessing").reason
+    sample_spread = WINE.std(0).max() / np.median(WINE.std(0))
+    assert sample_spread > SCALE_SPREAD_LIMIT  # all 178 rows are the sample
+    np.testing.assert_allclose(scaling.center, WINE.mean(0), rtol=1e-12)
+    np.testing.assert_allclose(scaling.scale, WINE.std(0), rtol=1e-12)
+    # one unit (centimetres; pixel intensities): kept as given
+    assert MKKMRK(3).plan(IRIS).scaling[0].method == "none"
+    assert MKKMRK(3).plan(DIGITS).scaling[0].method == "none"
+    # binary columns share a unit (presence), whatever their rates
+    rng = np.random.default_rng(0)
+    binary = (rng.random((300, 20)) < np.linspace(0.01, 0.5, 20)).astype(float)
+    scaling, reason = column_scaling(binary)
+    assert scaling.method == "none" and "binary" in reason
+    # sparse columns are never centred
+    assert MKKMRK(3).plan(sp.csr_matrix(WINE)).scaling[0].method == "none"
+    # and a column of a thousand times the others' scale, beside binary ones: standardised
+    mixed = np.hstack([binary, 1000 * rng.random((300, 1))])
+    assert column_scaling(mixed)[0].method == "standardize"
+
+
+def test_the_fit_clusters_the_standardised_columns_and_predicts_through_them(tmp_path):
+    from mkrk_dask.model_io import load_model, save_model
+
+    model = MKKMRK(3, final_clustering="kmeans", random_state=0).fit(WINE)
+    z = (WINE - WINE.mean(0)) / WINE.std(0)
+    given = MKKMRK(3, final_clustering="kmeans", preprocessing="none", random_state=0).fit(z)
+    assert adjusted_rand_score(model.labels_, given.labels_) == 1.0
+    np.testing.assert_allclose(model.weights_, given.weights_, atol=1e-10)
+    np.testing.assert_array_equal(model.predict(WINE), model.labels_)
+    np.testing.assert_allclose(model.transform(WINE[:20]), given.transform(z[:20]), atol=1e-8)
+    loaded = load_model(save_model(model, tmp_path / "m"))
+    assert loaded.plan_ == model.plan_
+    np.testing.assert_array_equal(loaded.predict(WINE), model.labels_)
+
+
+def test_fit_keeps_the_plan_and_its_timings_add_up():
+    model = MKKMRK(10, random_state=0).fit(DIGITS[:500])
+    assert model.plan_ == MKKMRK(10, random_state=0).plan(DIGITS[:500])
+    stages = sum(model.timings_[stage] for stage in STAGES)
+    assert stages == pytest.approx(model.timings_["fit"], rel=1e-9)
+    assert all(model.timings_[stage] >= 0 for stage in STAGES)
+    assert "expected cost" in model.summary()
+    record = json.loads(json.dumps(model.plan_.to_dict()))
+    assert FitPlan.from_dict(record) == model.plan_
+
+
+def test_the_paper_configuration_plans_no_preprocessing():
+    plan = MKKMRK.paper(3).plan(WINE)
+    assert plan.scaling[0].method == "none" and not plan.decision("preprocessing").auto
+    assert len(plan.kernels) == 12 and plan.final_step == "spectral"
+    assert plan.final_clustering == "kmeans" and plan.solver == "exact"
+
+
+def test_identical_kernels_always_share_their_weight():
+    # Why the default does not claim selection: MKKM-RK's objective is symmetric in two
+    # identical kernels and strictly convex in the weights' row sums, so identical kernels get
+    # equal weights at every lambda and with every C (docs: "Defaults", selection).
+    kernels = ["linear", "gaussian(m=0.5)", "gaussian(m=2)"]
+    tripled = [k for k in kernels for _ in range(3)]
+    for params in ({}, {"lam": 2.0**-8}, {"dissimilarity": "fip", "lam_scaling": "none",
+                                          "lam": 2.0**-10}):
+        model = MKKMRK(5, kernels=tripled, final_clustering="kmeans", random_state=0,
+                       **params).fit(DIGITS[:300])
+        groups = model.weights_.reshape(3, 3)
+        np.testing.assert_allclose(groups, groups[:, :1].repeat(3, axis=1), atol=1e-6)
