@@ -9,9 +9,9 @@ print it. What the plan decides:
 - **preprocessing** (per view): columns in different units are standardised, from the spread of
   the columns' standard deviations on a sample of rows (:func:`column_scaling`);
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
-  times the median pairwise distance; for non-negative data (intensities, counts, histograms,
-  where an angle between rows means something) also the Gaussians of the angle
-  (:func:`auto_kernels`). No candidate dictionaries are fitted;
+  times the median pairwise distance, of the Euclidean distance or, for intensities and counts
+  (non-negative with many zeros), of the angle between rows (:func:`auto_kernels`). No
+  candidate dictionaries are fitted;
 - **solver, dtype and backend options**: the backend from n, m and the machine's memory and
   disk (:mod:`mkrk_dask.auto`), the storage precision, and every ``"auto"`` of the Nystrom
   options as a number (:func:`resolve_options`);
@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .backends.base import APPROXIMATION_WARNING
 from .kernel_evaluation import WIDTHED_FAMILIES
 from .kernels import KernelSpec, row_sq_norms
 
@@ -41,6 +42,9 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
 PREPROCESSING_CHOICES = ("auto", "none", "standardize")
 #: the default kernels' geometries (:func:`auto_kernels`)
 GEOMETRIES = ("euclidean", "angular", "mixed")
+#: share of zero entries from which non-negative data count as intensities or counts (an
+#: image's dark pixels, a document's absent words)
+ANGULAR_MIN_ZEROS = 0.1
 #: Gaussian widths of the default kernels, in multiples of the median pairwise distance
 WIDTHS = (0.5, 1.0, 2.0)
 #: columns whose standard deviations spread over more than this factor (largest over median)
@@ -59,6 +63,13 @@ GRAPH_ROWS_PER_ANCHOR = 2
 #: most rows the final graph is built on: above, on a uniform sample of them, the other rows
 #: labelled by the graph block by block (its memory stays that of the sample at any n)
 GRAPH_SAMPLE_ROWS = 100_000
+#: the share of the learned kernel's trace the Nystrom factors may miss before the fit warns,
+#: for the default kernels (Gaussians at least half the median distance wide): their factors
+#: at 500 landmarks miss 10-15% on Fashion-MNIST and on Gaussian blobs, where the default's
+#: Nystrom fits gave the exact fits' NMI within 1 point (6,441 to 12,000 rows of Fashion-MNIST,
+#: ``benchmarks/results/defaults/default_sizes.md``); a warning there would be one a user
+#: cannot act on. Kernels the user gives: :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING`
+DEFAULT_KERNELS_MISSED_WARNING = 0.25
 #: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
 SAMPLE_ROWS = 2000
 #: relative size below which a column's standard deviation counts as constant
@@ -123,6 +134,9 @@ class FitPlan:
         Anchors of the final graph (0 without one).
     graph_rows : int
         Rows the final graph is built on (all, or a uniform sample; 0 without a graph).
+    missed_warning : float
+        Share of the learned kernel's trace an approximate backend may miss before the fit
+        warns.
     decisions : tuple of Decision
     cost : dict
         What the fit will run: ``fits`` (loops over the data: 1), ``eigendecompositions``
@@ -144,6 +158,7 @@ class FitPlan:
     final_clustering: str
     graph_anchors: int
     graph_rows: int
+    missed_warning: float
     decisions: tuple[Decision, ...]
     cost: dict = field(default_factory=dict)
 
@@ -271,8 +286,11 @@ def _preprocessing(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, st
 
 
 def _geometry(rows: Any) -> tuple[str, str]:
-    """``"mixed"`` (Euclidean and angular Gaussians) for non-negative rows whose directions
-    differ and whose lengths are not all one; ``"euclidean"`` otherwise, with the reason."""
+    """``"angular"`` (the cosine kernel and Gaussians of the angle between rows) for
+    intensities and counts: non-negative rows with many zeros (dark pixels, absent words),
+    whose length is mostly their overall level, and whose directions differ; ``"euclidean"``
+    (the cosine kernel and Euclidean Gaussians) otherwise, with the reason. Measurements
+    (lengths, weights, concentrations) rarely read zero, and their size is information."""
     from .scales import ROUND_OFF, unit_rows
 
     low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
@@ -280,6 +298,11 @@ def _geometry(rows: Any) -> tuple[str, str]:
     if low < 0:
         return "euclidean", ("negative values (an arbitrary origin, where angles mean "
                              "nothing): cosine and Euclidean Gaussians")
+    size = rows.shape[0] * rows.shape[1]
+    zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
+    if zeros < ANGULAR_MIN_ZEROS:
+        return "euclidean", (f"non-negative measurements ({zeros:.0%} zero entries, fewer than "
+                             f"{ANGULAR_MIN_ZEROS:.0%}): cosine and Euclidean Gaussians")
     units = unit_rows(rows, zero_rows="keep")
     spread = (units.max(axis=0).toarray() - units.min(axis=0).toarray() if sp.issparse(units)
               else np.ptp(units, axis=0))
@@ -288,8 +311,9 @@ def _geometry(rows: Any) -> tuple[str, str]:
     if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
         return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
                              "cosine and Euclidean Gaussians")
-    return "mixed", ("non-negative rows (intensities, counts: an angle between rows means "
-                     "something): cosine, Euclidean and angular Gaussians")
+    return "angular", (f"intensities or counts (non-negative, {zeros:.0%} zero entries: a row's "
+                       "length is mostly its overall level): cosine and Gaussians of the angle "
+                       "between rows")
 
 
 def auto_kernels(geometries: list[str]) -> list[KernelSpec]:
@@ -517,5 +541,7 @@ def make_plan(method: str, params: dict, defaults: dict, data: Any, *, precomput
                    dtype=dtype, options=options, final_step=step, n_components=rank,
                    final_clustering=clustering, graph_anchors=anchors,
                    graph_rows=min(n, GRAPH_SAMPLE_ROWS) if anchors else 0,
+                   missed_warning=(DEFAULT_KERNELS_MISSED_WARNING if _is_auto(params["kernels"])
+                                   else APPROXIMATION_WARNING),
                    decisions=tuple(decisions), cost=cost)
 

@@ -103,8 +103,13 @@ def _families(X, **params):
 
 
 def test_kernels_follow_the_data():
-    # non-negative rows with directions: cosine, Euclidean and angular Gaussians
-    assert _families(DIGITS) == ["linear"] + ["gaussian"] * 3 + ["angular"] * 3
+    # intensities (non-negative, many zeros): cosine and the Gaussians of the angle
+    assert _families(DIGITS) == ["linear"] + ["angular"] * 3
+    # non-negative measurements with no zeros: their size is information, Euclidean
+    sizes = 1.0 + DIGITS[:, :3] + 5 * np.random.default_rng(0).random((len(DIGITS), 3))
+    plan = MKKMRK(3).plan(sizes)
+    assert _families(sizes) == ["linear"] + ["gaussian"] * 3
+    assert "measurements (0% zero entries" in plan.decision("kernels").reason
     # negative values: angles mean nothing
     plan = MKKMRK(3).plan(DIGITS - DIGITS.mean(axis=0))
     assert [s.family for s in plan.kernels] == ["linear"] + ["gaussian"] * 3

@@ -37,7 +37,6 @@ from .._compute import compute_here
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, make_backend, make_options
-from ..backends.base import APPROXIMATION_WARNING
 from ..backends.options import DTYPE_CHOICES
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
@@ -344,7 +343,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             setattr(self, name, value)
         self._set_fitted(result, rows, backend.kernel_specs, labels, plan)
         self._set_out_of_sample(row_map, rows)
-        self._set_approximation(approximation, result)
+        self._set_approximation(approximation, result, plan)
         mark("finish")
         self.timings_.update(_stage_seconds(clock))
         return self
@@ -356,15 +355,16 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, name)
 
-    def _set_approximation(self, report: Any, result: Any) -> None:
-        """What an approximate backend misses of every kernel and of ``K_w``; warn if much."""
+    def _set_approximation(self, report: Any, result: Any, plan: FitPlan) -> None:
+        """What an approximate backend misses of every kernel and of ``K_w``; warn if more
+        than the plan allows (``plan.missed_warning``)."""
         if report is None:
             return
         residual, missed = report.residual_fractions, report.missed_fraction
         self.nystrom_residual_ = residual
         self.nystrom_missed_fraction_ = missed
         self.nystrom_ranks_ = report.ranks
-        if missed > APPROXIMATION_WARNING:
+        if missed > plan.missed_warning:
             share = result.weights**2 * residual * result.traces
             worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
             names = ", ".join(f"{self.kernel_names_[p]} ({residual[p]:.0%} of its trace)"

@@ -44,12 +44,12 @@ class MKKM(MultipleKernelKMeans):
         Number of clusters k.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
 max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
-backend_options, random_state, verbose
+backend_options, random_state, verbose, preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
 
     Attributes
     ----------
-    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, component_scores_, \
+    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, plan_, \
 objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.
@@ -149,7 +149,7 @@ class MKKMMR(MultipleKernelKMeans):
         else an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
 max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
-backend_options, random_state, verbose
+backend_options, random_state, verbose, preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
 
     Attributes
@@ -160,7 +160,7 @@ backend_options, random_state, verbose
         Certified duality gap of every weight step, relative to its objective.
     lam_effective_ : float
         The lambda the weight step used.
-    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, component_scores_, \
+    labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, plan_, \
 objective_history_, n_iter_, converged_, \
 selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
         As for :class:`~mkrk_dask.MKKMRK`.

@@ -32,22 +32,25 @@ class MKKMRK(MultipleKernelKMeans):
     lam : float, default=1.0
         Trade-off lambda >= 0 between the kernel k-means loss and the representation cost
         ``<C, Y>``. With the default ``lam_scaling="normalized"`` it means the same at every n;
-        at 1 every kernel represents itself and the weights are equal (measured: learning
-        them did not beat equal weights by more than seed noise without labels; see the
-        docs' "Defaults" page). The paper (``lam_scaling="none"``, ``fip``) searches 2^-15
-        to 2^5 with the labels; see :meth:`paper` and :func:`mkrk_dask.lambda_search`.
-        Which way lambda moves the weights depends on C: with ``sfn`` a kernel represents
-        itself at no cost, so a larger lambda spreads the weight (equal at 1 with the default
-        scaling) and a smaller one concentrates it; with ``fip`` (an inner product, not a
-        distance) it is not free, and a larger lambda concentrates the weight, as in the paper.
+        at 1 every kernel represents itself and the weights are **equal**: the default does
+        not select kernels. It cannot select among identical or near-identical kernels at any
+        lambda (the objective is symmetric in them and strictly convex in the weights, so they
+        share their weight equally; measured in the docs' "Defaults" page), and without labels
+        learning the weights did not beat equal weights by more than seed noise. A smaller
+        lambda (with ``sfn``) concentrates the weight on the kernels whose clusters are
+        tightest; the paper (``lam_scaling="none"``, ``fip``) searches 2^-15 to 2^5 with the
+        labels; see :meth:`paper` and :func:`mkrk_dask.lambda_search`. Which way lambda moves
+        the weights depends on C: with ``sfn`` a kernel represents itself at no cost, so a
+        larger lambda spreads the weight (equal at 1 with the default scaling) and a smaller
+        one concentrates it; with ``fip`` (an inner product, not a distance) it is not free,
+        and a larger lambda concentrates the weight, as in the paper.
     kernels : "auto", "paper", "precomputed" or list, default="auto"
         ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
-        distance of a sample, Euclidean (for non-negative data also the angular and the mixed
-        dictionaries are fitted, and the one whose clusters leave the smallest within-cluster
-        share of the scatter is kept; ``dictionary_``). ``"paper"``: the paper's 12 kernels
-        on every view. ``"precomputed"``: ``X`` is an ``(m, n, n)`` array or a list of
-        ``(n, n)`` kernels. A list: kernel specifications (:class:`~mkrk_dask.KernelSpec`,
-        strings such as ``"gaussian(c=0.1)@1"``, or dicts).
+        distance of a sample: Gaussians of the angle between rows for intensities and counts
+        (non-negative, at least 10% zero entries), Euclidean ones otherwise (see :meth:`plan`).
+        ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
+        ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
+        (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
     dissimilarity : {"fip", "sfn", "vn", "ld"}, default="sfn"
         The kernel dissimilarity C. ``"fip"`` (the paper's) is ``tr(K_i K_j)``; see
         :mod:`mkrk_dask.dissimilarity`.
@@ -57,27 +60,29 @@ class MKKMRK(MultipleKernelKMeans):
     final_step : {"auto", "features", "spectral"}, default="auto"
         ``"features"``: k-means on the features ``V sqrt(mu)`` of the top ``n_components``
         eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: k-means on the unit
-        rows of the top eigenvectors H (the paper's step, with the top k). ``"auto"``: both
-        kinds are computed from one eigendecomposition, the features at every rank tried and
-        the unit rows at k and at every rank tried (where the float64 rows of each fit in
-        256 MiB and they make at least three candidates), and the partition with the highest
-        mean NMI with the others is kept (a label-free consensus; ``final_step_``,
-        ``n_components_``, ``component_scores_``).
+        rows of the top eigenvectors H (the paper's step, with the top k). ``"auto"``: the
+        features.
     final_clustering : {"auto", "graph", "kmeans"}, default="auto"
-        How the final rows (of ``final_step_``) are partitioned. ``"kmeans"``: k-means, the
-        paper's. ``"graph"``: the k-means partition is refined by spectral clustering on the
-        anchor graph of the final rows (:class:`~mkrk_dask.AnchorGraphClustering`, 10 nearest
-        anchors, Euclidean), which follows curved clusters where k-means assumes convex ones;
-        the refinement is kept where its NMI with the k-means partition reaches 0.5 (not a
-        different answer, such as nearly every row in one cluster beside tiny ones).
-        ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default),
+        How the final rows are partitioned. ``"kmeans"``: k-means, the paper's. ``"graph"``:
+        the k-means partition is refined by spectral clustering on the anchor graph of the
+        final rows (:class:`~mkrk_dask.AnchorGraphClustering`, at most 1,000 anchors and one
+        per two rows, 10 nearest, Euclidean; above 100,000 rows built on a uniform sample of
+        them that labels the others), which follows curved clusters where k-means assumes
+        convex ones; the refinement is kept where its NMI with the k-means partition reaches
+        0.5 (not a different answer, such as nearly every row in one cluster beside tiny
+        ones). ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default),
         ``"kmeans"`` with an explicit step (the paper's configuration). What was kept:
         ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``.
     n_components : "auto" or int, default="auto"
-        Eigenpairs of the final step. ``"auto"``: 2k, 4k and 8k are tried (4k and 8k only up
-        to n / 4 and where their float64 features fit in 256 MiB), k alone with
-        ``"spectral"``. An integer fixes the rank (at most n_samples - 1; at least k with
-        ``"spectral"``; with ``"auto"``, the spectral step also tries k).
+        Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
+        Nystrom factors hold), k for the spectral step (the loop's own eigenvectors). An
+        integer fixes the rank (at most n_samples - 1; at least k with ``"spectral"``).
+    preprocessing : {"auto", "none", "standardize"}, default="auto"
+        The columns of every dense view: ``"auto"`` standardises them where their standard
+        deviations (on a sample of rows) spread over more than 10x, columns in different units
+        (binary and sparse views are kept as given); ``"standardize"`` always, ``"none"``
+        never (the paper's configuration). ``predict`` and ``transform`` apply the same
+        transform; ``plan_`` records it.
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
@@ -170,20 +175,15 @@ class MKKMRK(MultipleKernelKMeans):
         combined kernel (``final_step_="spectral"``; the k-means sees their unit rows), or
         their features ``H sqrt(mu)``.
     final_step_ : {"features", "spectral"}
-        The step whose partition was kept.
+        The final step the plan chose.
     n_components_ : int
         Eigenpairs the final k-means saw.
-    component_scores_ : dict
-        Per step tried, for every rank tried, ``{"agreement": mean NMI of its partition with
-        the others' (1 for a single candidate), "within_share": within-cluster share of the
-        scatter of the rows its k-means clustered}``, e.g.
-        ``{"features": {20: {...}, 40: {...}}, "spectral": {10: {...}, ...}}``.
+    plan_ : FitPlan
+        What the fit did: every ``"auto"`` resolved, with its reason and expected cost
+        (:meth:`plan` gives it without fitting).
     feature_scale_ : ndarray or None
         ``sqrt`` of those eigenvalues (``final_step_="features"``), which :meth:`transform`
         applies to the rows of H.
-    dictionary_, dictionary_scores_, dictionary_reason_ : str, dict, str
-        ``kernels="auto"`` only: the geometry kept, the within-cluster share of the scatter of
-        every geometry fitted, and why those were the candidates.
     dissimilarity_ : ndarray of shape (n_kernels, n_kernels)
         C.
     objective_history_ : ndarray of shape (n_iter,)
@@ -217,10 +217,12 @@ class MKKMRK(MultipleKernelKMeans):
         Column names seen in ``fit``, for a single matrix whose columns are all strings (a
         pandas DataFrame) only.
     timings_ : dict
-        Seconds spent per phase: ``build`` (the kernels, stores or factors), the alternating
-        loop's ``dissimilarity``, ``h_step``, ``quad_forms``, ``y_step`` and ``total`` (the
-        whole loop), ``embedding`` (the final eigenpairs and H), ``kmeans`` (the final
-        assignment) and ``fit`` (all of it).
+        Seconds spent per stage, which add up to ``fit`` (the wall time of the whole fit):
+        ``plan``, ``build`` (the kernels, stores or factors), ``loop`` (the alternating
+        iterations), ``embedding`` (the final eigenpairs and rows), ``kmeans`` (the final
+        k-means), ``finish`` (the map for new rows, the backend's closing checks and the
+        fitted attributes) and ``graph`` (the final graph; 0 without one). Within the loop:
+        ``dissimilarity``, ``h_step``, ``quad_forms``, ``y_step`` and their ``total``.
     row_map_ : object
         The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
         apply (feature input only): the spectral out-of-sample extension through the
