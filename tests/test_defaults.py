@@ -10,9 +10,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import as_kernel_specs
 from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.scales import median_scales, sample_rows, unit_rows
 
 DIGITS, DIGIT_LABELS = load_digits(return_X_y=True)

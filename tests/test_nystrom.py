@@ -821,9 +821,8 @@ def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monke
 
 
 def test_smooth_kernels():
-    from mkrk_dask.plan import GEOMETRIES, auto_kernels
-    from mkrk_dask.plan import smooth_kernels
     from mkrk_dask.kernels import paper_kernels, parse_kernel
+    from mkrk_dask.plan import GEOMETRIES, auto_kernels, smooth_kernels
 
     assert all(smooth_kernels(auto_kernels([g] * 2)) for g in GEOMETRIES)
     assert smooth_kernels([parse_kernel("cosine"), parse_kernel("polynomial(a=0,b=4)")])

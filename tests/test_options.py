@@ -37,7 +37,8 @@ BAD = [
      "given both"),
     (dict(solver="auto", backend_options={"nonsense": 1}), "no backend has them"),
     (dict(solver="auto", n_landmarks=-3), "n_landmarks must be an integer >= 1"),
-    (dict(solver="blockwise", backend_options=["products"]), "backend_options must be None or a dict"),
+    (dict(solver="blockwise", backend_options=["products"]),
+     "backend_options must be None or a dict"),
 ]
 
 
