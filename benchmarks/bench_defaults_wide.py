@@ -1,0 +1,362 @@
+"""The label-free default against the label-free peers on a wide set of data (issue 48).
+
+One run gives, on every data set, the mean NMI and ACC over ``--seeds`` seeds and the mean
+seconds of one fit of:
+
+- ``default``: ``MKKMRK(n_clusters=k, random_state=seed)``, nothing else set;
+- ``paper``: ``MKKMRK.paper(k, lam=2**-15, random_state=seed)``, the paper's configuration
+  (above ``--big`` rows through the Nystrom backend, see :func:`_peers.paper`);
+- the peers of :mod:`_peers`: KMeans on raw and on standardised columns, Nystroem(cosine) and
+  Nystroem(rbf, median) + KMeans, SpectralClustering(nearest_neighbors) up to 10,000 rows,
+  the average kernel of the default's dictionary, AnchorGraphClustering, LSC-K.
+
+Then, per data set, the best label-free peer (every method but the default: none of them sees
+a label), and two summary lines: the share of data sets where the default is within 0.5 NMI of
+that peer, and the data sets where it is more than 2 NMI below the better of raw and
+standardised KMeans.
+
+Data: the seven sets of ``../shared/datasets`` (``mkrk_dask.datasets.load_dataset``),
+scikit-learn's bundled iris, wine, breast_cancer and digits (``sklearn:<name>``, read as they
+are), and the tabular sets of :mod:`_tabular` (``kernlab:spam``, ``MASS:crabs``...: columns in
+different units, counts, categorical features; needs ``apt-get install r-cran-kernlab
+r-cran-mass`` and ``pip install -e ".[bench]"``).
+
+Two more parts of the same run:
+
+- the cost (``--cost-repeats R``, 0 skips it): on scikit-learn's digits, ``R`` interleaved
+  repeats of the default fit, ``MKKMRK.paper(10)`` and ``SpectralClustering(nearest_neighbors)``;
+  median seconds, the default's ratios to both, and whether its ``timings_["fit"]`` is within
+  5% of the wall time of ``fit``;
+- the Fashion-MNIST line (70,000 x 784; ``--no-fashion`` leaves it out, it is the slow part):
+  the default against ``Nystroem(cosine, 1000) + KMeans`` and LSC-K (1,000 landmarks), NMI and
+  seconds, from the same run's Fashion-MNIST rows.
+
+It sits beside ``bench_defaults.py`` (issue 12's comparison, which ``docs/defaults.rst`` and
+``bench_label_free_variants.py`` still use) and shares nothing private of the library: the
+default may change under it.
+
+Usage::
+
+    python benchmarks/bench_defaults_wide.py                       # everything (hours)
+    python benchmarks/bench_defaults_wide.py --datasets sklearn:iris MASS:crabs --seeds 1 \\
+        --methods default KMeans LSC-K --cost-repeats 0 --report /tmp/quick.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+import warnings
+from functools import partial
+from pathlib import Path
+
+import numpy as np
+from sklearn.cluster import SpectralClustering
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
+
+from _common import dense_views, load_or_skip, now, results_dir, write_report
+from _peers import PEERS, SPECTRAL_MAX_N
+from _tabular import TABULAR, describe, load_tabular
+
+SHARED = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
+SKLEARN = ("sklearn:iris", "sklearn:wine", "sklearn:breast_cancer", "sklearn:digits")
+DATASETS = (*SHARED, *SKLEARN, *TABULAR)
+METHODS = ("default", *PEERS)
+FASHION = "fashion_mnist"
+#: the bars of issue 48
+WITHIN_BEST = 0.5
+BELOW_KMEANS = 2.0
+TIMINGS_TOLERANCE = 0.05
+
+
+# --------------------------------------------------------------------------- data
+
+
+def load(name: str, data_dir: str | None) -> tuple[list[np.ndarray], np.ndarray, dict] | None:
+    """``(views, y, info)`` of a data set by name, or None when it is not on this machine."""
+    if name.startswith("sklearn:"):
+        import sklearn.datasets
+
+        X, y = getattr(sklearn.datasets, f"load_{name.split(':', 1)[1]}")(return_X_y=True)
+        X = np.asarray(X, dtype=np.float64)
+        return [X], np.asarray(y), {"kinds": "scikit-learn's bundled copy, as it is"}
+    if name in TABULAR:
+        try:
+            X, y, info = load_tabular(name)
+        except (FileNotFoundError, ImportError) as exc:
+            print(f"skipped {name}: {exc}")
+            return None
+        return [X], y, info
+    data = load_or_skip(name, data_dir)
+    if data is None:
+        return None
+    views, y = dense_views(data)
+    return views, y, {"kinds": f"{len(views)} view(s) from ../shared/datasets"}
+
+
+# --------------------------------------------------------------------------- fits
+
+
+def _score(y, labels) -> tuple[float, float]:
+    return 100 * normalized_mutual_info(y, labels), 100 * clustering_accuracy(y, labels)
+
+
+def _record(runs: list[tuple[float, float, float]], **extra) -> dict:
+    nmi, acc, sec = (np.array(col) for col in zip(*runs, strict=True))
+    return {"nmi_mean": float(nmi.mean()), "nmi_best": float(nmi.max()),
+            "acc_mean": float(acc.mean()), "seconds": float(sec.mean()),
+            "n_seeds": len(runs), "nmi": nmi.round(4).tolist(), **extra}
+
+
+def fit_default(views, y, k, seeds) -> tuple[dict, MKKMRK]:
+    """The default over the seeds; the last model (its dictionary serves the average kernel),
+    and how far its ``timings_["fit"]`` is from the wall time of ``fit``."""
+    runs, gaps = [], []
+    for seed in range(seeds):
+        start = time.perf_counter()
+        model = MKKMRK(k, random_state=seed).fit(views)
+        wall = time.perf_counter() - start
+        runs.append((*_score(y, model.labels_), wall))
+        gaps.append(model.timings_.get("fit", float("nan")) / wall - 1)
+    notes = {"solver": getattr(model, "solver_", None),
+             "final_step": getattr(model, "final_step_", None),
+             "kernels": len(model.kernels_), "timings_fit_gap": float(np.max(np.abs(gaps)))}
+    return _record(runs, **notes), model
+
+
+def fit_peer(name, views, y, k, seeds, **bind) -> dict:
+    n = views[0].shape[0]
+    if name == "SpectralClustering(nn)" and n > SPECTRAL_MAX_N:
+        return {"skipped": f"n > {SPECTRAL_MAX_N:,}"}
+    method = partial(PEERS[name], **bind)
+    runs = []
+    for seed in range(seeds):
+        start = time.perf_counter()
+        with warnings.catch_warnings():
+            # the narrow paper kernels' Nystrom warnings, a disconnected kNN graph: the scores
+            # say what they cost
+            warnings.simplefilter("ignore")
+            labels = method(views, k, seed)
+        runs.append((*_score(y, labels), time.perf_counter() - start))
+    return _record(runs)
+
+
+def run_dataset(name, loaded, methods, seeds, big) -> dict:
+    views, y, info = loaded
+    k, n = int(np.unique(y).size), views[0].shape[0]
+    out = {"n": n, "d": int(sum(v.shape[1] for v in views)), "k": k, "views": len(views),
+           "info": info, "methods": {}}
+    res = out["methods"]
+    model = None
+    if "default" in methods:
+        res["default"], model = fit_default(views, y, k, seeds)
+        print(name, "default", res["default"], flush=True)
+    for peer in [m for m in methods if m != "default"]:
+        bind = {}
+        if peer == "average kernel":
+            if model is None:  # only its dictionary is used: one fit, not timed
+                model = MKKMRK(k, random_state=0).fit(views)
+            bind["kernels"] = list(model.kernels_)
+        elif peer == "paper":
+            bind["big"] = n > big
+        res[peer] = fit_peer(peer, views, y, k, seeds, **bind)
+        print(name, peer, res[peer], flush=True)
+    return out
+
+
+def run_cost(repeats: int) -> dict:
+    """The default against ``MKKMRK.paper(10)`` and SpectralClustering(nearest_neighbors) on
+    scikit-learn's digits, interleaved ``repeats`` times (each repeat sees the same load)."""
+    import sklearn.datasets
+
+    X, _ = sklearn.datasets.load_digits(return_X_y=True)
+    X = np.asarray(X, dtype=np.float64)
+    secs: dict[str, list[float]] = {"default": [], "paper": [], "SpectralClustering(nn)": []}
+    fit_seconds, timings = [], []
+    for rep in range(repeats):
+        start = time.perf_counter()
+        model = MKKMRK(10, random_state=rep).fit(X)
+        secs["default"].append(time.perf_counter() - start)
+        fit_seconds.append(float(model.timings_.get("fit", float("nan"))))
+        timings.append({key: float(v) for key, v in model.timings_.items()})
+        start = time.perf_counter()
+        MKKMRK.paper(10, random_state=rep).fit(X)
+        secs["paper"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        SpectralClustering(10, affinity="nearest_neighbors", random_state=rep).fit(X)
+        secs["SpectralClustering(nn)"].append(time.perf_counter() - start)
+        print("cost", rep, {m: round(v[-1], 2) for m, v in secs.items()}, flush=True)
+    med = {m: float(np.median(v)) for m, v in secs.items()}
+    gaps = [abs(f / w - 1) for f, w in zip(fit_seconds, secs["default"], strict=True)]
+    return {"repeats": repeats, "seconds": secs, "median": med,
+            "ratio_paper": med["default"] / med["paper"],
+            "ratio_spectral": med["default"] / med["SpectralClustering(nn)"],
+            "timings_fit": fit_seconds, "timings_gap_max": float(np.max(gaps)),
+            "timings": timings}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def best_peer(res: dict) -> str | None:
+    """The label-free peer with the best mean NMI (none of the methods sees a label)."""
+    peers = [m for m, r in res.items() if m != "default" and "nmi_mean" in r]
+    return max(peers, key=lambda m: res[m]["nmi_mean"]) if peers else None
+
+
+def better_kmeans(res: dict) -> str | None:
+    pair = [m for m in ("KMeans", "KMeans(standardised)") if "nmi_mean" in res.get(m, {})]
+    return max(pair, key=lambda m: res[m]["nmi_mean"]) if pair else None
+
+
+def _summary(results: dict) -> list[str]:
+    rows = ["| data set | n | d | k | default NMI | best label-free peer | within 0.5 | "
+            "better KMeans (raw / standardised) | more than 2 below it | seconds default / "
+            "best peer |", "|---|---|---|---|---|---|---|---|---|---|"]
+    within, judged, below = 0, 0, []
+    for name, out in results.items():
+        res = out["methods"]
+        if "nmi_mean" not in res.get("default", {}):
+            continue
+        d = res["default"]
+        best, km = best_peer(res), better_kmeans(res)
+        ok = best is None or d["nmi_mean"] >= res[best]["nmi_mean"] - WITHIN_BEST
+        low = km is not None and d["nmi_mean"] < res[km]["nmi_mean"] - BELOW_KMEANS
+        judged += best is not None
+        within += best is not None and ok
+        if low:
+            below.append(f"{name} ({d['nmi_mean']:.2f} against {res[km]['nmi_mean']:.2f}, "
+                         f"{km})")
+        peer = f"{res[best]['nmi_mean']:.2f} ({best})" if best else "-"
+        kmeans = f"{res[km]['nmi_mean']:.2f} ({km})" if km else "-"
+        secs = f"{d['seconds']:.1f} / {res[best]['seconds']:.1f}" if best else "-"
+        rows.append(f"| {name} | {out['n']} | {out['d']} | {out['k']} | {d['nmi_mean']:.2f} | "
+                    f"{peer} | {'yes' if ok else 'NO'} | {kmeans} | "
+                    f"{'YES' if low else 'no'} | {secs} |")
+    share = f"{within} of {judged} ({100 * within / judged:.0f}%)" if judged else "none judged"
+    rows += ["", f"- The default is within {WITHIN_BEST} NMI of the best label-free peer on "
+             f"{share} data sets (bar: at least 80%).",
+             f"- More than {BELOW_KMEANS:g} NMI below the better of raw and standardised "
+             f"KMeans on {len(below)} data set(s)" + (": " + "; ".join(below) if below else "")
+             + " (bar: none)."]
+    return rows
+
+
+def _fashion(results: dict) -> list[str]:
+    res = results.get(FASHION, {}).get("methods", {})
+    need = ("default", "Nystroem(cosine)+KMeans", "LSC-K")
+    if not all("nmi_mean" in res.get(m, {}) for m in need):
+        return ["Not in this run (`--no-fashion`, not in `--datasets`, or a method left out "
+                "by `--methods`)."]
+    d, ny, lsc = (res[m] for m in need)
+    return ["| method | NMI | seconds |", "|---|---|---|",
+            *(f"| {m} | {res[m]['nmi_mean']:.2f} | {res[m]['seconds']:.1f} |" for m in need),
+            "", f"- NMI at least 66: {'yes' if d['nmi_mean'] >= 66 else 'NO'}; at most 1x the "
+            f"time of Nystroem(cosine, 1000)+KMeans: {d['seconds'] / ny['seconds']:.2f}x "
+            f"({'yes' if d['seconds'] <= ny['seconds'] else 'NO'}); at least LSC-K's NMI: "
+            f"{'yes' if d['nmi_mean'] >= lsc['nmi_mean'] else 'NO'}."]
+
+
+def _cost(cost: dict | None) -> list[str]:
+    if not cost:
+        return ["Not in this run (`--cost-repeats 0`)."]
+    med = cost["median"]
+    return [f"scikit-learn's digits (1,797 x 64), {cost['repeats']} interleaved repeats, "
+            "median seconds of one fit:", "",
+            "| method | median s | every repeat |", "|---|---|---|",
+            *(f"| {m} | {med[m]:.2f} | {', '.join(f'{s:.2f}' for s in cost['seconds'][m])} |"
+              for m in med), "",
+            f"- default / paper: {cost['ratio_paper']:.2f}x (bar: at most 2x); default / "
+            f"SpectralClustering(nn): {cost['ratio_spectral']:.2f}x (bar: at most 3x).",
+            f"- `timings_[\"fit\"]` against the wall time of `fit`: largest gap "
+            f"{100 * cost['timings_gap_max']:.1f}% (bar: 5%); "
+            f"{'within' if cost['timings_gap_max'] <= TIMINGS_TOLERANCE else 'NOT within'}."]
+
+
+def _per_dataset(results: dict) -> list[str]:
+    lines = []
+    for name, out in results.items():
+        lines += [f"### {name} (n = {out['n']}, d = {out['d']}, k = {out['k']}, "
+                  f"{out['views']} view(s))", "",
+                  "| method | NMI mean (best) | ACC mean | seconds per fit | seeds | notes |",
+                  "|---|---|---|---|---|---|"]
+        for meth, rec in out["methods"].items():
+            if "skipped" in rec:
+                lines.append(f"| {meth} | - | - | - | - | skipped: {rec['skipped']} |")
+                continue
+            note = ""
+            if meth == "default":
+                note = (f"solver {rec['solver']}, final step {rec['final_step']}, "
+                        f"{rec['kernels']} kernels (last seed); timings_['fit'] off the wall "
+                        f"time by at most {100 * rec['timings_fit_gap']:.1f}%")
+            lines.append(f"| {meth} | {rec['nmi_mean']:.2f} ({rec['nmi_best']:.2f}) | "
+                         f"{rec['acc_mean']:.2f} | {rec['seconds']:.2f} | {rec['n_seeds']} | "
+                         f"{note} |")
+        lines.append("")
+    return lines
+
+
+def report(results: dict, cost: dict | None) -> str:
+    tabular = [describe(name, out["info"]) for name, out in results.items() if name in TABULAR]
+    data = (["| set | n | d | k | columns | label | kinds |", "|---|---|---|---|---|---|---|",
+             *tabular] if tabular else ["No tabular set in this run."])
+    return "\n".join([
+        "NMI and ACC in percent, mean over the seeds; seconds: one fit (wall time), mean over "
+        "the seeds. No method sees the labels.", "",
+        "## Summary", "", *_summary(results), "",
+        "## Cost on digits", "", *_cost(cost), "",
+        "## Fashion-MNIST (70,000 x 784)", "", *_fashion(results), "",
+        "## Tabular data sets (R packages kernlab and MASS)", "",
+        "Factors one-hot, rows with a missing value dropped, the label column dropped.", "",
+        *data, "", "## Per data set", "", *_per_dataset(results)])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--datasets", nargs="+", default=list(DATASETS),
+                        help=f"any of {', '.join(DATASETS)}")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    parser.add_argument("--no-fashion", action="store_true",
+                        help="leave out Fashion-MNIST (70,000 rows: the slow part)")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--big", type=int, default=5000,
+                        help="above this many rows the paper's configuration runs on Nystrom")
+    parser.add_argument("--cost-repeats", type=int, default=5,
+                        help="repeats of the cost comparison on digits (0: leave it out)")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the data sets already in the JSON file")
+    parser.add_argument("--report", default=None,
+                        help="the Markdown report's path (default results/defaults/"
+                             "defaults_wide.md; the JSON beside it)")
+    args = parser.parse_args()
+    unknown = sorted(set(args.datasets) - set(DATASETS))
+    if unknown:
+        parser.error(f"unknown data set(s) {', '.join(unknown)}; one of {', '.join(DATASETS)}")
+    started = now()
+    md = Path(args.report) if args.report else results_dir("defaults") / "defaults_wide.md"
+    raw = md.with_suffix(".json")
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    saved = json.loads(raw.read_text()) if args.resume and raw.exists() else {}
+    results, cost = saved.get("datasets", {}), saved.get("cost")
+    for name in args.datasets:
+        if name in results or (args.no_fashion and name == FASHION):
+            continue
+        loaded = load(name, args.data_dir)
+        if loaded is not None:
+            results[name] = run_dataset(name, loaded, args.methods, args.seeds, args.big)
+            raw.write_text(json.dumps({"datasets": results, "cost": cost}, indent=1))
+    if args.cost_repeats and cost is None:
+        cost = run_cost(args.cost_repeats)
+        raw.write_text(json.dumps({"datasets": results, "cost": cost}, indent=1))
+    path = write_report("defaults", md.stem, "The default against the label-free peers on a "
+                        "wide benchmark (issue 48)", report(results, cost), started=started,
+                        path=md)
+    print(Path(path).read_text())
+
+
+if __name__ == "__main__":
+    main()
