@@ -8,7 +8,9 @@
 - the average kernel: the default's dictionary (the fitted ``kernels_`` of ``MKKMRK(k)``)
   with equal weights, through the library's own fixed-weight path
   (:func:`mkrk_dask.average_kernel_clustering` on a backend of those kernels): spectral kernel
-  k-means on the mean kernel, no weight learning and no final step;
+  k-means on the mean kernel, no weight learning and no final step. The kernels are
+  evaluated on the columns as given: should the default come to transform its input first
+  (a plan's preprocessing, issue 48), give this peer the same transformed columns;
 - ``AnchorGraphClustering`` (the library's) with its defaults;
 - LSC-K, written here from Chen & Cai, "Large Scale Spectral Clustering with Landmark-Based
   Representation" (AAAI 2011), see :func:`lsc_k`.
@@ -108,6 +110,10 @@ def lsc_k(views, k, seed, *, n_landmarks: int = LSC_LANDMARKS,
        singular vectors of ``Zh``, ``U = Zh V S^{-1}`` from the eigenpairs ``(V, S^2)`` of the
        p x p matrix ``Zh^T Zh``.
     4. k-means (10 starts) on the rows of ``U``.
+
+    Checked once against the dense construction (the top ``k`` eigenvectors of ``Zh Zh^T``
+    span the same subspace as ``U``). On small data ``p = n / 2`` landmarks make a sparse
+    graph: LSC-K is a method for large n, measured here as its authors define it.
     """
     X = np.hstack(views)
     n = X.shape[0]
