@@ -9,8 +9,8 @@
   with equal weights, through the library's own fixed-weight path
   (:func:`mkrk_dask.average_kernel_clustering` on a backend of those kernels): spectral kernel
   k-means on the mean kernel, no weight learning and no final step. The kernels are
-  evaluated on the columns as given: should the default come to transform its input first
-  (a plan's preprocessing, issue 48), give this peer the same transformed columns;
+  evaluated on the columns the default saw: its plan's column transform (standardisation of
+  columns in different units, issue 48) is applied first;
 - ``AnchorGraphClustering`` (the library's) with its defaults;
 - LSC-K, written here from Chen & Cai, "Large Scale Spectral Clustering with Landmark-Based
   Representation" (AAAI 2011), see :func:`lsc_k`.
@@ -81,9 +81,11 @@ def spectral(views, k, seed):
                               random_state=seed).fit_predict(np.hstack(views))
 
 
-def average_kernel(views, k, seed, *, kernels) -> np.ndarray:
+def average_kernel(views, k, seed, *, kernels, transform=None) -> np.ndarray:
     """Equal weights over ``kernels`` (the default's fitted ``kernels_``): spectral kernel
-    k-means on the mean kernel, by the library's fixed-weight baseline."""
+    k-means on the mean kernel, by the library's fixed-weight baseline. ``transform``: the
+    default's column transform (its plan's ``apply_scaling``), applied first when given."""
+    views = list(views) if transform is None else transform(list(views))
     n = views[0].shape[0]
     options = make_options("exact" if n <= AVERAGE_EXACT_MAX_N else "nystrom")
     with make_backend(options, views=list(views), specs=list(kernels),

@@ -121,9 +121,11 @@ def fit_default(views, y, k, seeds) -> tuple[dict, MKKMRK]:
         wall = time.perf_counter() - start
         runs.append((*_score(y, model.labels_), wall))
         gaps.append(model.timings_.get("fit", float("nan")) / wall - 1)
+    plan = getattr(model, "plan_", None)  # the fit's decisions (issue 48), where it has them
     notes = {"solver": getattr(model, "solver_", None),
              "final_step": getattr(model, "final_step_", None),
-             "kernels": len(model.kernels_), "timings_fit_gap": float(np.max(np.abs(gaps)))}
+             "kernels": len(model.kernels_), "timings_fit_gap": float(np.max(np.abs(gaps))),
+             "plan": None if plan is None else str(plan)}
     return _record(runs, **notes), model
 
 
@@ -160,6 +162,8 @@ def run_dataset(name, loaded, methods, seeds, big) -> dict:
             if model is None:  # only its dictionary is used: one fit, not timed
                 model = MKKMRK(k, random_state=0).fit(views)
             bind["kernels"] = list(model.kernels_)
+            # the dictionary's widths are those of the columns the default transformed
+            bind["transform"] = getattr(getattr(model, "plan_", None), "apply_scaling", None)
         elif peer == "paper":
             bind["big"] = n > big
         res[peer] = fit_peer(peer, views, y, k, seeds, **bind)
@@ -277,7 +281,7 @@ def _cost(cost: dict | None) -> list[str]:
 
 
 def _per_dataset(results: dict) -> list[str]:
-    lines = []
+    lines, plans = [], []
     for name, out in results.items():
         lines += [f"### {name} (n = {out['n']}, d = {out['d']}, k = {out['k']}, "
                   f"{out['views']} view(s))", "",
@@ -292,10 +296,14 @@ def _per_dataset(results: dict) -> list[str]:
                 note = (f"solver {rec['solver']}, final step {rec['final_step']}, "
                         f"{rec['kernels']} kernels (last seed); timings_['fit'] off the wall "
                         f"time by at most {100 * rec['timings_fit_gap']:.1f}%")
+                if rec.get("plan"):
+                    plans.append(f"{name}:\n\n```\n{rec['plan']}\n```\n")
             lines.append(f"| {meth} | {rec['nmi_mean']:.2f} ({rec['nmi_best']:.2f}) | "
                          f"{rec['acc_mean']:.2f} | {rec['seconds']:.2f} | {rec['n_seeds']} | "
                          f"{note} |")
         lines.append("")
+    if plans:
+        lines += ["## The default's plans (last seed)", "", *plans]
     return lines
 
 
