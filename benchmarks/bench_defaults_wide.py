@@ -238,8 +238,8 @@ def _summary(results: dict) -> list[str]:
         kmeans = f"{res[km]['nmi_mean']:.2f} ({km})" if km else "-"
         secs = f"{d['seconds']:.1f} / {res[best]['seconds']:.1f}" if best else "-"
         rows.append(f"| {name} | {out['n']} | {out['d']} | {out['k']} | {d['nmi_mean']:.2f} | "
-                    f"{peer} | {'yes' if ok else 'NO'} | {kmeans} | "
-                    f"{'YES' if low else 'no'} | {secs} |")
+                    f"{peer} | {'-' if best is None else 'yes' if ok else 'NO'} | {kmeans} | "
+                    f"{'-' if km is None else 'YES' if low else 'no'} | {secs} |")
     share = f"{within} of {judged} ({100 * within / judged:.0f}%)" if judged else "none judged"
     rows += ["", f"- The default is within {WITHIN_BEST} NMI of the best label-free peer on "
              f"{share} data sets (bar: at least 80%).",
