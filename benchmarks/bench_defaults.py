@@ -44,12 +44,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
 from sklearn.cluster import KMeans
 from sklearn.kernel_approximation import Nystroem
 
 from mkrk_dask import MKKMRK, lambda_search
 from mkrk_dask.datasets import load_dataset
-from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary
 from mkrk_dask.kernels import row_sq_norms
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 

@@ -25,7 +25,6 @@ import time
 
 import numpy as np
 
-from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import (
     fill_kernel_blocks,
     kernel_matrices,
@@ -35,6 +34,7 @@ from mkrk_dask.kernels import (
     row_sq_norms,
     symmetrize,
 )
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.scales import median_scales
 
 from _common import PeakRSS, dense_views, fmt_bytes, load_or_skip, now, results_dir, write_report

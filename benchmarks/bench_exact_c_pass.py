@@ -30,9 +30,9 @@ import numpy as np
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends import make_backend
 from mkrk_dask.backends.options import EXACT_DISSIMILARITY_BUDGET, NystromOptions
-from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.plan import auto_kernels
 
 from _common import dense_views, load_or_skip, now, results_dir, write_report
 

@@ -58,12 +58,12 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from bench_defaults import DATASETS, HELD_OUT, _load, _record, _score
+from mkrk_dask.consensus import choose_partition
+from mkrk_dask.estimators._dictionary import auto_dictionary
 from sklearn.cluster import KMeans
 
 from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.assignment import final_rows, lloyd_centres
-from mkrk_dask.consensus import choose_partition
-from mkrk_dask.estimators._dictionary import auto_dictionary
 from mkrk_dask.kernels import kernel_matrices, resolve_kernels
 from mkrk_dask.scales import median_scales
 

@@ -25,8 +25,8 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, MISSED_FRACTION_WARNING, NystromBackend
 from mkrk_dask.backends.options import NystromOptions
 from mkrk_dask.datasets import load_dataset
-from mkrk_dask.plan import auto_kernels
 from mkrk_dask.kernels import as_kernel_specs
+from mkrk_dask.plan import auto_kernels
 from mkrk_dask.protocol import DATASETS
 from mkrk_dask.solver import solve
 
