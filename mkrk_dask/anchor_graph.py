@@ -150,7 +150,8 @@ def _is_non_negative(view: Any) -> bool:
 
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
-                   random_state: Any, index: int = 0) -> tuple[ViewGraph, sp.csr_matrix]:
+                   random_state: Any, index: int = 0, max_iter: int = 100
+                   ) -> tuple[ViewGraph, sp.csr_matrix]:
     """One view's anchors, learned from at most :data:`ANCHOR_SAMPLE_ROWS` rows, and the
     rows of its factor F (one pass over the view).
 
@@ -162,8 +163,8 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
         raise ValueError(f"view {index}: the data contain NaN or infinity (found in the rows "
                          "the anchors are learned from); clean them first")
     m = min(n_anchors, view.shape[0] // 2)
-    anchors = MiniBatchKMeans(m, n_init=1, batch_size=4096, random_state=random_state
-                              ).fit(rows).cluster_centers_
+    anchors = MiniBatchKMeans(m, n_init=1, batch_size=4096, max_iter=max_iter,
+                              random_state=random_state).fit(rows).cluster_centers_
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
     nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular, index=index)
     # the median squared distance; a positive width where most rows sit on an anchor

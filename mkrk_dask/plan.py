@@ -36,7 +36,8 @@ from .kernels import KernelSpec, row_sq_norms
 __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "PREPROCESSING_CHOICES", "WIDTHS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
-           "GRAPH_ANCHORS", "smooth_kernels", "backend_settings", "resolve_options"]
+           "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
+           "resolve_options"]
 
 #: the estimators' ``preprocessing``: ``"auto"`` standardises columns in different units
 PREPROCESSING_CHOICES = ("auto", "none", "standardize")
@@ -58,6 +59,8 @@ GRAPH_NEIGHBORS = 10
 GRAPH_MIN_AGREEMENT = 0.5
 #: anchors of the final graph, at most ...
 GRAPH_ANCHORS = 1000
+#: passes of the anchors' mini-batch k-means (they need only cover the final rows)
+GRAPH_ANCHOR_ITERATIONS = 10
 #: ... and at most one per this many rows
 GRAPH_ROWS_PER_ANCHOR = 2
 #: most rows the final graph is built on: above, on a uniform sample of them, the other rows

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import eigh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -31,9 +32,22 @@ def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k + 1 largest eigenvalues of ``F F^T`` (decreasing) and the map ``P`` of rows of F
     to the top k eigenvectors (``U = F P``), from the smaller of ``F^T F`` and ``F F^T``."""
     n, m = F.shape
-    small = (F.T @ F if m <= n else F @ F.T).toarray()
+    small = F.T @ F if m <= n else F @ F.T
     side = small.shape[0]
-    values, vectors = eigh(small, subset_by_index=[max(side - k - 1, 0), side - 1])
+    values = vectors = None
+    if side > 4 * (k + 1):
+        # Lanczos on the sparse matrix: the k + 1 largest of many (a dense eigensolver's
+        # O(side^3) was most of a fit at a thousand anchors)
+        try:
+            values, vectors = eigsh(small.tocsc(), k=k + 1, which="LA",
+                                    v0=np.ones(side) / np.sqrt(side))
+        except ArpackNoConvergence:
+            values = None
+    if values is None:
+        values, vectors = eigh(small.toarray(), subset_by_index=[max(side - k - 1, 0),
+                                                                 side - 1])
+    order = np.argsort(values)
+    values, vectors = values[order], vectors[:, order]
     values, vectors = np.maximum(values[::-1], 0.0), vectors[:, ::-1]
     if not values[k - 1] > 0:
         raise ValueError(f"the anchor graph has fewer than n_clusters={k} non-zero "
@@ -75,6 +89,10 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         histograms, where a row's norm is mostly its overall level), Euclidean otherwise.
     n_init : int, default=10
         Restarts of the final k-means.
+    anchor_max_iter : int, default=100
+        Most passes of the anchors' mini-batch k-means over the sampled rows (it also stops
+        after 10 passes without improvement). Anchors need only cover the rows: a few passes
+        place them nearly as well, at a fraction of the time where they are many.
     random_state : int, RandomState or None, default=None
         Seeds the anchors' k-means and the final k-means.
 
@@ -103,16 +121,19 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "geometry": [StrOptions(set(GEOMETRIES))],
         "n_init": [Interval(Integral, 1, None, closed="left")],
+        "anchor_max_iter": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }
 
     def __init__(self, n_clusters: int = 8, *, n_anchors: int = 1000, n_neighbors: int = 3,
-                 geometry: str = "auto", n_init: int = 10, random_state: Any = None) -> None:
+                 geometry: str = "auto", n_init: int = 10, anchor_max_iter: int = 100,
+                 random_state: Any = None) -> None:
         self.n_clusters = n_clusters
         self.n_anchors = n_anchors
         self.n_neighbors = n_neighbors
         self.geometry = geometry
         self.n_init = n_init
+        self.anchor_max_iter = anchor_max_iter
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> AnchorGraphClustering:
@@ -147,7 +168,8 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
             anchor_seed, kmeans_seed = (int(s) for s in check_random_state(
                 self.random_state).randint(2**31 - 1, size=2))
         graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
-                                               self.geometry, anchor_seed, index)
+                                               self.geometry, anchor_seed, index,
+                                               self.anchor_max_iter)
                                 for index, v in enumerate(views)), strict=True)
         F = graph_factor(list(factors))
         top, self.projection_ = _top_eigenpairs(F, k)

@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 
 from ..assignment import FINAL_CLUSTERINGS, assign_clusters, final_rows
 from ..exceptions import DisconnectedGraphWarning
-from ..plan import GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
+from ..plan import GRAPH_ANCHOR_ITERATIONS, GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
 
 #: rows per block of the graph's labels of the rows it was not built on
 _BLOCK_ROWS = 65536
@@ -87,7 +87,8 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
                         "final_graph_agreement_": None}
     graph = AnchorGraphClustering(
         n_clusters, n_anchors=plan.graph_anchors, n_neighbors=GRAPH_NEIGHBORS,
-        geometry="euclidean", n_init=n_init, random_state=random_state)
+        geometry="euclidean", n_init=n_init, anchor_max_iter=GRAPH_ANCHOR_ITERATIONS,
+        random_state=random_state)
     n = rows.shape[0]
     sampled = plan.graph_rows < n
     if sampled:
