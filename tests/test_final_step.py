@@ -91,7 +91,8 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     assert (auto.final_step_, auto.n_components_) == (plain.final_step_, plain.n_components_)
     rows = final_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
     graph = AnchorGraphClustering(10, n_anchors=auto.plan_.graph_anchors, n_neighbors=10,
-                                  geometry="euclidean", random_state=0).fit(rows)
+                                  geometry="euclidean", anchor_max_iter=10, random_state=0
+                                  ).fit(rows)
     np.testing.assert_array_equal(auto.labels_, graph.labels_)
     assert auto.final_graph_agreement_ == pytest.approx(
         normalized_mutual_info_score(plain.labels_, graph.labels_))

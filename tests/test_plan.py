@@ -2,6 +2,7 @@
 column scaling it decides from the data; fit carrying it out; timings that add up."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -94,9 +95,16 @@ def test_the_fit_clusters_the_standardised_columns_and_predicts_through_them(tmp
     np.testing.assert_array_equal(loaded.predict(WINE), model.labels_)
 
 
+def same_plan(a: FitPlan, b: FitPlan) -> bool:
+    """The same choices (the solver's reason quotes the memory available at the moment)."""
+    return (replace(a, decisions=()) == replace(b, decisions=())
+            and [(d.what, d.value) for d in a.decisions]
+            == [(d.what, d.value) for d in b.decisions])
+
+
 def test_fit_keeps_the_plan_and_its_timings_add_up():
     model = MKKMRK(10, random_state=0).fit(DIGITS[:500])
-    assert model.plan_ == MKKMRK(10, random_state=0).plan(DIGITS[:500])
+    assert same_plan(model.plan_, MKKMRK(10, random_state=0).plan(DIGITS[:500]))
     stages = sum(model.timings_[stage] for stage in STAGES)
     assert stages == pytest.approx(model.timings_["fit"], rel=1e-9)
     assert all(model.timings_[stage] >= 0 for stage in STAGES)

@@ -80,7 +80,7 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     ``final_graph_agreement_``."""
     from sklearn.metrics import normalized_mutual_info_score
 
-    from ._anchor_graph import AnchorGraphClustering
+    from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering
 
     if plan.final_clustering != "graph":
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
@@ -109,6 +109,11 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     else:
         graph_labels = graph.labels_.copy()
     agreement = float(normalized_mutual_info_score(labels, graph_labels))
+    if graph.eigenvalues_[n_clusters] >= 1.0 - DISCONNECTED_TOL:
+        # more disconnected parts than clusters: which of them the graph joined is
+        # arbitrary, not a refinement (tight clusters, each its own few anchors)
+        return labels, {"final_clustering_": "kmeans", "final_graph_": None,
+                        "final_graph_agreement_": agreement}
     if agreement < GRAPH_MIN_AGREEMENT:
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
                         "final_graph_agreement_": agreement}
