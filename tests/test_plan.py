@@ -132,3 +132,17 @@ def test_identical_kernels_always_share_their_weight():
                        **params).fit(DIGITS[:300])
         groups = model.weights_.reshape(3, 3)
         np.testing.assert_allclose(groups, groups[:, :1].repeat(3, axis=1), atol=1e-6)
+
+
+def test_mkrk_fit_plan_prints_the_plan_and_fits_nothing(run_mkrk, digits_npz, tmp_path):
+    out = tmp_path / "run"
+    proc = run_mkrk("fit", str(digits_npz), "--plan", "--preprocessing", "standardize",
+                    "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("plan: MKKM-RK, n=150")
+    assert "preprocessing: standardize (given)" in proc.stdout and "expected cost" in proc.stdout
+    assert not out.exists()  # nothing fitted, nothing written
+    fitted = run_mkrk("fit", str(digits_npz), "--out", str(out), "-q")
+    assert fitted.returncode == 0, fitted.stderr
+    record = json.loads((out / "result.json").read_text())
+    assert record["plan"]["final_step"] == "features" and record["plan"]["n_components"] == 20
