@@ -105,16 +105,16 @@ def lambda_search(
     if y is not None:
         y = np.asarray(y).ravel()
         check_labels_present(y, "y")  # here, not in the scores after the whole search
-    backend, n_samples = estimator._build(X)
+    backend, n_samples = estimator.build_backend(X)
     if y is not None and y.shape[0] != n_samples:
         backend.close()
         raise ValueError(f"y has {y.shape[0]} labels for {n_samples} samples")
     results = []
     with backend:
-        inputs = estimator._loop_inputs(backend)
+        inputs = estimator.loop_inputs(backend)
         for lam in lams:
             start = time.perf_counter()
-            res = estimator._search_loop(backend, inputs, lam)
+            res = estimator.solve_lambda(backend, inputs, lam)
             H = backend.embedding(res.top)
             labels = repeated_assignments(H, estimator.n_clusters, n_repeats,
                                           n_init=estimator.n_init, random_state=random_state)
@@ -153,7 +153,7 @@ def build_store(estimator: Any, X: Any) -> StoreInfo:
         raise ValueError("building a store needs solver='blockwise' or 'nystrom' and a store "
                          "path")
     start = time.perf_counter()
-    backend, _ = estimator._build(X)
+    backend, _ = estimator.build_backend(X)
     reused = backend.reused_store
     backend.close()
     path = Path(estimator.store).expanduser()

@@ -236,8 +236,11 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
     def _check_backend(self, backend: KernelBackend) -> None:  # noqa: B027 - optional hook
         """Refuse a backend the method cannot use (before any iteration)."""
 
-    def _build(self, X: Any) -> tuple[KernelBackend, int]:
-        """Validate, plan and build the backend; shared with :func:`lambda_search`."""
+    def build_backend(self, X: Any) -> tuple[KernelBackend, int]:
+        """Validate ``X``, plan the fit (``plan_``) and build its backend, without fitting:
+        ``(backend, n_samples)``. For :func:`~mkrk_dask.lambda_search` and
+        :func:`~mkrk_dask.build_store`, which run loops of their own on it; the caller closes
+        the backend (``with backend:``)."""
         plan, data = self._resolve(X)
         self.plan_ = plan
         backend = self._make_backend(plan, data)
@@ -268,13 +271,13 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         """The method's alternating loop on ``backend`` (subclasses)."""
         raise NotImplementedError
 
-    def _loop_inputs(self, backend: KernelBackend) -> dict:
+    def loop_inputs(self, backend: KernelBackend) -> dict:
         """What the loop needs that no lambda changes (C, M): :func:`lambda_search` computes it
         once per backend."""
         return {}
 
-    def _search_loop(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
-        """The loop at ``lam`` with ``inputs`` from :meth:`_loop_inputs` (methods with a
+    def solve_lambda(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
+        """The loop at ``lam`` with ``inputs`` from :meth:`loop_inputs` (methods with a
         lambda)."""
         raise ValueError(f"{self.method} has no lambda to search")
 

@@ -248,11 +248,11 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
             raise ValueError(f"MKKM-MR needs tr(K_p K_q), which solver={self.solver!r} does "
                              "not provide")
 
-    def _loop_inputs(self, backend: KernelBackend) -> dict[str, np.ndarray]:
+    def loop_inputs(self, backend: KernelBackend) -> dict[str, np.ndarray]:
         return {"traces": np.asarray(backend.traces(), dtype=np.float64),
                 "M": backend.dissimilarity("fip")}
 
-    def _search_loop(self, backend: KernelBackend, inputs: dict, lam: float,
+    def solve_lambda(self, backend: KernelBackend, inputs: dict, lam: float,
                      checkpoint: Any = None) -> SolverResult:
         check_lambda(lam)
         lam_eff = effective_lambda(lam, self.lam_scaling, inputs["traces"], inputs["M"])
@@ -267,9 +267,9 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
 
     def _run(self, backend: KernelBackend) -> SolverResult:
         start = time.perf_counter()
-        inputs = self._loop_inputs(backend)
+        inputs = self.loop_inputs(backend)
         seconds = time.perf_counter() - start
-        result = self._search_loop(backend, inputs, self.lam, checkpoint=backend.loop_checkpoint(
+        result = self.solve_lambda(backend, inputs, self.lam, checkpoint=backend.loop_checkpoint(
             self._fit_key("lam", "lam_scaling", "qp_gap_tol")))
         result.timings["dissimilarity"] = seconds
         result.timings["total"] += seconds

@@ -350,10 +350,10 @@ class MKKMRK(MultipleKernelKMeans):
             raise ValueError(f"dissimilarity {self.dissimilarity!r} is not available with "
                              f"solver={self.solver!r}; choose one of {backend.measures}")
 
-    def _loop_inputs(self, backend: KernelBackend) -> dict:
+    def loop_inputs(self, backend: KernelBackend) -> dict:
         return {"C": backend.dissimilarity(self.dissimilarity)}
 
-    def _search_loop(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
+    def solve_lambda(self, backend: KernelBackend, inputs: dict, lam: float) -> SolverResult:
         return solve(backend, self.n_clusters, lam, C=inputs["C"],
                      lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
                      max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol)
