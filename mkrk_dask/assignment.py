@@ -15,7 +15,7 @@ from sklearn.cluster import KMeans
 
 __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "FINAL_STEP_CHOICES",
            "FINAL_CLUSTERINGS", "cluster_means",
-           "repeated_assignments", "nearest_centre", "lloyd_centres"]
+           "repeated_assignments", "nearest_centre", "lloyd_centres", "within_cluster_loss"]
 
 
 #: the final steps: the paper's spectral one, or k-means on the features of the top eigenpairs
@@ -92,6 +92,20 @@ def nearest_centre(U: np.ndarray, centres: np.ndarray, *, step: str | None = Non
         sq = norms - 2.0 * rows @ centres.T
         out[a:a + rows.shape[0]] = np.argmin(sq, axis=1)
     return out
+
+
+def within_cluster_loss(U: np.ndarray, labels: np.ndarray, centres: np.ndarray, *,
+                        step: str | None = None) -> float:
+    """Sum over rows of the squared distance to the centre of their cluster (in row blocks, as
+    :func:`nearest_centre`); with ``step``, of the rows of ``final_rows(U, step)``. The
+    k-means objective in the space the final step clustered (``KMeans.score`` is its
+    negative)."""
+    labels = np.asarray(labels)
+    total = 0.0
+    for a, rows in _blocks(U, step):
+        diff = rows - centres[labels[a:a + rows.shape[0]]]
+        total += float(np.einsum("ij,ij->", diff, diff))
+    return total
 
 
 def _cluster_sums(U: np.ndarray, labels: np.ndarray, n_clusters: int, step: str | None

@@ -40,7 +40,8 @@ from .exceptions import PassFailedError, SchedulerLostError
 from .progress import reporter
 from .validation import check_magnitude
 
-__all__ = ["TASK_INPUT_BYTES", "rows_per_task", "Shared", "RowSource", "read_rows", "run_pass",
+__all__ = ["TASK_INPUT_BYTES", "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
+           "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
            "client_threads", "blas_threads", "task_blas_threads"]
 
@@ -200,7 +201,7 @@ def read_rows(source: Any, start: int | None = None, stop: int | None = None,
         block = _join_row_chunks(source, start, stop)
     else:
         block = source if start is None else source[start:stop]
-    if _is_dask(block):  # rows of a dask array read on the client (the local part's rows)
+    if is_dask(block):  # rows of a dask array read on the client (the local part's rows)
         block = compute_here(block)
     if sp.issparse(block):
         block = sp.csr_matrix(block, dtype=np.float64)
@@ -268,7 +269,8 @@ def _persisted_chunks(client: Any, X: Any) -> tuple[list[int], list[list[Any]]] 
     return [0, *np.cumsum(X.chunks[0][:-1]).tolist()], rows
 
 
-def _is_dask(X: Any) -> bool:
+def is_dask(X: Any) -> bool:
+    """Whether X is a dask collection (a dask array, here)."""
     return hasattr(X, "dask") and hasattr(X, "compute")
 
 
@@ -286,7 +288,7 @@ class RowSource:
         self.client = client
         self.X = X
         self._chunks = None
-        if _is_dask(X):
+        if is_dask(X):
             self.kind = "dask"
             # A persisted array's tasks read its chunks as they are: computing a slice of it
             # per task adds slicing tasks that wait for a free thread, and left the threads

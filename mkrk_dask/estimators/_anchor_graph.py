@@ -18,9 +18,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
-from ..assignment import assign_clusters, lloyd_centres, nearest_centre
+from ..assignment import assign_clusters, lloyd_centres, nearest_centre, within_cluster_loss
 from ..exceptions import DisconnectedGraphWarning
+from ..passes import is_dask
 from ..validation import check_feature_views, check_n_clusters
+from ._out_of_sample import lazy_rows
 
 __all__ = ["AnchorGraphClustering"]
 
@@ -204,8 +206,12 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_clusters)
+            A dask array (lazy, in X's row chunks) where X is one.
         """
         check_is_fitted(self)
+        if is_dask(X):
+            return lazy_rows(self, "transform", X, self.embedding_.shape[1],
+                             self.embedding_.dtype)
         views = check_feature_views(self, X, reset=False)
         if len(views) != len(self.view_graphs_):
             raise ValueError(f"the model was fitted on {len(self.view_graphs_)} view(s), "
@@ -228,5 +234,28 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples,)
+            A dask array (lazy, in X's row chunks) where X is one.
         """
+        if is_dask(X):
+            return lazy_rows(self, "predict", X, None, np.int64)
         return nearest_centre(self.transform(X), self.cluster_centers_, step="spectral")
+
+    def score(self, X: Any, y: Any = None) -> float:
+        """Opposite of the within-cluster loss of X: the squared distances of the unit-length
+        rows of :meth:`transform` to their nearest centre, summed and negated (the analogue
+        of ``KMeans.score``: higher is better).
+
+        Parameters
+        ----------
+        X : like the data given to ``fit``
+        y : ignored
+
+        Returns
+        -------
+        float
+        """
+        rows = self.transform(X)
+        if is_dask(rows):
+            rows = rows.compute()
+        labels = nearest_centre(rows, self.cluster_centers_, step="spectral")
+        return -within_cluster_loss(rows, labels, self.cluster_centers_, step="spectral")

@@ -10,10 +10,39 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..assignment import cluster_means, final_rows, lloyd_centres, nearest_centre
+from ..assignment import (
+    cluster_means,
+    final_rows,
+    lloyd_centres,
+    nearest_centre,
+    within_cluster_loss,
+)
+from ..passes import is_dask
 from ..validation import check_feature_views
 
-__all__ = ["OutOfSampleMixin"]
+__all__ = ["OutOfSampleMixin", "lazy_rows"]
+
+
+def lazy_rows(model: Any, method: str, X: Any, n_columns: int | None, dtype: Any) -> Any:
+    """``model.<method>`` of a dask array, as a dask array of the same row chunks: every
+    block is mapped when computed (the fitted model is one shared node of the graph, not
+    copied into every task). ``n_columns`` None: one value per row."""
+    import dask
+
+    n_features = getattr(model, "n_features_in_", None)
+    if n_features is not None and X.ndim == 2 and X.shape[1] != n_features:
+        raise ValueError(f"X has {X.shape[1]} features; the model was fitted with {n_features}")
+    X = X.rechunk({1: -1}) if X.ndim == 2 else X
+    shared = dask.delayed(model, pure=True)
+
+    def block(rows: Any, fitted: Any) -> np.ndarray:
+        return getattr(fitted, method)(rows)
+
+    if n_columns is None:
+        return X.map_blocks(block, shared, drop_axis=1, dtype=dtype,
+                            meta=np.empty((0,), dtype=dtype))
+    return X.map_blocks(block, shared, chunks=(X.chunks[0], (n_columns,)), dtype=dtype,
+                        meta=np.empty((0, 0), dtype=dtype))
 
 
 class OutOfSampleMixin:
@@ -95,7 +124,11 @@ class OutOfSampleMixin:
         Returns
         -------
         ndarray of shape (n_samples, embedding_.shape[1])
+            A dask array (lazy, in X's row chunks) where X is one.
         """
+        if is_dask(X):
+            return lazy_rows(self, "transform", X, self.embedding_.shape[1],
+                             self.embedding_.dtype)
         views = self._out_of_sample_views(X)
         rows = self.row_map_.transform(views)  # a new array, in embedding_'s dtype
         scale = getattr(self, "feature_scale_", None)
@@ -117,9 +150,36 @@ class OutOfSampleMixin:
         Returns
         -------
         ndarray of shape (n_samples,)
+            A dask array (lazy, in X's row chunks) where X is one.
         """
-        rows = self.transform(X)
+        if is_dask(X):
+            return lazy_rows(self, "predict", X, None, np.int64)
+        return self._assign(self.transform(X))
+
+    def _assign(self, rows: np.ndarray) -> np.ndarray:
         graph = getattr(self, "final_graph_", None)
         if graph is not None:  # the graph of the final rows partitioned the training data
             return graph.predict(final_rows(rows, self.final_step_))
         return nearest_centre(rows, self.cluster_centers_, step=self.final_step_)
+
+    @available_if(_maps_new_points)
+    def score(self, X: Any, y: Any = None) -> float:
+        """Opposite of the within-cluster loss of X in the fitted feature map: the sum over
+        samples of the squared distance of their row of :meth:`transform` (unit length where
+        the fit kept ``final_step_="spectral"``) to the centre of their predicted cluster,
+        negated (the kernel analogue of ``KMeans.score``: higher is better).
+
+        Parameters
+        ----------
+        X : like the data given to ``fit``
+        y : ignored
+
+        Returns
+        -------
+        float
+        """
+        rows = self.transform(X)
+        if is_dask(rows):
+            rows = rows.compute()
+        return -within_cluster_loss(rows, self._assign(rows), self.cluster_centers_,
+                                    step=self.final_step_)
