@@ -80,3 +80,16 @@ def test_usage_error_is_one_line(capsys: pytest.CaptureFixture) -> None:
     assert main(["fit", "d.npz", "--max-iter", "x"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "invalid int value" in err[0] and "--help" in err[0]
+
+
+def test_search_help_says_it_fits_the_papers_configuration(capsys: pytest.CaptureFixture
+                                                           ) -> None:
+    """``mkrk search`` fits the paper's configuration (issue 46): its help says so, and not
+    that its defaults are MKKMRK's label-free ones, which 'mkrk fit' keeps."""
+    assert main(["search", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "defaults: the paper's configuration" in text
+    assert "label-free ones of MKKMRK" not in text
+    assert build_parser().parse_args(["search", "x.npz"]).paper
+    assert main(["fit", "--help"]) == 0
+    assert "label-free ones of MKKMRK" in " ".join(capsys.readouterr().out.split())

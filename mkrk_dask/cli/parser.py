@@ -169,9 +169,17 @@ def _add_out(p: argparse.ArgumentParser, what: str, default: str | None = None,
                    help="replace the results of an earlier run in --out (refused without it)")
 
 
-def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
-    g = p.add_argument_group("model (defaults: the label-free ones of MKKMRK; --paper: the "
-                             "paper's configuration)")
+_PAPER = ("the paper-faithful configuration: its 12 kernels, fip, lambda 2^-15, the spectral "
+          "final step, exact kernels")
+
+
+def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
+                       paper: bool = False) -> None:
+    """The model's options; ``paper``: the command fits the paper's configuration (not the
+    estimator's label-free defaults), which each option overrides."""
+    g = p.add_argument_group(
+        "model (defaults: the paper's configuration; each option overrides it)" if paper else
+        "model (defaults: the label-free ones of MKKMRK; --paper: the paper's configuration)")
     g.add_argument("--n-clusters", "-k", type=int, default=None, metavar="K",
                    help="number of clusters (default: the number of classes of the labels)")
     g.add_argument("--method", choices=list(ESTIMATORS), default="MKKM-RK",
@@ -179,8 +187,8 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True) -> None:
                         "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)) or "
                         "MKKM (no lambda); --dissimilarity is MKKM-RK's only")
     g.add_argument("--paper", action="store_true",
-                   help="the paper-faithful configuration: its 12 kernels, fip, lambda 2^-15, "
-                        "the spectral final step, exact kernels (each can still be overridden)")
+                   help=f"{_PAPER} (always, for this command)" if paper else
+                   f"{_PAPER} (each can still be overridden)")
     if lam:
         g.add_argument("--lam", type=_lam_type, default=None,
                        help="lambda >= 0, the weight of the representation cost: a number or "
@@ -349,8 +357,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_out(p, "folder for the results (checked before the fit)")
 
     p = add("search", "fit a lambda grid (kernels built once) and save every lambda's result",
-            "Run MKKM-RK (or MKKM-MR: --method) for every lambda of a grid with the kernels "
-            "and C built once, repeat "
+            "Run MKKM-RK (or MKKM-MR: --method) in the paper's configuration (its 12 kernels, "
+            "fip, the spectral final step, exact kernels; not the label-free defaults of "
+            "'mkrk fit') for every lambda of a grid with the kernels and C built once, repeat "
             "the final k-means --repeats times per lambda, and write a JSON file with, per "
             "lambda: weights, Y, objective history, iterations and (with labels) best / mean "
             "/ std of ACC, NMI and purity. 'mkrk figures' draws it.")
@@ -358,7 +367,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", default=None, metavar="DIR",
                    help="folder of the benchmark files, for names like orl (default: "
                         "$MKRK_DATASETS or ../shared/datasets)")
-    _add_model_options(p, lam=False)
+    _add_model_options(p, lam=False, paper=True)
     p.add_argument("--lams", default=None, metavar="LIST",
                    help="lambdas: numbers, 2^e, or ranges 2^a..2^b, comma-separated "
                         "(default: the paper's grid 2^-15..2^5)")
