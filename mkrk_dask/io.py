@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 import scipy.io
 import scipy.sparse as sp
 
+from .csv_input import CsvColumns, read_csv
 from .metrics import check_labels_present
 from .validation import check_int
 
@@ -101,7 +101,8 @@ class _RawData(NamedTuple):
 
 
 def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
-                    subset: int | None = None, random_state: int = 0) -> Dataset:
+                    subset: int | None = None, random_state: int = 0,
+                    columns: CsvColumns | None = None) -> Dataset:
     """Read a user's data file.
 
     Supported formats, chosen by extension:
@@ -111,9 +112,10 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
       any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
       scalar entries go to ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
-    - ``.csv``: comma-separated numbers, no labels, UTF-8 (a byte order mark is ignored). A
-      first row in which no field is a number is a header and skipped; a first row with some
-      numbers is data (so a missing or non-numeric value in it is an error, as in any row).
+    - ``.csv``: comma-separated numbers, UTF-8 (a byte order mark is ignored). A first row in
+      which no field is a number is a header and skipped; a first row with some numbers is
+      data (so a missing or non-numeric value in it is an error, as in any row). Every column
+      is a feature unless ``columns`` says otherwise; labels only from its ``label_column``.
     - ``.mat``: variable ``X`` (dense or sparse) and optional ``y``; MATLAB up to v7 through
       scipy, v7.3 (HDF5) through h5py (the ``io`` extra).
 
@@ -132,6 +134,9 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
         (if present) is recomputed so that it still splits training from test rows.
     random_state : int, default 0
         Seed of the subset draw.
+    columns : CsvColumns, optional
+        The feature and label columns of a .csv file (by header name or index); an error for
+        the other formats.
 
     Returns
     -------
@@ -153,12 +158,13 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
     path = Path(path).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"{path} does not exist")
-    return _to_dataset(name or path.stem, _read_file(path), subset, random_state)
+    return _to_dataset(name or path.stem, _read_file(path, columns), subset, random_state)
 
 
 def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str] | None = None,
                y_key: str | None = None,
-               data_dir: str | os.PathLike[str] | None = None) -> Dataset:
+               data_dir: str | os.PathLike[str] | None = None,
+               columns: CsvColumns | None = None) -> Dataset:
     """Load what a command line names: a data file, a Zarr array, or a benchmark dataset.
 
     Parameters
@@ -175,6 +181,8 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
         (.npy, .csv, a Zarr array: give ``labels``), and together with ``labels``.
     data_dir : str or path-like, optional
         Folder of the benchmark files (default :func:`mkrk_dask.datasets.default_data_dir`).
+    columns : CsvColumns, optional
+        The feature and label columns of a .csv file (see :func:`load_array_file`).
 
     Returns
     -------
@@ -192,17 +200,23 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
     # Imported here: datasets (benchmark lookup) reads its files through this module.
     from .datasets import _resolve_path
 
-    if labels is not None and y_key is not None:
-        raise ValueError("give the labels with --labels or with --y-key, not both")
+    given = [flag for flag, value in (("--labels", labels), ("--y-key", y_key),
+             ("--label-column", columns and columns.label_column)) if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give the labels with {' or with '.join(given)}, "
+                         f"not {'both' if len(given) == 2 else 'several'}")
     path = Path(source).expanduser()
     if is_zarr_array(path):
+        if columns is not None and columns.chosen:
+            raise ValueError("columns (--columns, --drop-columns, --label-column) apply to "
+                             ".csv files, not to a Zarr array")
         data = Dataset(path.stem, _open_zarr_array(path), None)
     else:
         if path.is_dir():
             raise ValueError(f"{path} is a directory but not a Zarr array")
         # The file itself (a benchmark's, or one in the data folder): --y-key reads it again.
         path, name = _resolve_path(source, data_dir)
-        data = load_array_file(path, name=name)
+        data = load_array_file(path, name=name, columns=columns)
     if y_key is not None and (y_key != "y" or data.y is None):
         data = replace(data, y=_labels_from_key(path, y_key))
     if labels is not None:
@@ -306,12 +320,17 @@ def _labels_from_key(path: Path, key: str) -> np.ndarray:
 # --------------------------------------------------------------------------- file readers
 
 
-def _read_file(path: Path) -> _RawData:
+def _read_file(path: Path, columns: CsvColumns | None = None) -> _RawData:
     readers = {".npz": _read_npz, ".npy": _read_npy, ".csv": _read_csv, ".mat": _read_mat}
     reader = readers.get(path.suffix.lower())
     if reader is None:
         raise ValueError(f"cannot read {path}: unknown extension {path.suffix!r} (expected "
                          f"{', '.join(FILE_FORMATS)})")
+    if path.suffix.lower() == ".csv":
+        return reader(path, columns)
+    if columns is not None and columns.chosen:
+        raise ValueError(f"columns (--columns, --drop-columns, --label-column) apply to .csv "
+                         f"files, not to {path.name}")
     return reader(path)
 
 
@@ -381,37 +400,12 @@ def _read_npy(path: Path) -> _RawData:
     return _RawData(X, None, None, {})
 
 
-def _is_number(text: str) -> bool:
+def _read_csv(path: Path, columns: CsvColumns | None = None) -> _RawData:
     try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_header(fields: list[str]) -> bool:
-    """A header names columns: no field is a number and some are not blank. A row with some
-    numbers (and a missing or non-numeric cell) is data, left to fail as such."""
-    return not any(_is_number(f) for f in fields) and any(f.strip() for f in fields)
-
-
-def _read_csv(path: Path) -> _RawData:
-    try:
-        # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
-        with open(path, encoding="utf-8-sig") as handle:
-            if not _is_header(handle.readline().split(",")):
-                handle.seek(0)
-            with warnings.catch_warnings():
-                # An empty file is reported below, in one line, not as numpy's warning.
-                warnings.filterwarnings("ignore", "loadtxt: input contained no data")
-                X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64)
+        X, y = read_csv(path, columns)
     except UnicodeDecodeError as err:
         raise _unreadable(path, ".csv (UTF-8 text)", err) from None
-    except ValueError as err:
-        raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
-    if X.size == 0:
-        raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
-    return _RawData(X, None, None, {})
+    return _RawData(X, y, None, {})
 
 
 def _read_mat(path: Path) -> _RawData:

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .. import progress
+from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset, load_input
 from ..kernels import as_kernel_specs, parse_kernel
@@ -172,8 +173,13 @@ def _result_size(data: Dataset) -> int:
 # --------------------------------------------------------------------------- commands
 
 
+def _columns(args: argparse.Namespace) -> CsvColumns:
+    """The CSV columns the options pick (none: every column a feature)."""
+    return CsvColumns(args.columns, args.drop_columns, getattr(args, "label_column", None))
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
-    data = load_input(args.data)
+    data = load_input(args.data, columns=_columns(args))
     store = _store(args)
     estimator = MKKMRK(kernels=_kernels_arg(args.kernels) or "paper", solver=args.solver,
                        store=store,
@@ -197,7 +203,7 @@ def _fit_inputs(args: argparse.Namespace) -> tuple[Output | None, Dataset, int]:
     out = Output(args.out, force=args.force) if args.out is not None else None
     if out is not None:
         out.check()
-    data = load_input(args.data, labels=args.labels, y_key=args.y_key)
+    data = load_input(args.data, labels=args.labels, y_key=args.y_key, columns=_columns(args))
     if out is not None:
         out.check(_result_size(data))
     return out, data, _n_clusters(args, data)
@@ -326,7 +332,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     lams = parse_lams(args.lams) if args.lams else [float(v) for v in paper_lambda_grid()]
     repeats = _repeats(args)
     data = load_input(args.data, labels=args.labels, y_key=args.y_key,
-                      data_dir=args.data_dir)
+                      data_dir=args.data_dir, columns=_columns(args))
     k = _n_clusters(args, data)
     solver = _solver_of(args)
     log(args, f"lambda search on {data.name}: {data.n_samples} samples, k = {k}, "
@@ -357,7 +363,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise UserError(f"the model {args.model} cannot label new data: it was fitted on "
                         "precomputed kernels (no kernel between new points and the training "
                         "points); fit it on the features")
-    data = load_input(args.data, labels=args.labels, y_key=args.y_key)
+    data = load_input(args.data, labels=args.labels, y_key=args.y_key, columns=_columns(args))
     start = time.perf_counter()
     labels = np.asarray(model.predict(data.X))
     log(args, f"predicted {labels.shape[0]} samples in {time.perf_counter() - start:.2f} s")

@@ -16,6 +16,7 @@ import numpy as np
 from ..anchor_graph import GEOMETRIES as ANCHOR_GEOMETRIES
 from ..assignment import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES
 from ..backends.options import DTYPE_CHOICES
+from ..csv_input import parse_column_list
 from ..dissimilarity import MEASURES
 from ..estimators import ESTIMATORS
 from ..landmarks import LANDMARK_METHODS
@@ -148,12 +149,35 @@ def _common_options() -> argparse.ArgumentParser:
     return common
 
 
+def _column_list(text: str) -> tuple[str | int, ...]:
+    try:
+        return parse_column_list(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _column_key(text: str) -> str | int:
+    keys = _column_list(text)
+    if len(keys) != 1:
+        raise argparse.ArgumentTypeError(f"one column, got {text!r}")
+    return keys[0]
+
+
 def _add_data(p: argparse.ArgumentParser, labels: bool = True) -> None:
     p.add_argument("data", metavar="DATA",
                    help="data file (.npz with X [and y], or written by scipy.sparse.save_npz; "
                         ".mat with X [and y], MATLAB v7.3 too; .npy; .csv), a Zarr array "
                         "directory, or a benchmark name (orl, jaffe, tr11, ...)")
+    g = p.add_argument_group("CSV columns (by header name or 0-based index)")
+    picked = g.add_mutually_exclusive_group()
+    picked.add_argument("--columns", type=_column_list, default=None, metavar="LIST",
+                        help="the feature columns, comma-separated (default: all but "
+                             "--drop-columns and --label-column)")
+    picked.add_argument("--drop-columns", type=_column_list, default=(), metavar="LIST",
+                        help="columns that are not features (ids, notes), comma-separated")
     if labels:
+        g.add_argument("--label-column", type=_column_key, default=None, metavar="COLUMN",
+                       help="the column of the true labels, for the metrics (never a feature)")
         p.add_argument("--labels", metavar="FILE", default=None,
                        help="true labels (.npy, .csv or .txt) for the metrics")
         p.add_argument("--y-key", default=None, metavar="NAME",

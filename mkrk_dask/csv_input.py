@@ -1,0 +1,140 @@
+"""Reading a CSV data file, with the columns a user picks: the features (``columns`` or
+all but ``drop_columns``) and the labels (``label_column``), each by header name or by
+0-based index."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["CsvColumns", "read_csv", "parse_column_list"]
+
+
+@dataclass(frozen=True)
+class CsvColumns:
+    """The columns to read from a CSV file.
+
+    Attributes
+    ----------
+    columns : tuple of str or int, optional
+        The feature columns, in this order (default: all but the others named here).
+    drop_columns : tuple of str or int
+        Columns that are not features (ids, notes); not with ``columns``.
+    label_column : str or int, optional
+        The column of the true labels: read as labels, never as a feature.
+    """
+
+    columns: tuple[str | int, ...] | None = None
+    drop_columns: tuple[str | int, ...] = ()
+    label_column: str | int | None = None
+
+    def __post_init__(self) -> None:
+        if self.columns is not None and self.drop_columns:
+            raise ValueError("give the feature columns with --columns or --drop-columns, "
+                             "not both")
+
+    @property
+    def chosen(self) -> bool:
+        return self.columns is not None or bool(self.drop_columns) or self.label_column is not None
+
+
+def parse_column_list(text: str) -> tuple[str | int, ...]:
+    """``"a,b,3"`` as ``("a", "b", 3)``: whole numbers are indices unless a header names them
+    (see :func:`read_csv`)."""
+    items = tuple(_column_key(t) for t in text.split(",") if t.strip())
+    if not items:
+        raise ValueError(f"no column in {text!r}")
+    return items
+
+
+def _column_key(text: str) -> str | int:
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_header(fields: list[str]) -> bool:
+    """A header names columns: no field is a number and some are not blank. A row with some
+    numbers (and a missing or non-numeric cell) is data, left to fail as such."""
+    return not any(_is_number(f) for f in fields) and any(f.strip() for f in fields)
+
+
+def _index(key: str | int, names: list[str] | None, width: int, path: Path) -> int:
+    """The 0-based index of a column given by header name or index (a name first: a header
+    may name a column "3")."""
+    if names is not None and str(key) in names:
+        return names.index(str(key))
+    if isinstance(key, int) and -width <= key < width:
+        return key % width
+    if isinstance(key, int):
+        raise ValueError(f"{path}: column index {key} out of range ({width} columns)")
+    known = f"its header names {names}" if names is not None else "it has no header"
+    raise ValueError(f"{path}: no column {key!r} ({known})")
+
+
+def read_csv(path: Path, columns: CsvColumns | None = None
+             ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Comma-separated numbers as float64 rows (UTF-8; a byte order mark is ignored; a first
+    row in which no field is a number is a header and skipped), and the labels of
+    ``columns.label_column`` (numbers where all are, else strings), or None."""
+    columns = columns or CsvColumns()
+    # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
+    with open(path, encoding="utf-8-sig") as handle:
+        first = handle.readline()
+        names = [f.strip() for f in first.rstrip("\r\n").split(",")]
+        header = _is_header(names)
+        if not header:
+            handle.seek(0)
+        width = len(names)
+        names = names if header else None
+        label = (None if columns.label_column is None
+                 else _index(columns.label_column, names, width, path))
+        if columns.columns is not None:
+            use = [_index(c, names, width, path) for c in columns.columns]
+        else:
+            dropped = {_index(c, names, width, path) for c in columns.drop_columns}
+            use = [c for c in range(width) if c not in dropped]
+        if label is not None:
+            if label in use and columns.columns is not None:
+                raise ValueError(f"{path}: column {columns.label_column!r} is both a feature "
+                                 "and the label column")
+            use = [c for c in use if c != label]
+        if not use:
+            raise ValueError(f"{path}: no feature column left")
+        start = handle.tell()
+        with warnings.catch_warnings():
+            # An empty file is reported below, in one line, not as numpy's warning.
+            warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            try:
+                X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64,
+                               usecols=None if use == list(range(width)) else use)
+            except ValueError as err:
+                raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
+            y = None
+            if label is not None:
+                handle.seek(start)
+                y = np.loadtxt(handle, delimiter=",", ndmin=1, dtype=str, usecols=label)
+                y = np.char.strip(y)
+    if X.size == 0:
+        raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
+    if y is not None:
+        try:
+            numbers = y.astype(np.float64)
+        except ValueError:
+            numbers = None  # text labels: coded 0..c-1 in sorted order with the others
+        if numbers is not None:
+            y = numbers.astype(np.int64) if np.all(numbers == np.round(numbers)) else numbers
+    return X, y

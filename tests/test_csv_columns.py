@@ -1,0 +1,103 @@
+"""CSV columns (issue 46): the features by name or index (``--columns`` / ``--drop-columns``)
+and the labels' column (``--label-column``), so a label or id column is never clustered as a
+feature unasked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from mkrk_dask.cli import main
+from mkrk_dask.csv_input import CsvColumns
+from mkrk_dask.io import load_input
+
+IRIS, IRIS_Y = load_iris(return_X_y=True)
+SPECIES = np.array(["setosa", "versicolor", "virginica"])[IRIS_Y]
+HEADER = "id,sepal_length,sepal_width,petal_length,petal_width,species"
+
+
+def _write(path: Path, header: bool = True) -> Path:
+    lines = [HEADER] if header else []
+    lines += [f"{i}," + ",".join(map(str, row)) + f",{name}"
+              for i, (row, name) in enumerate(zip(IRIS, SPECIES, strict=True))]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture
+def iris_csv(tmp_path: Path) -> Path:
+    return _write(tmp_path / "iris.csv")
+
+
+@pytest.mark.parametrize("columns", [
+    CsvColumns(drop_columns=("id",), label_column="species"),
+    CsvColumns(drop_columns=(0,), label_column=-1),
+    CsvColumns(columns=("sepal_length", 2, "petal_length", "petal_width"),
+               label_column="species"),
+])
+def test_features_and_labels_by_name_or_index(iris_csv: Path, columns: CsvColumns) -> None:
+    data = load_input(iris_csv, columns=columns)
+    np.testing.assert_array_equal(data.X, IRIS)
+    # text labels are coded 0..c-1 in sorted order: here the iris targets themselves
+    np.testing.assert_array_equal(data.y, IRIS_Y)
+
+
+def test_columns_keep_the_order_given_and_numeric_labels(tmp_path: Path) -> None:
+    path = tmp_path / "num.csv"
+    path.write_text("a,b,c\n1,2,7\n3,4,8\n5,6,7\n")
+    data = load_input(path, columns=CsvColumns(columns=("b", "a"), label_column="c"))
+    np.testing.assert_array_equal(data.X, [[2, 1], [4, 3], [6, 5]])
+    assert data.y.dtype == np.int64 and list(data.y) == [7, 8, 7]
+
+
+def test_without_a_header_columns_are_indices(tmp_path: Path) -> None:
+    data = load_input(_write(tmp_path / "bare.csv", header=False),
+                      columns=CsvColumns(columns=(1, 2, 3, 4), label_column=5))
+    np.testing.assert_array_equal(data.X, IRIS)
+    np.testing.assert_array_equal(data.y, IRIS_Y)
+
+
+@pytest.mark.parametrize("columns, message", [
+    (CsvColumns(columns=("nope",)), "no column 'nope'"),
+    (CsvColumns(columns=(9,)), "column index 9 out of range"),
+    (CsvColumns(columns=("id", "species"), label_column="species"),
+     "both a feature and the label column"),
+    (CsvColumns(columns=("species",)), "expected comma-separated numbers"),
+])
+def test_bad_columns(iris_csv: Path, columns: CsvColumns, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_input(iris_csv, columns=columns)
+
+
+def test_columns_with_another_format_or_both_choices(tmp_path: Path) -> None:
+    np.save(tmp_path / "x.npy", IRIS)
+    with pytest.raises(ValueError, match="apply to .csv files"):
+        load_input(tmp_path / "x.npy", columns=CsvColumns(label_column=0))
+    with pytest.raises(ValueError, match="--columns or --drop-columns"):
+        CsvColumns(columns=("a",), drop_columns=("b",))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--columns", "1,nope"], "no column 'nope'"),
+    (["--label-column", "species", "--labels", "y.csv"], "--labels or with --label-column"),
+    (["--columns", "1", "--drop-columns", "0"], "not allowed with argument"),
+    (["--label-column", "a,b"], "one column"),
+])
+def test_cli_column_errors_are_one_line(iris_csv: Path, capsys: pytest.CaptureFixture,
+                                        argv: list[str], message: str) -> None:
+    assert main(["fit", str(iris_csv), "-k", "3", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and (err.count("\n") == 0 or err.startswith("usage:"))
+
+
+def test_cli_fit_reads_the_label_column(iris_csv: Path, run_mkrk) -> None:
+    run = run_mkrk("fit", str(iris_csv), "--drop-columns", "id", "--label-column", "species",
+                   "-k", "3", "--out", str(iris_csv.parent / "fit"))
+    assert run.returncode == 0, run.stderr
+    # the species were read as labels for the metrics (iris clusters well on its 4 features)
+    metrics = json.loads((iris_csv.parent / "fit" / "metrics.json").read_text())
+    assert metrics["nmi"] > 0.7
