@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import progress
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset, load_input
@@ -48,7 +47,7 @@ from .demo import run_demo
 from .errors import EXIT_OK, UserError
 from .output import Output
 from .parser import format_default, parse_lams
-from .session import dask_client, storage_options
+from .session import dask_client, reporting, storage_options
 
 __all__ = ["COMMANDS", "dask_client", "run_search", "log", "result", "scores_line"]
 
@@ -425,7 +424,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     lams = parse_lams(args.lams) if args.lams else None
     _check_data_folder(args)
     _log_protocol_settings(args, repeats)
-    with progress.reporting(max(args.verbosity, 0)):
+    with reporting(args):
         report = run_protocol(args.datasets, data_dir=args.data_dir, lams=lams,
                               repeats=repeats, seed=args.seed, out=out.path,
                               threads=args.threads, command=args.command_line,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,16 @@ def _lost(client: Any) -> bool:
     return comm is None or bool(getattr(comm, "closed", lambda: False)())
 
 
+def reporting(args: argparse.Namespace) -> contextlib.AbstractContextManager:
+    """The command's report on stderr at its verbosity: its messages always, progress (bars)
+    only on a terminal, never on a pipe or a file, where it would be noise in a log."""
+    try:
+        terminal = sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        terminal = False
+    return progress.reporting(max(args.verbosity, 0), progress=terminal)
+
+
 @contextlib.contextmanager
 def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
     """The Dask client the command runs on, or None for the exact solver without a scheduler,
@@ -106,7 +117,7 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
     (:class:`mkrk_dask.cluster.DaskSession`).
     """
     address = getattr(args, "scheduler", None)
-    with progress.reporting(max(args.verbosity, 0)):
+    with reporting(args):
         security = security_from_args(args)
         if solver == "exact" and not address:
             yield None

@@ -283,9 +283,12 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
     def _reporting(self) -> Any:
         """Progress at ``verbose`` (on stderr), unless a caller (the CLI) already reports."""
-        if progress.is_active():
-            return contextlib.nullcontext()
-        return progress.reporting(int(self.verbose or 0))
+        stack = contextlib.ExitStack()
+        if not progress.is_active():
+            stack.enter_context(progress.reporting(int(self.verbose or 0)))
+        # the whole fit is a stage: never silent between the named ones either
+        stack.enter_context(progress.stage(f"[{type(self).__name__}] fit"))
+        return stack
 
     def fit(self, X: Any, y: Any = None) -> MultipleKernelKMeans:
         """Learn the kernel weights and cluster ``X``, as :meth:`plan` says.
@@ -312,7 +315,9 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             for line in plan.lines():
                 progress.reporter().log(f"[{type(self).__name__}] {line}")
             mark("plan")
-            backend = self._make_backend(plan, data)
+            name = f"[{type(self).__name__}]"
+            with progress.stage(f"{name} kernels"):
+                backend = self._make_backend(plan, data)
             try:
                 self._check_backend(backend)
             except BaseException:
@@ -322,20 +327,24 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             k, n_init = self.n_clusters, self.n_init
             with backend:
                 with local_threads(backend.compute_threads()):
-                    result = self._run(backend)
+                    with progress.stage(f"{name} weights"):
+                        result = self._run(backend)
                     mark("loop")
-                    top, rows = final_embedding(plan, backend, result)
+                    with progress.stage(f"{name} embedding"):
+                        top, rows = final_embedding(plan, backend, result)
                     mark("embedding")
-                    labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
-                                              random_state=self.random_state)
+                    with progress.stage(f"{name} final k-means"):
+                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
+                                                  random_state=self.random_state)
                     mark("kmeans")
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
             # Only now, the backend's checks passed (leaving the block waited for them).
             mark("finish")
-            labels, graph = graph_partition(plan, rows, labels, n_clusters=k, n_init=n_init,
-                                            random_state=self.random_state)
+            with progress.stage(f"{name} anchor graph"):
+                labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
+                                                n_init=n_init, random_state=self.random_state)
             mark("graph")
         self.plan_ = plan
         self.final_step_ = plan.final_step
