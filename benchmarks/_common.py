@@ -42,7 +42,7 @@ __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 #: the topic folders of ``results/`` (see ``results/README.md``)
-TOPICS = ("paper", "exact", "blockwise", "nystrom", "scale", "datasets", "defaults")
+TOPICS = ("paper", "exact", "blockwise", "nystrom", "scale", "datasets", "defaults", "cli")
 _RESULTS_ENV = "MKRK_BENCH_RESULTS"
 # The one place that knows where the tests live (see reference_implementation).
 _TESTS = HERE.parent / "tests"

@@ -3,19 +3,38 @@
 Exact and faithful to Yao & Chen (AAAI 2019) on small data; scalable on Dask.
 """
 
-from .baselines import average_kernel_clustering, single_kernel_clustering
-from .estimators import MKKM, MKKMMR, MKKMRK, AnchorGraphClustering
-from .exceptions import (
-    DisconnectedGraphWarning,
-    NystromApproximationWarning,
-    StoreError,
-    UncertifiedSolutionWarning,
-)
-from .kernels import KernelSpec, paper_kernels, parse_kernel
-from .metrics import clustering_accuracy, clustering_scores, normalized_mutual_info, purity
-from .plan import FitPlan
-from .qp import QPSolution, RepresentativeQP
-from .search import LambdaResult, build_store, lambda_search, paper_lambda_grid
+import importlib
+from typing import Any
+
+#: where each public name lives: imported on first use (PEP 562), so that importing the
+#: package, and the command line's --help, do not load scikit-learn, SciPy and Dask
+_EXPORTS = {
+    "average_kernel_clustering": "baselines", "single_kernel_clustering": "baselines",
+    "MKKM": "estimators", "MKKMMR": "estimators", "MKKMRK": "estimators",
+    "AnchorGraphClustering": "estimators",
+    "DisconnectedGraphWarning": "exceptions", "NystromApproximationWarning": "exceptions",
+    "StoreError": "exceptions", "UncertifiedSolutionWarning": "exceptions",
+    "KernelSpec": "kernels", "paper_kernels": "kernels", "parse_kernel": "kernels",
+    "clustering_accuracy": "metrics", "clustering_scores": "metrics",
+    "normalized_mutual_info": "metrics", "purity": "metrics",
+    "FitPlan": "plan", "QPSolution": "qp", "RepresentativeQP": "qp",
+    "LambdaResult": "search", "build_store": "search", "lambda_search": "search",
+    "paper_lambda_grid": "search",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mkrk_dask' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # once: later look-ups do not come here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __version__ = "0.1.0"
 

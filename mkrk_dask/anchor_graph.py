@@ -23,6 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import MiniBatchKMeans
 
+from .choices import GRAPH_GEOMETRIES as GEOMETRIES  # noqa: F401 - re-exported
 from .cluster import current_client
 from .kernels import row_sq_norms
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
@@ -35,8 +36,6 @@ __all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "g
 ANCHOR_SAMPLE_ROWS = 100_000
 #: rows per block of the distances to the anchors (a block x m temporary)
 BLOCK_ROWS = 8192
-#: the geometries of a view: ``auto`` is angular for non-negative data, Euclidean otherwise
-GEOMETRIES = ("auto", "angular", "euclidean")
 
 
 @dataclass

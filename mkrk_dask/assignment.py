@@ -13,18 +13,13 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
+from .choices import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES, FINAL_STEPS  # noqa: F401 - re-exported
+
 __all__ = ["unit_rows", "final_rows", "assign_clusters", "FINAL_STEPS", "FINAL_STEP_CHOICES",
            "FINAL_CLUSTERINGS", "cluster_means",
            "repeated_assignments", "nearest_centre", "lloyd_centres", "within_cluster_loss"]
 
 
-#: the final steps: the paper's spectral one, or k-means on the features of the top eigenpairs
-FINAL_STEPS = ("features", "spectral")
-#: the estimators' ``final_step``: one of the steps, or ``"auto"`` (every candidate of both
-#: kinds, the partition that agrees most with the others kept)
-FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
-#: how the final rows are partitioned (:func:`mkrk_dask.estimators._final.uses_graph`)
-FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
 #: rows per block of :func:`nearest_centre`
 _BLOCK_ROWS = 65536
 

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .choices import MEASURES  # noqa: F401 - re-exported
 from .kernels import kernel_products
 
 __all__ = ["MEASURES", "GRAM_MEASURES", "check_measure", "from_gram", "dense_dissimilarity"]
 
-MEASURES = ("fip", "sfn", "vn", "ld")
 GRAM_MEASURES = ("fip", "sfn")
 
 

@@ -27,12 +27,12 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._compute import compute_here
+from .choices import LANDMARK_METHODS  # noqa: F401 - re-exported
 from .kernels import inner_products, row_sq_norms
 
 __all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
            "allocate_ranks", "DEFAULT_REL_FLOOR", "DEFAULT_RANK_TOL"]
 
-LANDMARK_METHODS = ("kmeans++", "uniform")
 
 #: eigenvalues of a landmark block below this times the largest are dropped
 DEFAULT_REL_FLOOR = 1e-10

@@ -30,6 +30,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .backends.base import APPROXIMATION_WARNING
+from .choices import PREPROCESSING_CHOICES  # noqa: F401 - re-exported
 from .kernel_evaluation import WIDTHED_FAMILIES
 from .kernels import KernelSpec, row_sq_norms
 
@@ -39,8 +40,6 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
            "resolve_options"]
 
-#: the estimators' ``preprocessing``: ``"auto"`` standardises columns in different units
-PREPROCESSING_CHOICES = ("auto", "none", "standardize")
 #: the default kernels' geometries (:func:`auto_kernels`)
 GEOMETRIES = ("euclidean", "angular", "mixed")
 #: share of zero entries from which non-negative data count as intensities or counts (an

@@ -31,6 +31,7 @@ from . import progress
 from ._threads import local_threads, usable_cores
 from .backends import make_backend, make_options
 from .baselines import average_kernel_clustering, single_kernel_clustering
+from .choices import DATASETS, METHODS  # noqa: F401 - re-exported
 from .datasets import PAPER_DATASETS, default_data_dir, load_dataset
 from .estimators import MKKMRK
 from .exceptions import UncertifiedSolutionWarning
@@ -59,11 +60,7 @@ from .validation import check_views
 __all__ = ["run_protocol", "run_dataset", "render_markdown", "find_datasets", "DATASETS",
            "METHODS", "METRICS", "PAPER_TABLE", "PROTOCOL_DIFFERENCES"]
 
-#: the datasets of the paper's Table 2 that the data folder holds
-DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat")
 METRICS = ("acc", "nmi", "purity")
-#: the columns of the paper's Table 2, in its order
-METHODS = ("SB-KKM", "A-MKKM", "MKKM", "LMKKM", "RMKKM", "MKKM-MR", "MKKM-RK")
 #: the kernels of every view of a multi-view dataset (not in the paper: its datasets have one
 #: view): a linear kernel and the Gaussian in the middle of the paper's widths (c = 0.01 ..
 #: 100). On UCI mfeat's six views that is m = 12, as on the paper's rows: LMKKM's and RMKKM's

@@ -13,16 +13,13 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_array, validate_data
 
 from ._compute import compute_here
+from .choices import LAM_SCALINGS, TOL_MODES  # noqa: F401 - re-exported
 
 __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
            "TOL_MODES"]
 
-#: how lambda is scaled before the Y-step (:func:`mkrk_dask.solver.effective_lambda`)
-LAM_SCALINGS = ("none", "normalized")
-#: how the stopping tolerance compares the change of the objective
-TOL_MODES = ("absolute", "relative")
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mkrk_dask.cli
+import mkrk_dask.cli.commands
 from mkrk_dask.cli import EXIT_INTERNAL, EXIT_USER, main
 
 
@@ -75,7 +75,7 @@ def test_error_classes_map_to_exit_codes(monkeypatch: pytest.MonkeyPatch,
              (RuntimeError("boom"), EXIT_INTERNAL, "internal error (RuntimeError): boom"),
              (KeyboardInterrupt(), 130, "interrupted")]
     for error, code, message in cases:
-        monkeypatch.setitem(mkrk_dask.cli.COMMANDS, "demo", raising(error))
+        monkeypatch.setitem(mkrk_dask.cli.commands.COMMANDS, "demo", raising(error))
         assert main(["demo"]) == code
         err = capsys.readouterr().err
         assert message in err and len(err.strip().splitlines()) == 1, err

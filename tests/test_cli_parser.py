@@ -93,3 +93,28 @@ def test_search_help_says_it_fits_the_papers_configuration(capsys: pytest.Captur
     assert build_parser().parse_args(["search", "x.npz"]).paper
     assert main(["fit", "--help"]) == 0
     assert "label-free ones of MKKMRK" in " ".join(capsys.readouterr().out.split())
+
+
+def test_help_and_argument_errors_do_not_load_the_numerical_stack() -> None:
+    """``mkrk --help`` and argument errors answer fast (issue 46; the time is measured by
+    benchmarks/bench_startup.py): neither scikit-learn, SciPy nor Dask is imported."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, runpy\n"
+             "sys.argv = ['mkrk'] + sys.argv[1:]\n"
+             "try:\n    runpy.run_module('mkrk_dask.cli', run_name='__main__')\n"
+             "except SystemExit:\n    pass\n"
+             "heavy = sorted(m for m in ('sklearn', 'scipy', 'dask', 'distributed', 'zarr')\n"
+             "               if m in sys.modules)\n"
+             "print('LOADED', heavy, file=sys.stderr)\n")
+    for argv in (["--help"], ["fit", "--help"], ["fit"], ["fit", "-k", "x", "d.npz"]):
+        run = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True,
+                             text=True, timeout=60)
+        assert "LOADED []" in run.stderr, (argv, run.stderr[-500:])
+    import mkrk_dask
+
+    assert set(mkrk_dask.__all__) - {"__version__"} == set(dir(mkrk_dask)) & set(
+        mkrk_dask.__all__) - {"__version__"}
+    for name in mkrk_dask.__all__:  # every public name resolves
+        assert getattr(mkrk_dask, name) is not None

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 import mkrk_dask
+import mkrk_dask.cli.commands
 from mkrk_dask.cli import build_parser, main
 from mkrk_dask.cli.parser import COMMANDS, help_text
 
@@ -392,7 +393,7 @@ def test_a_closed_pipe_ends_quietly(monkeypatch: pytest.MonkeyPatch,
     def command(args):
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setitem(mkrk_dask.cli.COMMANDS, "demo", command)
+    monkeypatch.setitem(mkrk_dask.cli.commands.COMMANDS, "demo", command)
     assert main(["demo"]) == 0
     assert capsys.readouterr().err == ""
 

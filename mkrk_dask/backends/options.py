@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import DTYPE_CHOICES, STORE_DTYPES  # noqa: F401 - re-exported
 from ..landmarks import DEFAULT_RANK_TOL, DEFAULT_REL_FLOOR, LANDMARK_METHODS
 
 __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
@@ -22,7 +23,6 @@ __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions
 
 PRODUCTS = ("combined", "fused")
 EIGEN_METHODS = ("auto", "lapack", "lanczos")
-STORE_DTYPES = ("float64", "float32")
 #: NystromOptions(max_components="auto")'s limit on the factors' total rank above
 #: exact_dissimilarity_max_n
 AUTO_MAX_COMPONENTS = 2048
@@ -48,8 +48,6 @@ KERNEL_ENTRY_PRODUCTS = 100
 #: 30.6-34.4 ns per pair), so this budget keeps it to 1-3 s. With 500 landmarks per kernel
 #: and the local part, 1 kernel stops at n = 12,899, 4 at 6,441, 12 or more at the floor
 EXACT_DISSIMILARITY_BUDGET = 1e11
-#: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
-DTYPE_CHOICES = ("auto", *STORE_DTYPES)
 
 
 def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:

@@ -25,7 +25,6 @@ import shlex
 import sys
 from collections.abc import Sequence
 
-from .commands import COMMANDS
 from .config import config_defaults, load_config
 from .errors import (
     EXIT_INTERNAL,
@@ -104,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             import warnings
 
             warnings.simplefilter("ignore")
+        from .commands import COMMANDS  # the numerical stack: only once the arguments parse
+
         return int(COMMANDS[args.command](args) or 0)
     except KeyboardInterrupt:
         print(f"mkrk {args.command}: interrupted", file=sys.stderr)

@@ -13,16 +13,23 @@ from typing import Any
 
 import numpy as np
 
-from ..anchor_graph import GEOMETRIES as ANCHOR_GEOMETRIES
-from ..assignment import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES
-from ..backends.options import DTYPE_CHOICES
+# Only the light modules: --help and argument errors answer without loading the numerical
+# stack (benchmarks/bench_startup.py).
+from ..choices import (
+    DATASETS,
+    DTYPE_CHOICES,
+    FINAL_CLUSTERINGS,
+    FINAL_STEP_CHOICES,
+    LAM_SCALINGS,
+    LANDMARK_METHODS,
+    MEASURES,
+    METHOD_NAMES,
+    METHODS,
+    PREPROCESSING_CHOICES,
+    TOL_MODES,
+)
+from ..choices import GRAPH_GEOMETRIES as ANCHOR_GEOMETRIES
 from ..csv_input import parse_column_list
-from ..dissimilarity import MEASURES
-from ..estimators import ESTIMATORS
-from ..landmarks import LANDMARK_METHODS
-from ..plan import PREPROCESSING_CHOICES
-from ..protocol import DATASETS, METHODS
-from ..validation import LAM_SCALINGS, TOL_MODES
 from .errors import EXIT_USER, UserError
 from .examples import EXAMPLES, EXIT_CODES
 
@@ -206,7 +213,7 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
         "model (defaults: the label-free ones of MKKMRK; --paper: the paper's configuration)")
     g.add_argument("--n-clusters", "-k", type=int, default=None, metavar="K",
                    help="number of clusters (default: the number of classes of the labels)")
-    g.add_argument("--method", choices=list(ESTIMATORS), default="MKKM-RK",
+    g.add_argument("--method", choices=list(METHOD_NAMES), default="MKKM-RK",
                    help="the multiple kernel k-means method: MKKM-RK (representative kernels), "
                         "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)) or "
                         "MKKM (no lambda); --dissimilarity is MKKM-RK's only")

@@ -2,13 +2,14 @@
 :class:`~mkrk_dask.estimators._base.MultipleKernelKMeans` (input, backends, final step,
 ``predict``)."""
 
+from ..choices import METHOD_NAMES
 from ._anchor_graph import AnchorGraphClustering
 from ._base import SOLVERS, MultipleKernelKMeans
 from ._mkkm import MKKM, MKKMMR
 from ._mkkmrk import MKKMRK
 
 #: the estimator of every method that runs on all backends, by its name in the paper's Table 2
-ESTIMATORS = {"MKKM-RK": MKKMRK, "MKKM-MR": MKKMMR, "MKKM": MKKM}
+ESTIMATORS = dict(zip(METHOD_NAMES, (MKKMRK, MKKMMR, MKKM), strict=True))
 
 __all__ = ["AnchorGraphClustering", "ESTIMATORS", "MKKM", "MKKMMR", "MKKMRK",
            "MultipleKernelKMeans", "SOLVERS"]

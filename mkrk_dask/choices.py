@@ -1,0 +1,39 @@
+"""The allowed values of the options, in a module that imports nothing: the command line
+builds its help from them without loading the numerical stack (``mkrk --help`` answers in
+a fraction of a second). The modules that use them import them from here."""
+
+from __future__ import annotations
+
+__all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
+           "FINAL_STEPS", "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "GRAPH_GEOMETRIES",
+           "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS"]
+
+#: the multiple kernel k-means methods of the estimators (``mkrk --method``)
+METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM")
+#: the kernel dissimilarities of MKKM-RK
+MEASURES = ("fip", "sfn", "vn", "ld")
+#: Nystrom landmark selections
+LANDMARK_METHODS = ("kmeans++", "uniform")
+#: storage precisions of a store
+STORE_DTYPES = ("float64", "float32")
+#: the estimators' ``dtype``: "auto" resolves to one of STORE_DTYPES when the solver is chosen
+DTYPE_CHOICES = ("auto", *STORE_DTYPES)
+#: the final steps: the paper's spectral one, or k-means on the features of the top eigenpairs
+FINAL_STEPS = ("features", "spectral")
+#: the estimators' ``final_step``: one of the steps, or ``"auto"`` (every candidate of both
+#: kinds, the partition that agrees most with the others kept)
+FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
+#: how the final rows are partitioned (:func:`mkrk_dask.estimators._final.uses_graph`)
+FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
+#: the anchor graph's distances between rows
+GRAPH_GEOMETRIES = ("auto", "angular", "euclidean")
+#: the column transform before the kernels
+PREPROCESSING_CHOICES = ("auto", "none", "standardize")
+#: how lambda is scaled
+LAM_SCALINGS = ("none", "normalized")
+#: how the stopping tolerance compares the change of the objective
+TOL_MODES = ("absolute", "relative")
+#: the paper's benchmark datasets
+DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat")
+#: the columns of the paper's Table 2, in its order
+METHODS = ("SB-KKM", "A-MKKM", "MKKM", "LMKKM", "RMKKM", "MKKM-MR", "MKKM-RK")
