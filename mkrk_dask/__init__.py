@@ -10,6 +10,7 @@ from typing import Any
 #: package, and the command line's --help, do not load scikit-learn, SciPy and Dask
 _EXPORTS = {
     "average_kernel_clustering": "baselines", "single_kernel_clustering": "baselines",
+    "kernel_backend": "baselines",
     "MKKM": "estimators", "MKKMMR": "estimators", "MKKMRK": "estimators",
     "AnchorGraphClustering": "estimators",
     "DisconnectedGraphWarning": "exceptions", "NystromApproximationWarning": "exceptions",
@@ -20,6 +21,8 @@ _EXPORTS = {
     "FitPlan": "plan", "QPSolution": "qp", "RepresentativeQP": "qp",
     "LambdaResult": "search", "build_store": "search", "lambda_search": "search",
     "paper_lambda_grid": "search",
+    "search_figures": "plotting", "make_figures": "plotting",
+    "load_dataset": "datasets", "make_multiview_blobs": "synthetic",
 }
 
 
@@ -52,6 +55,11 @@ __all__ = [
     "paper_lambda_grid",
     "LambdaResult",
     "single_kernel_clustering",
+    "kernel_backend",
+    "search_figures",
+    "make_figures",
+    "load_dataset",
+    "make_multiview_blobs",
     "average_kernel_clustering",
     "clustering_accuracy",
     "normalized_mutual_info",

@@ -13,7 +13,31 @@ import numpy as np
 from .assignment import repeated_assignments
 from .backends.base import KernelBackend
 
-__all__ = ["fixed_weight_clustering", "single_kernel_clustering", "average_kernel_clustering"]
+__all__ = ["kernel_backend", "fixed_weight_clustering", "single_kernel_clustering",
+           "average_kernel_clustering"]
+
+
+def kernel_backend(X: Any, kernels: Any = "paper") -> KernelBackend:
+    """The kernels of ``X`` in memory, normalised, for the baselines below (the exact backend;
+    close it, or use it in a ``with`` block, when done).
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix of shape (n_samples, n_features), or a list of views
+    kernels : "paper" or list of str or KernelSpec, default="paper"
+        As the estimators' ``kernels`` (``"paper"``: the paper's 12 on every view).
+
+    Returns
+    -------
+    KernelBackend
+    """
+    from .backends import make_backend, make_options
+    from .kernels import as_kernel_specs
+    from .validation import check_views
+
+    views = check_views(X)
+    return make_backend(make_options("exact"), views=views,
+                        specs=as_kernel_specs(kernels, len(views)))
 
 
 def fixed_weight_clustering(backend: KernelBackend, weights: np.ndarray, n_clusters: int,

@@ -32,11 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from .results import dataset_entries, read_results, weight_stats
+from .results import (
+    dataset_entries,
+    mkkmrk_summary,
+    read_results,
+    search_record,
+    search_report,
+    weight_stats,
+)
 from .solver import SELECTION_THRESHOLD
 
-__all__ = ["make_figures", "plot_sensitivity", "plot_representation", "plot_selected",
-           "plot_objective", "plot_weights", "short_kernel_name"]
+__all__ = ["make_figures", "search_figures", "plot_sensitivity", "plot_representation",
+           "plot_selected", "plot_objective", "plot_weights", "short_kernel_name"]
 
 
 _METRICS = (("acc", "ACC"), ("nmi", "NMI"), ("purity", "Purity"))
@@ -382,3 +389,36 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
                                       lams=heatmap_lams, dpi=dpi))
         written.append(plot_weights(entry, out / f"{name}_fig5_weights.png", dpi=dpi))
     return written
+
+
+def search_figures(found: Sequence[Any], out_dir: str | os.PathLike, *, dataset: str = "data",
+                   kernel_names: Sequence[str] | None = None, dpi: int = 120) -> list[Path]:
+    """Figures 1-5 of the results of :func:`~mkrk_dask.lambda_search` (what ``mkrk search``
+    followed by ``mkrk figures`` draws).
+
+    Parameters
+    ----------
+    found : list of LambdaResult
+        One per lambda, as :func:`~mkrk_dask.lambda_search` returns them.
+    out_dir : path
+        Folder for the PNGs (created).
+    dataset : str, default="data"
+        The name in the figures' titles and file names.
+    kernel_names : list of str, optional
+        The kernels' names (default K0, K1, ...).
+    dpi : int, default=120
+
+    Returns
+    -------
+    list of Path
+        The PNGs written.
+    """
+    if not found:
+        raise ValueError("no lambda results to draw")
+    m = len(found[0].weights)
+    names = list(kernel_names) if kernel_names is not None else [f"K{p}" for p in range(m)]
+    entry = {"dataset": dataset, "kernel_names": names,
+             "MKKM-RK": mkkmrk_summary([search_record(res) for res in found])}
+    report = search_report("mkrk-search", command=None, repeats=0, seed=None,
+                           lams=[res.lam for res in found], datasets=[entry])
+    return make_figures(report, out_dir, dpi=dpi)

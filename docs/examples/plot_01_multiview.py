@@ -15,16 +15,13 @@ views are informative, pure noise or a noisy copy of an informative one.
 import matplotlib.pyplot as plt
 import numpy as np
 
-from mkrk_dask import MKKMRK, clustering_scores
-from mkrk_dask.datasets import default_data_dir, load_dataset
-from mkrk_dask.synthetic import make_multiview_blobs
+from mkrk_dask import MKKMRK, clustering_scores, load_dataset, make_multiview_blobs
 
-folder = default_data_dir()
-if folder is not None and (folder / "uci_mfeat.npz").is_file():
+try:  # the benchmark file, where the data folder holds it
     data = load_dataset("uci_mfeat", subset=500, random_state=0)
     views, y, view_names = data.views, data.y, list(data.view_names)
     source = "UCI multiple features (500 of 2000 digits)"
-else:
+except FileNotFoundError:
     views, y, view_names = make_multiview_blobs(500, n_clusters=10, n_features=16,
                                                 random_state=0)
     source = "synthetic multi-view blobs"
@@ -53,6 +50,7 @@ ax.bar(x - 0.2, weights[:, 0], width=0.4, label="cosine")
 ax.bar(x + 0.2, weights[:, 1], width=0.4, label="gaussian(c=0.1)")
 ax.set_xticks(x, labels=view_names, rotation=20)
 ax.set_ylabel("weight")
-ax.set_title(f"{source}: ACC {100 * scores['acc']:.1f}")
-ax.legend()
+ax.set_title(f"{source}: kernel weights per view (ACC {100 * scores['acc']:.1f})",
+             fontsize=10)
+ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
 fig.tight_layout()

@@ -7,16 +7,18 @@ the estimator a :class:`distributed.Client` (or its address as ``scheduler=``). 
 ``LocalCluster`` with two workers stands in for a real cluster; ``cluster/`` in the
 repository has recipes for ssh hosts, SLURM and Kubernetes, and a TLS setup.
 
-``mkrk_dask.progress.reporting`` shows every Dask pass and every iteration as the fit goes.
+``verbose=1`` reports every Dask pass, every iteration and every long stage as the fit goes,
+as records of the ``mkrk_dask`` logger: give that logger a handler to route them (here to
+standard output, which the gallery shows), or set its level to ``WARNING`` to silence them.
 """
 
+import logging
 import sys
 
 from distributed import Client, LocalCluster
 from sklearn.datasets import load_digits
 
 from mkrk_dask import MKKMRK, clustering_scores
-from mkrk_dask.progress import reporting
 
 X, y = load_digits(return_X_y=True)
 X, y = X[:800], y[:800]
@@ -27,9 +29,9 @@ cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
 client = Client(cluster)
 print("workers:", len(client.scheduler_info()["workers"]))
 
-with reporting(verbose=1, stream=sys.stdout):
-    model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver="blockwise", chunk_size=200,
-                   scheduler=client, random_state=0).fit(X)
+logging.getLogger("mkrk_dask").addHandler(logging.StreamHandler(sys.stdout))
+model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver="blockwise", chunk_size=200,
+                     scheduler=client, random_state=0, verbose=1).fit(X)
 print(clustering_scores(y, model.labels_))
 
 client.close()

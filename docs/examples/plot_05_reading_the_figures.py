@@ -14,20 +14,16 @@ import matplotlib.image as mpimg
 import matplotlib.pyplot as plt
 from sklearn.datasets import load_digits
 
-from mkrk_dask import MKKMRK, lambda_search, paper_kernels
-from mkrk_dask.plotting import make_figures
-from mkrk_dask.results import mkkmrk_summary, search_record, search_report
+from mkrk_dask import MKKMRK, lambda_search, paper_kernels, search_figures
 
 X, y = load_digits(return_X_y=True)
 X, y = X[:400], y[:400]
 lams = [2.0**e for e in range(-15, 1, 3)]
 found = lambda_search(MKKMRK.paper(n_clusters=10, random_state=0), X, lams, y=y, n_repeats=5)
-entry = {"dataset": "digits", "kernel_names": [spec.name for spec in paper_kernels()],
-         "MKKM-RK": mkkmrk_summary([search_record(res) for res in found])}
-report = search_report("mkrk-search", command=None, repeats=5, seed=0, lams=lams,
-                       datasets=[entry])
 folder = Path(tempfile.mkdtemp())
-pngs = {p.name.split("_", 1)[1]: p for p in make_figures(report, folder)}
+written = search_figures(found, folder, dataset="digits",
+                         kernel_names=[spec.name for spec in paper_kernels()])
+pngs = {p.name.split("_", 1)[1]: p for p in written}
 
 
 def show(name):
