@@ -37,7 +37,7 @@ __all__ = ["Reporter", "PassProgress", "reporting", "reporter", "is_active", "st
 LOGGER = logging.getLogger("mkrk_dask")
 #: at most this many seconds between two updates of an active report with progress (less
 #: than the 5 s a user waits before wondering whether anything is happening)
-HEARTBEAT = 3.5
+HEARTBEAT = 3.0
 
 
 def _is_terminal(stream: Any) -> bool:
