@@ -18,11 +18,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
-from ..assignment import assign_clusters, lloyd_centres, nearest_centre, within_cluster_loss
+from ..assignment import assign_clusters, lloyd_centres, nearest_centre
 from ..exceptions import DisconnectedGraphWarning
 from ..passes import is_dask
 from ..validation import check_feature_views, check_n_clusters
-from ._out_of_sample import lazy_rows
+from ._out_of_sample import lazy_rows, score_rows
 
 __all__ = ["AnchorGraphClustering"]
 
@@ -241,21 +241,10 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return nearest_centre(self.transform(X), self.cluster_centers_, step="spectral")
 
     def score(self, X: Any, y: Any = None) -> float:
-        """Opposite of the within-cluster loss of X: the squared distances of the unit-length
-        rows of :meth:`transform` to their nearest centre, summed and negated (the analogue
-        of ``KMeans.score``: higher is better).
+        """Opposite of the within-cluster loss of X (the analogue of ``KMeans.score``: higher
+        is better): the squared distances of the unit-length rows of :meth:`transform` to
+        their nearest centre, summed and negated. ``y`` is ignored."""
+        return score_rows(self.transform(X), self._nearest, self.cluster_centers_, "spectral")
 
-        Parameters
-        ----------
-        X : like the data given to ``fit``
-        y : ignored
-
-        Returns
-        -------
-        float
-        """
-        rows = self.transform(X)
-        if is_dask(rows):
-            rows = rows.compute()
-        labels = nearest_centre(rows, self.cluster_centers_, step="spectral")
-        return -within_cluster_loss(rows, labels, self.cluster_centers_, step="spectral")
+    def _nearest(self, rows: np.ndarray) -> np.ndarray:
+        return nearest_centre(rows, self.cluster_centers_, step="spectral")

@@ -20,7 +20,14 @@ from ..assignment import (
 from ..passes import is_dask
 from ..validation import check_feature_views
 
-__all__ = ["OutOfSampleMixin", "lazy_rows"]
+__all__ = ["OutOfSampleMixin", "lazy_rows", "score_rows"]
+
+
+def score_rows(rows: Any, assign: Any, centres: np.ndarray, step: str) -> float:
+    """The opposite of the within-cluster loss of ``rows`` (of ``transform``; a dask array
+    is computed), each assigned by ``assign(rows)`` to one of ``centres``."""
+    rows = rows.compute() if is_dask(rows) else rows
+    return -within_cluster_loss(rows, assign(rows), centres, step=step)
 
 
 def lazy_rows(model: Any, method: str, X: Any, n_columns: int | None, dtype: Any) -> Any:
@@ -178,8 +185,5 @@ class OutOfSampleMixin:
         -------
         float
         """
-        rows = self.transform(X)
-        if is_dask(rows):
-            rows = rows.compute()
-        return -within_cluster_loss(rows, self._assign(rows), self.cluster_centers_,
-                                    step=self.final_step_)
+        return score_rows(self.transform(X), self._assign, self.cluster_centers_,
+                          self.final_step_)
