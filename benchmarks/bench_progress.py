@@ -62,7 +62,7 @@ def main() -> None:
         if code != 0:
             raise SystemExit("mkrk fit failed")
         print(row("terminal", terminal), flush=True)
-    body = (f"`make_blobs(n_samples={args.n:,}, centers=10, n_features=20, random_state=0)`, "
+    body = (f"`make_blobs(n_samples={args.n}, centers=10, n_features=20, random_state=0)`, "
             "each run once in this run.\n\n"
             "| run | first output (s) | longest gap after it (s) | total (s) | outputs |\n"
             "|---|---:|---:|---:|---:|\n"
