@@ -45,6 +45,8 @@ import scipy.sparse as sp
 import zarr
 
 from ._compute import compute_here
+from .chunk_digests import record_digests
+from .chunk_digests import verify_store as verify_digests
 from .exceptions import StoreError, StoreIntegrityError
 from .locations import StoreLocation
 
@@ -60,6 +62,7 @@ __all__ = [
     "open_complete_store",
     "create_data_array",
     "verify_chunks",
+    "verify_store",
     "read_checked",
     "mark_complete",
     "save_result",
@@ -274,12 +277,23 @@ def _short(value: Any, limit: int = 300) -> str:
 
 
 def mark_complete(group: zarr.Group) -> None:
-    """Write the completion marker. Call it LAST, once every array has been written.
+    """Record every chunk's digest, then write the completion marker. Call it LAST, once
+    every array has been written.
 
     Zarr writes each chunk synchronously to the store (and the backends wait for every writing
-    task before calling this), so when ``complete`` becomes true every array is on disk.
+    task before calling this), so when ``complete`` becomes true every array is on disk, and
+    :func:`verify_store` can tell on reuse whether each chunk is still the one written there.
     """
+    record_digests(group)
     group.attrs.update({"complete": True})
+
+
+def verify_store(location: StoreLocation, group: zarr.Group, main: str) -> None:
+    """On reuse: every recorded chunk of every array is present and in its place
+    (:func:`mkrk_dask.chunk_digests.verify_store`); a store recorded without digests is
+    checked for missing chunks of its ``main`` array only."""
+    if not verify_digests(group) and main in group:
+        verify_chunks(location, group, main)
 
 
 # -- integrity ---------------------------------------------------------------------------------
@@ -397,8 +411,11 @@ def save_result(group: zarr.Group, name: str, value: np.ndarray) -> None:
 
     array = group.create_array(f"results_{name}", shape=value.shape, dtype=value.dtype,
                                chunks=value.shape or None, overwrite=True,
-                               serializer=BytesCodec(), compressors=[Crc32cCodec()])
+                               serializer=BytesCodec(), compressors=[Crc32cCodec()],
+                               config={"write_empty_chunks": True})
     array[...] = value
+    if group.attrs.get("complete") is True:  # else mark_complete records it
+        record_digests(group, [f"results_{name}"])
     results = dict(group.attrs.get("results", {}))
     results[name] = True
     group.attrs.update({"results": results})
@@ -408,6 +425,7 @@ def load_result(group: zarr.Group, name: str) -> np.ndarray | None:
     """An array saved by :func:`save_result`, or None if it was never (completely) written."""
     if not group.attrs.get("results", {}).get(name):
         return None
+    verify_digests(group, [f"results_{name}"])
     array = group[f"results_{name}"]
     try:
         return np.asarray(array[...])

@@ -170,3 +170,55 @@ def test_a_damaged_chunk_is_detected_and_named(client, tmp_path, solver, array, 
     message = str(caught.value)
     assert str(key) in message and "\n" not in message
     assert ("missing" if damage == "delete" else "damaged") in message
+
+
+# -- chunk identity: a valid chunk in the wrong place, a deleted cached result ---------------
+
+
+@pytest.mark.parametrize("solver, array, first, second", [
+    ("blockwise", "kernels", "0/0/1", "0/1/2"),
+    ("nystrom", "factors", "0/0", "2/0")])
+def test_swapped_chunks_are_detected_and_named(client, tmp_path, solver, array, first, second):
+    """Each chunk keeps a valid checksum after the swap: only its place is wrong."""
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.exceptions import StoreIntegrityError
+
+    X, kwargs = _fitted_store(tmp_path, solver)
+    chunks = tmp_path / f"{solver}.zarr" / array / "c"
+    a, b = chunks / first, chunks / second
+    data_a, data_b = a.read_bytes(), b.read_bytes()
+    assert data_a != data_b and len(data_a) == len(data_b)
+    a.write_bytes(data_b)
+    b.write_bytes(data_a)
+    with pytest.raises(StoreIntegrityError, match=f"array '{array}', chunk") as caught:
+        MKKMRK.paper(3, scheduler=client, **kwargs).fit(X)
+    message = str(caught.value)
+    assert "\n" not in message and "not the chunk written there" in message
+    assert str(tuple(int(p) for p in first.split("/"))) in message
+
+
+@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
+def test_a_deleted_cached_result_is_detected_and_named(client, tmp_path, solver):
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.exceptions import StoreIntegrityError
+
+    X, kwargs = _fitted_store(tmp_path, solver)
+    (tmp_path / f"{solver}.zarr" / "results_gram" / "c" / "0" / "0").unlink()
+    with pytest.raises(StoreIntegrityError, match="array 'results_gram' is missing chunk") \
+            as caught:
+        MKKMRK.paper(3, scheduler=client, **kwargs).fit(X)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_result_added_to_a_complete_store_is_recorded(tmp_path):
+    from mkrk_dask.exceptions import StoreIntegrityError
+
+    group = create_store(tmp_path / "s", kind="kernels", metadata=META)
+    mark_complete(group)
+    save_result(group, "gram", np.zeros((2, 2)))  # all zeros: still written, and recorded
+    save_result(group, "traces", np.ones(2))
+    np.testing.assert_array_equal(load_result(group, "gram"), 0.0)
+    gram, traces = (tmp_path / "s" / f"results_{n}" / "c" for n in ("gram", "traces"))
+    (traces / "0").write_bytes((gram / "0" / "0").read_bytes()[:8] + b"\0" * 4)
+    with pytest.raises(StoreIntegrityError, match="'results_traces', chunk \\(0,\\) is damaged"):
+        load_result(group, "traces")

@@ -40,7 +40,7 @@ from ...store import (
     mark_complete,
     open_store,
     save_result,
-    verify_chunks,
+    verify_store,
 )
 from ..options import BlockwiseOptions
 from .tasks import KERNELS, build_pair
@@ -84,7 +84,7 @@ def open_or_build(*, source: str, n: int, m: int, request: list | None, fingerpr
             group, complete = open_store(location, kind=STORE_KIND, expected=expected)
         timings = {"fingerprint": time.perf_counter() - t0}
         if group is not None and complete:
-            verify_chunks(location, group, KERNELS)
+            verify_store(location, group, KERNELS)
             check_workers_see(session.client, location)
             return group, location, temp_dir, False, timings
         t1 = time.perf_counter()

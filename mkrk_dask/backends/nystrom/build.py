@@ -53,7 +53,7 @@ from ...store import (
     open_store,
     read_checked,
     save_result,
-    verify_chunks,
+    verify_store,
 )
 from ..options import NystromOptions
 from . import local as local_part
@@ -163,8 +163,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
         if not temporary and not options.overwrite:
             group, complete = open_store(location, kind=STORE_KIND, expected=expected)
         if group is not None and complete:
-            if _stored_factors(group) is not None:
-                verify_chunks(location, group, "factors")
+            verify_store(location, group, "factors")
             check_workers_see(client, location)
             built = _reopen(group, n, info)
         else:
