@@ -30,6 +30,7 @@ from .metrics import check_labels_present
 from .validation import check_int
 
 __all__ = ["Dataset", "load_array_file", "load_input", "read_labels", "is_zarr_array",
+           "undecodable_chunk",
            "FILE_FORMATS"]
 
 #: the data file extensions :func:`load_array_file` reads
@@ -289,6 +290,34 @@ def _open_zarr_array(path: Path) -> Any:
     if array.ndim != 2:
         raise ValueError(f"the Zarr array {path} has shape {array.shape}; expected 2-D")
     return array
+
+
+#: words of the errors Zarr's codecs raise for a chunk they cannot decode
+_DECODE_WORDS = ("decompress", "decod", "checksum", "codec", "corrupt", "invalid input data")
+
+
+def undecodable_chunk(path: str | os.PathLike[str], err: BaseException) -> ValueError | None:
+    """For ``err`` raised while reading the Zarr array at ``path`` (e.g. zstd's "invalid input
+    data"): a one-line error naming the array and its first chunk that cannot be decoded, or
+    None if ``err`` is no decoding error or every chunk decodes. Reads the chunks one by one,
+    so it is only for the error path."""
+    import itertools
+
+    text = " ".join(str(err).split())
+    if not (isinstance(err, RuntimeError | ValueError | OSError)
+            and any(word in text.lower() for word in _DECODE_WORDS)
+            and is_zarr_array(path)):
+        return None
+    array = _open_zarr_array(Path(path))
+    grid = [range(-(-s // c)) for s, c in zip(array.shape, array.chunks, strict=True)]
+    for key in itertools.product(*grid):
+        try:
+            array.blocks[key]
+        except Exception as bad:  # noqa: BLE001 - any codec's failure
+            why = " ".join(str(bad).split())[:120]
+            return ValueError(f"the Zarr input {path}: chunk {key} cannot be decoded ({why}); "
+                              "the array is damaged: restore or rewrite it")
+    return None
 
 
 def _labels_from_key(path: Path, key: str) -> np.ndarray:

@@ -18,7 +18,7 @@ from .choices import LAM_SCALINGS, TOL_MODES  # noqa: F401 - re-exported
 __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
-           "TOL_MODES"]
+           "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS"]
 
 
 
@@ -78,11 +78,57 @@ def check_lazy_views(X: Any) -> list[Any]:
             raise ValueError(f"{prefix}expected numbers, got dtype {view.dtype}")
         if view.shape[0] < 1 or view.shape[1] < 1:
             raise ValueError(f"{prefix}empty array of shape {tuple(view.shape)}")
+        check_chunks_written(view, prefix)
         checked.append(view)
     lengths = {int(v.shape[0]) for v in checked}
     if len(lengths) > 1:
         raise ValueError(f"all views must have the same number of rows, got {sorted(lengths)}")
     return checked
+
+
+#: the dask configuration key that lets Zarr input have unwritten chunks (read as the fill value)
+ALLOW_MISSING_CHUNKS = "mkrk-dask.allow-missing-chunks"
+
+
+def _zarr_arrays(view: Any) -> list[Any]:
+    """The Zarr arrays behind ``view``: itself, or those a dask array reads (from_zarr)."""
+    if hasattr(view, "nchunks_initialized"):
+        return [view]
+    graph = getattr(view, "__dask_graph__", None)
+    if graph is None:
+        return []
+    found = {}
+    for task in dict(graph()).values():
+        task = getattr(task, "value", task)  # a dask DataNode wraps its value
+        if hasattr(task, "nchunks_initialized") and hasattr(task, "get_orthogonal_selection"):
+            found[id(task)] = task
+    return list(found.values())
+
+
+def check_chunks_written(view: Any, prefix: str = "") -> None:
+    """A Zarr input (or a dask array read from Zarr) has every chunk written.
+
+    Zarr reads an unwritten chunk as the array's fill value, so a chunk lost from the input
+    would be clustered as rows of that value. Arrays meant to be sparse by fill value are
+    accepted with ``dask.config.set({"mkrk-dask.allow-missing-chunks": True})`` (or the
+    environment variable ``DASK_MKRK_DASK__ALLOW_MISSING_CHUNKS=true``).
+    """
+    import dask.config
+
+    if dask.config.get(ALLOW_MISSING_CHUNKS, default=False):
+        return
+    for array in _zarr_arrays(view):
+        total, written = int(array.nchunks), int(array.nchunks_initialized)
+        if written < total:
+            where = str(getattr(array, "store_path", None) or array.store)
+            fill = array.fill_value
+            fill = fill.item() if hasattr(fill, "item") else fill
+            raise ValueError(
+                f"{prefix}the Zarr input {where} has {total - written} of {total} chunks "
+                f"missing (unwritten or deleted); Zarr would read them as the fill value "
+                f"{fill!r} and cluster them as data. Write them, or, for an array "
+                f"meant to be sparse by fill value, allow it with dask.config.set("
+                f"{{{ALLOW_MISSING_CHUNKS!r}: True}}) or DASK_MKRK_DASK__ALLOW_MISSING_CHUNKS=true")
 
 
 def materialize(views: list[Any]) -> list[Any]:

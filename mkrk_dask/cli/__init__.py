@@ -74,6 +74,19 @@ def _silence_stdout() -> None:
         pass
 
 
+def _explain_damaged_input(err: Exception, args: object) -> Exception:
+    """A codec's error on a damaged Zarr input, as a user error naming the array and chunk."""
+    data = getattr(args, "data", None)
+    if data is None:
+        return err
+    from ..io import undecodable_chunk
+
+    try:
+        return undecodable_chunk(data, err) or err
+    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
+        return err
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mkrk`` console script. Returns the exit code."""
     parser = build_parser()
@@ -118,6 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        err = _explain_damaged_input(err, args)
         message = " ".join(str(err).split()) or type(err).__name__
         code = exit_code(err)
         if code != EXIT_INTERNAL:
