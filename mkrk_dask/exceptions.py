@@ -15,6 +15,7 @@ __all__ = [
     "StoreIntegrityError",
     "SchedulerUnreachableError",
     "SchedulerLostError",
+    "WorkersLostError",
     "PassFailedError",
     "QPCertificationError",
     "UncertifiedSolutionWarning",
@@ -38,6 +39,11 @@ class SchedulerUnreachableError(ConnectionError):
 
 class SchedulerLostError(ConnectionError):
     """The connection to the Dask scheduler was lost during a fit."""
+
+
+class WorkersLostError(ConnectionError):
+    """Every worker of the cluster was gone for longer than the fit waits for one to come
+    back (``mkrk-dask.no-workers-timeout`` in Dask's configuration, 20 s by default)."""
 
 
 class ProblemTooLargeError(MemoryError):

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 
 from ._compute import compute_here
 from ._malloc import malloc_trim
-from .exceptions import PassFailedError, SchedulerLostError
+from .exceptions import PassFailedError, SchedulerLostError, WorkersLostError
 from .progress import reporter
 from .validation import check_magnitude
 
@@ -49,6 +49,11 @@ __all__ = ["TASK_INPUT_BYTES", "is_dask", "rows_per_task", "Shared", "RowSource"
 _POLL_SECONDS = 2.0
 #: submissions of one task before its pass gives up
 ATTEMPTS = 4
+#: Dask configuration key: seconds a pass waits while the cluster has no worker at all (a
+#: nanny restarts a killed worker within a few seconds; a cluster that scales up slowly, e.g.
+#: batch jobs, may need more)
+NO_WORKERS_TIMEOUT = "mkrk-dask.no-workers-timeout"
+_NO_WORKERS_DEFAULT = 20.0
 
 
 def is_lost_work(error: BaseException) -> bool:
@@ -58,6 +63,8 @@ def is_lost_work(error: BaseException) -> bool:
     from distributed.comm.core import CommClosedError
     from tornado.iostream import StreamClosedError
 
+    if isinstance(error, SchedulerLostError | WorkersLostError):
+        return False  # final: running the work again cannot help
     # Not every OSError: a task that cannot read a file fails the same way every time.
     return isinstance(error, CancelledError | KilledWorker | CommClosedError | ConnectionError
                       | StreamClosedError)
@@ -79,6 +86,36 @@ def check_client(client: Any, reconnect_wait: float = 120.0) -> None:
             f"lost the connection to the Dask scheduler (client status {status!r}); the fit "
             "cannot go on. Restart the scheduler and run the same command again (a store "
             "given with --store resumes where the fit stopped)")
+
+
+class WorkerWatch:
+    """Raises :class:`WorkersLostError` once the cluster has had no worker for
+    ``mkrk-dask.no-workers-timeout`` seconds (Dask configuration, default 20): tasks submitted
+    to a cluster whose every worker (and nanny) died wait for a worker forever."""
+
+    def __init__(self, client: Any):
+        import dask.config
+
+        self.client = client
+        self.timeout = float(dask.config.get(NO_WORKERS_TIMEOUT, default=_NO_WORKERS_DEFAULT))
+        self._since: float | None = None
+
+    def check(self) -> None:
+        try:
+            workers = len(self.client.nthreads())
+        except Exception:  # noqa: BLE001 - a lost scheduler is check_client's to report
+            return
+        if workers:
+            self._since = None
+            return
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        elif now - self._since > self.timeout:
+            raise WorkersLostError(
+                f"every Dask worker of the cluster is gone (none for {self.timeout:.0f} s); "
+                "the fit cannot go on. Restart the workers (or the cluster) and run the same "
+                "command again with the same --store to resume where it stopped")
 
 
 def client_threads(client: Any) -> int:
@@ -179,7 +216,16 @@ class Shared:
         if self._future is None or self._future.status in ("cancelled", "lost", "error"):
             # hash=False: a unique key, never shared with (and released by) other work that
             # scattered the same data on the same client.
-            [self._future] = self.client.scatter([self.value], hash=False)
+            try:
+                [self._future] = self.client.scatter([self.value], hash=False)
+            except TimeoutError as err:  # the scheduler found no worker to hold it
+                check_client(self.client)
+                if self.client.nthreads():
+                    raise
+                raise WorkersLostError(
+                    "every Dask worker of the cluster is gone (none to hold shared data); the "
+                    "fit cannot go on. Restart the workers (or the cluster) and run the same "
+                    "command again with the same --store to resume where it stopped") from err
         return self._future
 
     def release(self) -> None:
@@ -345,11 +391,13 @@ def _wait_first(futures: Sequence[Any], client: Any, ready: threading.Event) -> 
     """The futures among ``futures`` that are done (finished, failed or cancelled), waiting
     for at least one; ``ready`` is set by their done-callbacks. Checks the scheduler
     connection while it waits, so a lost scheduler never leaves it waiting."""
+    watch = WorkerWatch(client)
     while True:
         check_client(client)
         done = [f for f in futures if f.done()]
         if done:
             return done
+        watch.check()
         ready.wait(_POLL_SECONDS)
         ready.clear()
 

@@ -2,7 +2,7 @@
 
 A user error (bad arguments, an unreadable or invalid input file, an invalid parameter, an
 output that cannot be written, an unreachable scheduler) is reported in one line and exits
-with :data:`EXIT_USER`; a scheduler lost during the run exits with
+with :data:`EXIT_USER`; a scheduler lost during the run, or every worker, exits with
 :data:`EXIT_SCHEDULER_LOST`; anything else is an internal error (:data:`EXIT_INTERNAL`).
 """
 
@@ -36,8 +36,8 @@ def is_user_error(err: BaseException) -> bool:
 
 def exit_code(err: BaseException) -> int:
     """The exit code of a command that raised ``err``."""
-    from ..exceptions import SchedulerLostError
+    from ..exceptions import SchedulerLostError, WorkersLostError
 
-    if isinstance(err, SchedulerLostError):
+    if isinstance(err, SchedulerLostError | WorkersLostError):
         return EXIT_SCHEDULER_LOST
     return EXIT_USER if is_user_error(err) else EXIT_INTERNAL
