@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .exceptions import StoreError
+from .secrets import mask_url
 
 __all__ = ["StoreLocation", "check_workers_see", "check_workers_read", "nearest_existing"]
 
@@ -126,8 +127,43 @@ class StoreLocation:
         return bool(fs.exists(f"{path}/zarr.json") or fs.exists(f"{path}/.zgroup"))
 
     def makedirs(self) -> None:
+        """Create the store's directory; an object store's bucket must exist already."""
+        self.check_bucket()
         fs, path = self.fs
         fs.makedirs(path, exist_ok=True)
+
+    def check_bucket(self, timeout: float = 10.0) -> None:
+        """An object store (a filesystem of buckets: s3, gcs, azure) is reachable within
+        ``timeout`` seconds and its bucket exists and may be read, else one line saying
+        which, with no credentials in it. A bucket is never created: a typo in its name would
+        otherwise create a new one. Nothing to check for local paths."""
+        if self.is_local or getattr(self, "_bucket_checked", False):
+            return
+        fs, path = self.fs
+        if not hasattr(fs, "split_path"):  # no buckets (memory://, ...)
+            return
+        bucket = path.split("/", 1)[0]
+        probe = _bounded_twin(fs, self.storage_options, timeout)
+        endpoint = _endpoint(fs)
+        where = f"{self} (endpoint {mask_url(endpoint)})" if endpoint else str(self)
+        try:
+            info = probe.info(bucket)
+        except FileNotFoundError:
+            raise StoreError(f"the bucket {bucket!r} of {where} does not exist; mkrk never "
+                             "creates a bucket (a typo would make a new one): create it "
+                             "first, or correct the URL") from None
+        except PermissionError:
+            raise StoreError(f"access to the bucket {bucket!r} of {where} is denied; check "
+                             "the credentials (AWS_ACCESS_KEY_ID, --storage-option key=...) "
+                             "and the bucket's policy") from None
+        except Exception as err:  # noqa: BLE001 - endpoint, network, region: the user's to fix
+            why = _masked_error(err, self.storage_options)
+            raise StoreError(f"the object store of {where} cannot be used: {why}. Check the "
+                             "endpoint (AWS_ENDPOINT_URL, --storage-option endpoint_url=...), "
+                             "the region and the network") from None
+        if info.get("type") not in (None, "directory"):
+            raise StoreError(f"{bucket!r} of {where} is not a bucket")
+        object.__setattr__(self, "_bucket_checked", True)
 
     def remove(self) -> None:
         fs, path = self.fs
@@ -153,7 +189,52 @@ class StoreLocation:
         return int(fs.du(path)) if fs.exists(path) else 0
 
     def __str__(self) -> str:
-        return self.url
+        from .secrets import mask_url
+
+        return mask_url(self.url)
+
+    def __repr__(self) -> str:
+        from .secrets import mask_options, mask_url
+
+        return (f"StoreLocation(url={mask_url(self.url)!r}, "
+                f"storage_options={mask_options(self.storage_options)!r})")
+
+
+def _bounded_twin(fs: Any, options: dict[str, Any] | None, timeout: float) -> Any:
+    """A fresh instance of ``fs`` that fails within ``timeout`` seconds instead of retrying
+    (botocore retries a refused connection for ~10 s, more with s3fs's own retries)."""
+    extra: dict[str, Any] = {}
+    if type(fs).__module__.startswith("s3fs"):
+        config = dict((options or {}).get("config_kwargs") or {})
+        config.setdefault("connect_timeout", timeout)
+        config.setdefault("read_timeout", timeout)
+        config.setdefault("retries", {"max_attempts": 1, "mode": "standard"})
+        extra = {"config_kwargs": config}
+    try:
+        twin = type(fs)(**{**(options or {}), **extra, "skip_instance_cache": True})
+    except TypeError:  # a filesystem without these settings: the cached one will do
+        return fs
+    if hasattr(twin, "retries"):
+        twin.retries = 1  # s3fs's own retry loop, around botocore's
+    return twin
+
+
+def _endpoint(fs: Any) -> str | None:
+    client_kwargs = getattr(fs, "client_kwargs", None) or {}
+    return (getattr(fs, "endpoint_url", None) or client_kwargs.get("endpoint_url")
+            or os.environ.get("AWS_ENDPOINT_URL") if type(fs).__module__.startswith("s3fs")
+            else None)
+
+
+def _masked_error(err: BaseException, options: dict[str, Any] | None) -> str:
+    """``err`` in one line of at most 200 characters, any storage option's value blanked."""
+    from .secrets import MASK
+
+    text = " ".join(str(err).split()) or type(err).__name__
+    for value in (options or {}).values():
+        if isinstance(value, str) and len(value) >= 4:
+            text = text.replace(value, MASK)
+    return f"{type(err).__name__}: {text[:200]}"
 
 
 def _read_marker(location: StoreLocation, name: str, token: str) -> str | None:
@@ -204,8 +285,8 @@ def check_workers_see(client: Any, location: StoreLocation) -> None:
     """
     token = uuid.uuid4().hex
     name = f".mkrk-visibility-{token[:12]}"
+    location.makedirs()  # never a bucket
     fs, path = location.fs
-    fs.makedirs(path, exist_ok=True)
     fs.pipe_file(f"{path}/{name}", token.encode())
     try:
         answers = _ask_every_worker(client, _read_marker, location, name, token)

@@ -189,6 +189,7 @@ def create_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     reserved = {"format", "format_version", "kind", "complete"} & set(metadata)
     if reserved:
         raise ValueError(f"metadata may not set the reserved keys {sorted(reserved)}")
+    location.check_bucket()
     if not location.is_empty():
         if not overwrite:
             raise StoreError(f"{location} already exists and is not empty; pass overwrite=True "
@@ -225,6 +226,7 @@ def open_store(path: str | os.PathLike | StoreLocation, *, kind: str,
         the expected value).
     """
     location = _location(path)
+    location.check_bucket()
     if location.is_empty():
         return None, False
     if not location.is_dir() or not location.looks_like_zarr():

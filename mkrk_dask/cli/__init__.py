@@ -42,7 +42,10 @@ __all__ = ["main", "build_parser", "parse_lams", "UserError", "EXIT_OK", "EXIT_I
 
 
 def _command_line(argv: Sequence[str]) -> str:
-    return "mkrk " + " ".join(shlex.quote(w) for w in argv)
+    """The command as typed, for the records, with storage options' values masked."""
+    from ..secrets import mask_argv
+
+    return "mkrk " + " ".join(shlex.quote(w) for w in mask_argv(argv))
 
 
 #: the loggers of Dask and its event loop, with their own levels in distributed's defaults

@@ -448,7 +448,18 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         state = dict(super().__getstate__())  # a copy: object.__getstate__ gives __dict__
         if is_client(state.get("scheduler")):
             state["scheduler"] = state["scheduler"].scheduler.address
+        # Credentials never travel in a saved model: the keys are kept, the values masked.
+        # (copy.copy, and so clone, keeps them: see __copy__.)
+        from ..secrets import mask_options
+
+        if state.get("storage_options"):
+            state["storage_options"] = mask_options(state["storage_options"])
         return state
+
+    def __copy__(self):
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        return twin
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "labels_")
