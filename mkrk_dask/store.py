@@ -49,6 +49,7 @@ from .chunk_digests import record_digests
 from .chunk_digests import verify_store as verify_digests
 from .exceptions import StoreError, StoreIntegrityError
 from .locations import StoreLocation
+from .store_lock import acquire_build_lock, release_build_lock
 
 __all__ = [
     "FORMAT_NAME",
@@ -190,6 +191,7 @@ def create_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     if reserved:
         raise ValueError(f"metadata may not set the reserved keys {sorted(reserved)}")
     location.check_bucket()
+    acquire_build_lock(location)  # before anything is deleted or written
     if not location.is_empty():
         if not overwrite:
             raise StoreError(f"{location} already exists and is not empty; pass overwrite=True "
@@ -250,6 +252,11 @@ def open_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     if attrs.get("kind") != kind:
         raise StoreError(f"{location} is an mkrk-dask store of kind {attrs.get('kind')!r}, "
                          f"not {kind!r}; choose another path")
+    if attrs.get("complete") is not True:
+        # being built by another process, or to be resumed here: one builder at a time
+        acquire_build_lock(location)
+        group = location.open_group("r+")  # as it is now: it may have been finished since
+        attrs = group.attrs.asdict()
     for key, value in json_normalize(dict(expected)).items():
         if key not in attrs:
             raise StoreError(f"{location} was built without metadata key {key!r} (expected "
@@ -288,6 +295,7 @@ def mark_complete(group: zarr.Group) -> None:
     """
     record_digests(group)
     group.attrs.update({"complete": True})
+    release_build_lock(group)
 
 
 def verify_store(location: StoreLocation, group: zarr.Group, main: str) -> None:

@@ -1,0 +1,79 @@
+"""Concurrent builders of one store (issue 45): the second fails at once with one line naming
+the builder, never resumes (and damages) a build in progress; a lock left by a dead process
+is taken over."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from mkrk_dask.store import create_store, mark_complete, open_store
+from mkrk_dask.store_lock import StoreBusyError
+
+META = {"n": 10}
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from mkrk_dask.store import create_store
+    create_store(sys.argv[1], kind="kernels", metadata={"n": 10})
+    print("building", flush=True)
+    time.sleep(120)
+""")
+
+
+@pytest.fixture
+def builder(tmp_path):
+    """Another process that has created the store and is building it."""
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(tmp_path / "s.zarr")],
+                            stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "building"
+    yield proc
+    proc.kill()
+    proc.wait(timeout=30)
+
+
+def test_a_second_builder_fails_in_one_line_and_changes_nothing(tmp_path, builder):
+    path = tmp_path / "s.zarr"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    # it would resume the incomplete store, or create it anew (even deleting it: overwrite)
+    for attempt in (lambda: open_store(path, kind="kernels", expected=META),
+                    lambda: create_store(path, kind="kernels", metadata=META),
+                    lambda: create_store(path, kind="kernels", metadata=META,
+                                         overwrite=True)):
+        with pytest.raises(StoreBusyError, match=f"pid {builder.pid} .* is building the store"
+                           ) as caught:
+            attempt()
+        assert "\n" not in str(caught.value)
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_the_lock_of_a_dead_builder_is_taken_over(tmp_path, builder):
+    path = tmp_path / "s.zarr"
+    builder.kill()
+    builder.wait(timeout=30)
+    group, complete = open_store(path, kind="kernels", expected=META)  # resumed
+    assert group is not None and not complete
+    group.create_array("x", shape=(2,), dtype="f8")[...] = np.ones(2)
+    mark_complete(group)
+    assert not os.path.exists(f"{path}.mkrk-lock")  # released once complete
+    assert open_store(path, kind="kernels", expected=META)[1] is True
+
+
+def test_the_command_line_says_another_process_builds_the_store(tmp_path, builder):
+    from sklearn.datasets import load_digits
+
+    X, _ = load_digits(return_X_y=True)
+    np.savez(tmp_path / "d.npz", X=X[:300])
+    fit = subprocess.run([sys.executable, "-m", "mkrk_dask.cli", "fit", str(tmp_path / "d.npz"),
+                          "--n-clusters", "3", "--solver", "blockwise", "--workers", "1", "-q",
+                          "--kernels", "cosine", "gaussian(c=1)",
+                          "--store", str(tmp_path / "s.zarr")],
+                         capture_output=True, text=True, timeout=300)
+    assert fit.returncode == 2, fit.stderr
+    assert len(fit.stderr.strip().splitlines()) == 1
+    assert "is building the store" in fit.stderr
