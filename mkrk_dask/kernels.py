@@ -111,6 +111,9 @@ class KernelSpec:
             if self.c is None and self.sigma is None and self.m is None:
                 raise ValueError(f"a {self.family} kernel needs m (width relative to the median "
                                  "distance), c (relative to the largest) or sigma")
+            if self.c is not None and self.m is not None:
+                raise ValueError(f"a {self.family} kernel takes c (relative to the largest "
+                                 "distance) or m (relative to the median), not both")
             if self.family == "angular" and self.c is not None:
                 raise ValueError("an angular kernel takes m (relative to the median distance "
                                  "of the unit rows) or sigma, not c")
@@ -160,6 +163,9 @@ def paper_kernels(view: int = 0) -> list[KernelSpec]:
 
 
 _CALL = re.compile(r"^\s*([a-z]+)\s*(?:\((.*)\))?\s*(?:@\s*(\d+))?\s*$")
+#: the parameters each family takes in a kernel's text
+_PARAMETERS = {"linear": (), "polynomial": ("a", "b"), "gaussian": ("c", "m", "sigma"),
+               "angular": ("m", "sigma")}
 _ALIASES = {"linear": "linear", "cosine": "linear", "poly": "polynomial",
             "polynomial": "polynomial", "gaussian": "gaussian", "rbf": "gaussian",
             "angular": "angular"}
@@ -183,9 +189,23 @@ def parse_kernel(text: str) -> KernelSpec:
             if not item.strip():
                 continue
             key, sep, value = item.partition("=")
-            if not sep or key.strip() not in ("a", "b", "c", "m", "sigma"):
+            key = key.strip()
+            if not sep or key not in ("a", "b", "c", "m", "sigma"):
                 raise ValueError(f"bad kernel parameter {item.strip()!r} in {text!r}")
-            params[key.strip()] = float(value)
+            if key not in _PARAMETERS[family]:
+                raise ValueError(f"kernel {text!r}: a {family} kernel takes no parameter "
+                                 f"{key!r} (it takes {', '.join(_PARAMETERS[family]) or 'none'})")
+            if key in params:
+                raise ValueError(f"kernel {text!r}: parameter {key!r} is given twice")
+            try:
+                params[key] = float(value)
+            except ValueError:
+                raise ValueError(f"kernel {text!r}: parameter {key!r} needs a number, got "
+                                 f"{value.strip()!r}") from None
+    widths = [key for key in ("c", "m", "sigma") if key in params]
+    if len(widths) > 1:
+        raise ValueError(f"kernel {text!r}: give one width, {' or '.join(widths)}, not "
+                         "several (they contradict each other)")
     if "b" in params and params["b"].is_integer():  # 2.5 stays 2.5, and KernelSpec refuses it
         params["b"] = int(params["b"])
     view = int(match.group(3)) if match.group(3) else 0

@@ -328,7 +328,8 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
 def _cmd_search(args: argparse.Namespace) -> int:
     out = Output(args.out, force=args.force, kind="file")
     out.check()
-    lams = parse_lams(args.lams) if args.lams else [float(v) for v in paper_lambda_grid()]
+    lams = (parse_lams(args.lams) if args.lams is not None
+            else [float(v) for v in paper_lambda_grid()])
     repeats = _repeats(args)
     data = load_input(args.data, labels=args.labels, y_key=args.y_key,
                       data_dir=args.data_dir, columns=_columns(args))
@@ -421,7 +422,7 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     repeats = _repeats(args)
     out = Output(args.out, force=args.force, marker="paper_table.json")
     out.check()
-    lams = parse_lams(args.lams) if args.lams else None
+    lams = parse_lams(args.lams) if args.lams is not None else None
     _check_data_folder(args)
     _log_protocol_settings(args, repeats)
     with reporting(args):
@@ -448,7 +449,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
     out = Output.named(args.out) if args.out is not None else path.parent / "figures"
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {out} is a file; give a folder for the figures")
-    heatmap_lams = parse_lams(args.heatmap_lams) if args.heatmap_lams else None
+    heatmap_lams = parse_lams(args.heatmap_lams) if args.heatmap_lams is not None else None
     names = [str(entry.get("dataset", "results")) for entry in dataset_entries(report)]
     log(args, f"{path}: {len(names)} dataset(s) ({', '.join(names)}); drawing "
               f"{', '.join(args.datasets) if args.datasets else 'all'} at {args.dpi} dpi",

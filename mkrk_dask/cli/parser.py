@@ -9,6 +9,7 @@ dtypes, landmark methods), so that the parser cannot drift from what the library
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,10 @@ SOLVER_CHOICES = ("exact", "blockwise", "nystrom", "auto")
 COMMANDS = ("build", "fit", "graph", "search", "predict", "reproduce", "figures", "demo")
 
 
+#: a lambda written as zero (any other text that reads as 0 underflowed)
+_ZERO = re.compile(r"[+-]?(0+\.?0*|\.0+)(e[+-]?\d+)?", re.IGNORECASE)
+
+
 def parse_lams(text: str) -> list[float]:
     """Parse a lambda list: comma-separated numbers or powers ``2^e``, and ranges ``2^a..2^b``
     (every integer exponent from a to b). Example: ``"2^-15..2^5"``, ``"0.001,0.01,2^-3"``."""
@@ -61,6 +66,9 @@ def parse_lams(text: str) -> list[float]:
                 values.append(2.0 ** float(item[2:]))
             else:
                 values.append(float(item))
+            if values[-1] == 0 and not _ZERO.fullmatch(item):
+                raise UserError(f"lambda {item!r} underflows to 0 in float64 (the smallest "
+                                "is about 2^-1074); give 0 if no dissimilarity term is meant")
         except OverflowError:
             raise UserError(f"lambda {item!r} is too large for a float (at most about "
                             "1.8e308 = 2^1023)") from None
@@ -83,6 +91,27 @@ def _lam_type(text: str) -> float:
     if len(values) != 1:
         raise argparse.ArgumentTypeError(f"one lambda expected, got {text!r}")
     return values[0]
+
+
+def _positive_int(text: str) -> int:
+    """argparse type of a count that must be at least 1 (``--workers``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a positive integer expected, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive integer expected, got {value}")
+    return value
+
+
+def _address(text: str) -> str:
+    """argparse type of ``--scheduler``: a non-empty address (an empty one is a mistake, not
+    a request for the local cluster: leave the option out for that)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("the address is empty; give one like "
+                                         "tcp://10.0.0.5:8786, or leave --scheduler out for "
+                                         "the embedded local cluster")
+    return text.strip()
 
 
 def _components(text: str) -> int | str:
@@ -267,7 +296,7 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
 
 
 def _add_scheduler_options(g: argparse._ArgumentGroup) -> None:
-    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None, type=_address,
                    help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 or "
                         "tls://host:8786 (default: an embedded local cluster in this process)")
     g.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -306,7 +335,7 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
                    help="an fsspec option of a --store URL, e.g. "
                         "endpoint_url=http://127.0.0.1:9000 (repeat for several)")
     _add_scheduler_options(g)
-    g.add_argument("--workers", type=int, default=None, metavar="N",
+    g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
                    help="workers of the embedded local cluster (default 1, threads = cores)")
     g.add_argument("--chunk-size", type=int, default=None, metavar="ROWS",
                    help="rows per block of the store (default: chosen from n and the memory)")
@@ -478,7 +507,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "Zarr store on it (slower); exact keeps them in memory")
     g = p.add_argument_group("cluster")
     _add_scheduler_options(g)
-    p.add_argument("--workers", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--workers", type=_positive_int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--seed", type=int, default=0, help="random seed")
     p.add_argument("--n-samples", type=int, default=None, metavar="N",
                    help="use the first N samples (default: all 1797)")
