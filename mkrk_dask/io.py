@@ -379,6 +379,11 @@ _READ_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError, KeyError)
 
 
 def _read_npz(path: Path) -> _RawData:
+    # numpy reads a file that is no zip archive as a pickle, and its error then invites the
+    # user to load an unknown file unsafely: say what the file is not instead.
+    if path.is_file() and not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a readable .npz file (it is not a zip archive, as "
+                         "every .npz file is)")
     try:
         # The file is opened here so that it is closed even when numpy fails on it.
         with open(path, "rb") as handle, np.load(handle, allow_pickle=False) as archive:
@@ -422,6 +427,10 @@ def _read_archive(path: Path, archive: Any) -> _RawData:
 
 
 def _read_npy(path: Path) -> _RawData:
+    with open(path, "rb") as handle:
+        if handle.read(6) != b"\x93NUMPY":
+            raise ValueError(f"{path}: not a readable .npy file (it does not start with "
+                             "the .npy magic bytes)")
     try:
         X = np.load(path, allow_pickle=False)
     except _READ_ERRORS as err:

@@ -293,6 +293,9 @@ def load_model(directory: str | os.PathLike) -> Any:
         document = json.loads(document_path.read_text())
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ValueError(f"{document_path} is not a model description: {err}") from None
+    except RecursionError:
+        raise ValueError(f"{document_path} is not a model description: it is nested too "
+                         "deeply to be one") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise ValueError(f"{document_path} is not an mkrk-dask model")
     if document.get("format_version") != _VERSION:
@@ -301,6 +304,8 @@ def load_model(directory: str | os.PathLike) -> Any:
     classes = _estimator_classes()
     if document.get("class") not in classes:
         raise ValueError(f"{document_path} names an unknown estimator {document.get('class')!r}")
+    if not zipfile.is_zipfile(arrays_path):
+        raise ValueError(f"{arrays_path} cannot be read: it is not a .npz (zip) archive")
     try:
         with np.load(arrays_path, allow_pickle=False) as npz:
             arrays = _Arrays({k: npz[k] for k in npz.files})

@@ -237,6 +237,11 @@ def open_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     try:
         group = location.open_group("r+")
     except Exception as err:  # a zarr.json of an array, a corrupt file, ...
+        bad = _damaged_metadata(location) if isinstance(err, ValueError) else None
+        if bad is not None:
+            raise StoreError(f"store {location}: its metadata file {bad} cannot be read "
+                             f"({' '.join(str(err).split())[:120]}); it is damaged. Delete "
+                             "the store, or pass overwrite=True to rebuild it") from None
         raise StoreError(f"{location} cannot be opened as a Zarr group "
                          f"({' '.join(str(err).split())}); it was not written by mkrk-dask. "
                          "Choose another path.") from None
@@ -302,8 +307,32 @@ def verify_store(location: StoreLocation, group: zarr.Group, main: str) -> None:
     """On reuse: every recorded chunk of every array is present and in its place
     (:func:`mkrk_dask.chunk_digests.verify_store`); a store recorded without digests is
     checked for missing chunks of its ``main`` array only."""
-    if not verify_digests(group) and main in group:
-        verify_chunks(location, group, main)
+    try:
+        if not verify_digests(group) and main in group:
+            verify_chunks(location, group, main)
+    except StoreError:
+        raise
+    except (ValueError, RecursionError) as err:  # an array's zarr.json cannot be read
+        bad = _damaged_metadata(location)
+        if bad is None:
+            raise
+        raise StoreIntegrityError(
+            f"store {location}: its metadata file {bad} cannot be read ("
+            f"{' '.join(str(err).split())[:120]}); the store was damaged after it was built. "
+            "Rebuild it (delete it, or pass overwrite=True)") from None
+
+
+def _damaged_metadata(location: StoreLocation) -> str | None:
+    """The first metadata file (``zarr.json``) of the store that is not valid JSON."""
+    fs, path = location.fs
+    for key in sorted(location.list_keys("")):
+        if key.rsplit("/", 1)[-1] not in ("zarr.json", ".zarray", ".zattrs", ".zgroup"):
+            continue
+        try:
+            json.loads(fs.cat_file(f"{path}/{key}"))
+        except (ValueError, RecursionError):
+            return key
+    return None
 
 
 # -- integrity ---------------------------------------------------------------------------------

@@ -70,3 +70,38 @@ def test_the_command_line_names_the_damage_in_one_line(tmp_path, capsys, damage,
     import re
 
     assert re.search(message, err), err
+
+
+# -- messages that named the wrong problem ------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix, message", [(".npz", "not a readable .npz file"),
+                                             (".npy", "not a readable .npy file")])
+def test_a_file_of_random_bytes_is_not_called_pickled_data(tmp_path, suffix, message):
+    from mkrk_dask.io import load_input
+
+    path = tmp_path / f"noise{suffix}"
+    path.write_bytes(np.random.default_rng(2).bytes(4096))
+    with pytest.raises(ValueError, match=message) as caught:
+        load_input(str(path))
+    text = str(caught.value)
+    assert "pickle" not in text and "unsafe" not in text and "\n" not in text
+
+
+def test_a_deeply_nested_model_description_is_one_line(tmp_path):
+    from mkrk_dask.model_io import load_model
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "model.json").write_text("[" * 200_000 + "]" * 200_000)
+    np.savez(folder / "arrays.npz", a=np.zeros(1))
+    with pytest.raises(ValueError, match="model.json is not a model description: it is nested"):
+        load_model(folder)
+
+    from mkrk_dask.model_io import save_model
+
+    saved = tmp_path / "saved"
+    save_model(_fit(X), saved)
+    (saved / "arrays.npz").write_bytes(np.random.default_rng(3).bytes(512))
+    with pytest.raises(ValueError, match="arrays.npz cannot be read: it is not a .npz"):
+        load_model(saved)

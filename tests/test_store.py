@@ -222,3 +222,16 @@ def test_a_result_added_to_a_complete_store_is_recorded(tmp_path):
     (traces / "0").write_bytes((gram / "0" / "0").read_bytes()[:8] + b"\0" * 4)
     with pytest.raises(StoreIntegrityError, match="'results_traces', chunk \\(0,\\) is damaged"):
         load_result(group, "traces")
+
+
+@pytest.mark.parametrize("member", ["kernels/zarr.json", "zarr.json"])
+def test_a_truncated_metadata_file_is_named_with_its_store(client, tmp_path, member):
+    from mkrk_dask import MKKMRK
+
+    X, kwargs = _fitted_store(tmp_path, "blockwise")
+    path = tmp_path / "blockwise.zarr" / member
+    path.write_bytes(path.read_bytes()[:300])
+    with pytest.raises(StoreError, match=f"its metadata file {member} cannot be read") as caught:
+        MKKMRK.paper(3, scheduler=client, **kwargs).fit(X)
+    assert str(tmp_path / "blockwise.zarr") in str(caught.value)
+    assert "\n" not in str(caught.value)
