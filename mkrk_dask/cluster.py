@@ -63,6 +63,40 @@ def start_local_cluster(n_workers: int | None = None, threads_per_worker: int | 
                         **network)
 
 
+def _forget_dashboard(scheduler: Any) -> None:
+    """Let a closed in-process scheduler be freed.
+
+    distributed memoizes its dashboard's page variables per Scheduler (``tlz.memoize`` on
+    ``distributed.dashboard.scheduler.template_variables``), so every embedded cluster that
+    served a dashboard stayed alive after it was closed, its task history and its worker's
+    state with it: the RSS of repeated fits in one process grew by megabytes per fit. The
+    memo's only handle is its closure, so the entry is dropped there; if distributed changes
+    its shape, nothing is dropped (and nothing breaks).
+    """
+    if scheduler is None:
+        return
+    # Likewise distributed.core memoizes, without bound, whether each handler (a bound
+    # method of a Scheduler or Worker) expects a comm: it is only a memo, so it is emptied.
+    from distributed import core
+
+    expects_comm = getattr(core, "_expects_comm", None)
+    if hasattr(expects_comm, "cache_clear"):
+        expects_comm.cache_clear()
+    try:
+        from distributed.dashboard import scheduler as dashboard
+    except ImportError:  # no bokeh: no dashboard, no memo
+        return
+    for cell in getattr(dashboard.template_variables, "__closure__", None) or ():
+        try:
+            memo = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(memo, dict):
+            for key in [k for k in memo if k is scheduler
+                        or (isinstance(k, tuple) and any(a is scheduler for a in k))]:
+                memo.pop(key, None)
+
+
 def dashboard_link(client: Any) -> str | None:
     """The dashboard's address, when the scheduler serves one."""
     try:
@@ -141,8 +175,10 @@ class DaskSession:
             self.client.close()
         self.client = None
         if self.cluster is not None:
+            scheduler = getattr(self.cluster, "scheduler", None)
             self.cluster.close()
             self.cluster = None
+            _forget_dashboard(scheduler)
 
     def __enter__(self) -> DaskSession:
         return self
