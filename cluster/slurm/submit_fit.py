@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -69,16 +70,49 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     dask.config.set({"jobqueue.slurm.log-directory": str(logs)})
     print(f"worker job logs in {logs}", file=sys.stderr, flush=True)
-    with SLURMCluster() as cluster:
-        print(cluster.job_script(), flush=True)
-        cluster.scale(jobs=args.jobs)
-        with Client(cluster) as client:
-            processes = dask.config.get("jobqueue.slurm.processes") or 1
-            client.wait_for_workers(args.jobs * int(processes), timeout=args.wait)
-            print(f"{len(client.scheduler_info()['workers'])} workers at "
-                  f"{cluster.scheduler_address}", flush=True)
-            return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
+    # A SIGTERM (a job's own time limit, a kill from the shell) unwinds like Ctrl-C, so that
+    # the cluster below still cancels its worker jobs.
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with SLURMCluster() as cluster:
+            print(cluster.job_script(), flush=True)
+            cluster.scale(jobs=args.jobs)
+            with Client(cluster) as client:
+                processes = int(dask.config.get("jobqueue.slurm.processes") or 1)
+                try:
+                    client.wait_for_workers(args.jobs * processes, timeout=args.wait)
+                except TimeoutError:
+                    print(f"error: {args.jobs} SLURM job(s) of workers did not start within "
+                          f"{args.wait:g}s ({_job_states(cluster)}); they are cancelled",
+                          file=sys.stderr, flush=True)
+                    return 3
+                print(f"{len(client.scheduler_info()['workers'])} workers at "
+                      f"{cluster.scheduler_address}; SLURM jobs {_job_states(cluster)}; "
+                      f"dashboard {cluster.dashboard_link}", flush=True)
+                return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
+    except KeyboardInterrupt:
+        print("interrupted: the worker jobs are cancelled", file=sys.stderr, flush=True)
+        return 130
 
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _job_states(cluster) -> str:
+    """``ID STATE`` of the cluster's jobs, as squeue reports them (``ID gone`` once ended)."""
+    import subprocess
+
+    ids = [str(job.job_id) for job in cluster.workers.values() if getattr(job, "job_id", None)]
+    if not ids:
+        return "none submitted"
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T(%r)"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    states = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    return ", ".join(f"{i} {states.get(i, 'gone')}" for i in ids)
 
 if __name__ == "__main__":
     raise SystemExit(main())
