@@ -59,9 +59,6 @@ def main(argv: list[str] | None = None) -> int:
     import dask.config
     import yaml
     from dask_jobqueue import SLURMCluster
-    from distributed import Client
-
-    from mkrk_dask.cli import main as mkrk
 
     config = Path(args.config)
     if config.is_file():
@@ -70,30 +67,43 @@ def main(argv: list[str] | None = None) -> int:
     logs.mkdir(parents=True, exist_ok=True)
     dask.config.set({"jobqueue.slurm.log-directory": str(logs)})
     print(f"worker job logs in {logs}", file=sys.stderr, flush=True)
-    # A SIGTERM (a job's own time limit, a kill from the shell) unwinds like Ctrl-C, so that
-    # the cluster below still cancels its worker jobs.
-    signal.signal(signal.SIGTERM, _interrupt)
-    try:
-        with SLURMCluster() as cluster:
-            print(cluster.job_script(), flush=True)
-            cluster.scale(jobs=args.jobs)
-            with Client(cluster) as client:
-                processes = int(dask.config.get("jobqueue.slurm.processes") or 1)
-                try:
-                    client.wait_for_workers(args.jobs * processes, timeout=args.wait)
-                except TimeoutError:
-                    print(f"error: {args.jobs} SLURM job(s) of workers did not start within "
-                          f"{args.wait:g}s ({_job_states(cluster)}); they are cancelled",
-                          file=sys.stderr, flush=True)
-                    return 3
-                print(f"{len(client.scheduler_info()['workers'])} workers at "
-                      f"{cluster.scheduler_address}; SLURM jobs {_job_states(cluster)}; "
-                      f"dashboard {cluster.dashboard_link}", flush=True)
-                return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
-    except KeyboardInterrupt:
-        print("interrupted: the worker jobs are cancelled", file=sys.stderr, flush=True)
-        return 130
+    # Ctrl-C and SIGTERM (a job's own time limit, a kill from the shell) unwind the same way,
+    # so that the cluster below still cancels its worker jobs; SIGINT is set too because a
+    # process started in the background inherits it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    with SLURMCluster() as cluster:
+        # Caught here, inside the block: the cluster's own exit would swallow it (and exit 0),
+        # and leaving the block normally is what cancels the worker jobs.
+        try:
+            return _run(cluster, args, mkrk_args)
+        except KeyboardInterrupt:
+            print("interrupted: the worker jobs are cancelled", file=sys.stderr, flush=True)
+            return 130
 
+
+def _run(cluster, args: argparse.Namespace, mkrk_args: list[str]) -> int:
+    """Submit the jobs, wait for their workers, run the mkrk command on them."""
+    import dask.config
+    from distributed import Client
+
+    from mkrk_dask.cli import main as mkrk
+
+    print(cluster.job_script(), flush=True)
+    cluster.scale(jobs=args.jobs)
+    with Client(cluster) as client:
+        processes = int(dask.config.get("jobqueue.slurm.processes") or 1)
+        try:
+            client.wait_for_workers(args.jobs * processes, timeout=args.wait)
+        except TimeoutError:
+            print(f"error: {args.jobs} SLURM job(s) of workers did not start within "
+                  f"{args.wait:g}s ({_job_states(cluster)}); they are cancelled",
+                  file=sys.stderr, flush=True)
+            return 3
+        print(f"{len(client.scheduler_info()['workers'])} workers at "
+              f"{cluster.scheduler_address}; SLURM jobs {_job_states(cluster)}; "
+              f"dashboard {cluster.dashboard_link}", flush=True)
+        return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
