@@ -15,6 +15,7 @@ __all__ = [
     "StoreIntegrityError",
     "SchedulerUnreachableError",
     "SchedulerLostError",
+    "ClusterStartError",
     "PassFailedError",
     "QPCertificationError",
     "UncertifiedSolutionWarning",
@@ -38,6 +39,11 @@ class SchedulerUnreachableError(ConnectionError):
 
 class SchedulerLostError(ConnectionError):
     """The connection to the Dask scheduler was lost during a fit."""
+
+
+class ClusterStartError(ConnectionError):
+    """A cluster of batch jobs (``--cluster slurm``) could not start: its scheduler, its job
+    submission, or its workers within the wait. The jobs submitted are cancelled."""
 
 
 class ProblemTooLargeError(MemoryError):

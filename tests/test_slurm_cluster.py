@@ -203,3 +203,52 @@ def test_ctrl_c_cancels_the_worker_jobs(slurm, zarr_data: Path, tmp_path: Path) 
         assert proc.returncode == 130, err
         assert "the worker jobs are cancelled" in err
         assert slurm.wait_until_no_jobs(5) == [], (sig, slurm.jobs())
+
+
+def _mkrk(slurm, args: list[str], tmp_path: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "mkrk_dask.cli", *args], env=_env(slurm),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, start_new_session=True)
+
+
+def test_mkrk_fit_cluster_slurm(slurm, zarr_data: Path, tmp_path: Path) -> None:
+    """``mkrk fit ... --cluster slurm --jobs 4 --cluster-config jobqueue.yaml``: the jobs'
+    ids and the dashboard on stderr, the LocalCluster's result, no job left."""
+    reference = _reference(zarr_data, "nystrom", tmp_path / "local", _env(slurm))
+    run = tmp_path / "slurm"
+    run.mkdir()
+    args = [a for a in _fit_args(zarr_data, "nystrom", run) if a != "-q"]
+    proc = _mkrk(slurm, [*args, "--cluster", "slurm", "--jobs", str(N_JOBS),
+                         "--cluster-config", str(_config(tmp_path)), "--cluster-wait", "120"],
+                 tmp_path)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    jobs = next(line for line in err.splitlines() if line.startswith("[slurm] jobs "))
+    assert jobs.count("RUNNING") == N_JOBS and "dashboard http://127.0.0.1:" in jobs, jobs
+    _same_result(run / "nystrom", reference)
+
+
+def test_mkrk_cluster_slurm_pending_and_killed(slurm, zarr_data: Path, tmp_path: Path) -> None:
+    """Jobs the queue holds: one line and exit 3 after --cluster-wait; a SIGTERM (or Ctrl-C)
+    while they wait: exit 130; the jobs are cancelled either way (the autouse check)."""
+    config = _config(tmp_path, **{"job-extra-directives": ["--begin=now+1hour"]})
+    args = [*_fit_args(zarr_data, "nystrom", tmp_path / "run"), "--cluster", "slurm",
+            "--jobs", "2", "--cluster-config", str(config)]
+    start = time.monotonic()
+    proc = _mkrk(slurm, [*args, "--cluster-wait", "8"], tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert time.monotonic() - start < 45
+    assert err.strip().count("\n") == 0 and "did not start within 8s" in err, err
+    assert "PENDING" in err, err
+    assert slurm.wait_until_no_jobs(10) == []
+
+    proc = _mkrk(slurm, [*args, "--cluster-wait", "300"], tmp_path)
+    deadline = time.monotonic() + 60
+    while len(slurm.jobs()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.3)
+    assert len(slurm.jobs()) == 2, slurm.jobs()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert slurm.wait_until_no_jobs(5) == [], slurm.jobs()

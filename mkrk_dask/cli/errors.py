@@ -2,8 +2,9 @@
 
 A user error (bad arguments, an unreadable or invalid input file, an invalid parameter, an
 output that cannot be written, an unreachable scheduler) is reported in one line and exits
-with :data:`EXIT_USER`; a scheduler lost during the run exits with
-:data:`EXIT_SCHEDULER_LOST`; anything else is an internal error (:data:`EXIT_INTERNAL`).
+with :data:`EXIT_USER`; a scheduler lost during the run, or batch jobs of workers that
+cannot start (``--cluster slurm``), exit with :data:`EXIT_SCHEDULER_LOST`; anything else
+is an internal error (:data:`EXIT_INTERNAL`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def is_user_error(err: BaseException) -> bool:
 
 def exit_code(err: BaseException) -> int:
     """The exit code of a command that raised ``err``."""
-    from ..exceptions import SchedulerLostError
+    from ..exceptions import ClusterStartError, SchedulerLostError
 
-    if isinstance(err, SchedulerLostError):
+    if isinstance(err, (SchedulerLostError, ClusterStartError)):
         return EXIT_SCHEDULER_LOST
     return EXIT_USER if is_user_error(err) else EXIT_INTERNAL
