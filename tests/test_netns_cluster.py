@@ -25,7 +25,8 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="network namespaces: Linux")
+pytestmark = [pytest.mark.slow,  # about 45 s: three clusters of processes and three fits
+              pytest.mark.skipif(sys.platform != "linux", reason="network namespaces: Linux")]
 
 ROOT = Path(__file__).resolve().parent.parent
 PORT = 8786

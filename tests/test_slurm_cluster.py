@@ -22,7 +22,7 @@ import pytest
 import yaml
 from sklearn.datasets import load_digits
 
-pytestmark = [pytest.mark.slurm,
+pytestmark = [pytest.mark.slurm, pytest.mark.slow,  # 15-40 s each (jobs start, then fit)
               pytest.mark.skipif(sys.platform != "linux", reason="SLURM runs on Linux only")]
 
 ROOT = Path(__file__).resolve().parent.parent
