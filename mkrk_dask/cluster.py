@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .exceptions import SchedulerUnreachableError
+from .exceptions import ClusterStartError, SchedulerUnreachableError
 
 __all__ = ["DaskSession", "SchedulerUnreachableError", "start_local_cluster", "current_client",
-           "is_client", "LOOPBACK"]
+           "is_client", "LOOPBACK", "start_slurm_cluster", "slurm_log_directory",
+           "slurm_job_states"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -238,3 +239,119 @@ def connect(address: str, *, timeout: float = 30.0, security: Any = None,
     raise SchedulerUnreachableError(
         f"cannot reach the Dask scheduler at {address!r}: nothing answered within {timeout:g}s "
         f"(something may listen there without speaking Dask's protocol){hint}")
+
+
+def slurm_log_directory(value: str | os.PathLike[str] | None) -> Any:
+    """The folder of the SLURM worker jobs' logs (``#SBATCH -e/-o``) as SLURM needs it:
+    absolute, ``~`` and ``$VARS`` expanded (SLURM expands neither); unset, the cache folder
+    ``$XDG_CACHE_HOME/mkrk-dask/slurm-logs`` (``~/.cache/...``), never the folder the jobs
+    are submitted from."""
+    from pathlib import Path
+
+    if value is None or not str(value).strip():
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                 ".cache")
+        return Path(cache) / "mkrk-dask" / "slurm-logs"
+    return Path(os.path.expandvars(str(value))).expanduser().resolve()
+
+
+def slurm_job_states(cluster: Any) -> str:
+    """``ID STATE(reason)`` of a dask-jobqueue cluster's jobs as squeue reports them (``ID
+    gone`` once a job has ended), for messages."""
+    import subprocess
+
+    ids = [str(job.job_id) for job in cluster.workers.values() if getattr(job, "job_id", None)]
+    if not ids:
+        return "no job submitted"
+    try:
+        out = subprocess.run(["squeue", "-h", "-j", ",".join(ids), "-o", "%i %T(%r)"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        out = ""
+    states = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+    return ", ".join(f"{i} {states.get(i, 'gone')}" for i in ids)
+
+
+def start_slurm_cluster(jobs: int, *, config: str | os.PathLike[str] | None = None,
+                        wait: float = 600.0) -> tuple[Any, Any]:
+    """A :class:`dask_jobqueue.SLURMCluster` with ``jobs`` worker jobs running, and a client.
+
+    The jobs are described by Dask's ``jobqueue.slurm`` configuration (for instance
+    ``~/.config/dask/jobqueue.yaml``), overridden by the YAML file ``config`` if given. The
+    caller closes the client and the cluster (which cancels the jobs) when done.
+
+    Raises
+    ------
+    ClusterStartError
+        dask-jobqueue or SLURM's commands are missing, sbatch refuses the job, or the workers
+        are not all up within ``wait`` seconds (the jobs are cancelled; the message gives
+        their states).
+    ValueError
+        ``jobs`` or ``wait`` out of range, or a ``config`` that is no jobqueue YAML file.
+    """
+    import shutil
+    from pathlib import Path
+
+    if jobs < 1:
+        raise ValueError(f"the number of SLURM jobs must be >= 1, got {jobs}")
+    if not wait > 0:
+        raise ValueError(f"the wait for the SLURM jobs must be > 0 s, got {wait:g}")
+    import signal
+    import threading
+
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    try:
+        import dask.config
+        import yaml
+        from dask_jobqueue import SLURMCluster
+        from distributed import Client
+    except ImportError as err:
+        raise ClusterStartError(f"a SLURM cluster needs dask-jobqueue and pyyaml ({err}); "
+                                "pip install 'mkrk-dask[slurm]'") from None
+    # Importing dask_jobqueue makes Ctrl-C call sys.exit() (its runner module): an exit with
+    # status 0 that says nothing. Ctrl-C is the caller's again.
+    if threading.current_thread() is threading.main_thread() and ctrl_c is not None:
+        signal.signal(signal.SIGINT, ctrl_c)
+    if shutil.which("sbatch") is None:
+        raise ClusterStartError("a SLURM cluster needs SLURM's sbatch, which is not on PATH "
+                                "here (run on a login node of the cluster)")
+    options: dict[str, Any] = {}
+    if config is not None:
+        try:
+            loaded = yaml.safe_load(Path(config).read_text())
+        except (OSError, yaml.YAMLError) as err:
+            raise ValueError(f"cannot read the cluster configuration {config}: "
+                             f"{' '.join(str(err).split())}") from None
+        if not isinstance(loaded, dict) or not isinstance(
+                loaded.get("jobqueue", {}).get("slurm"), dict):
+            raise ValueError(f"{config} has no jobqueue: slurm: section (see "
+                             "cluster/slurm/jobqueue.yaml)")
+        # As arguments, not as Dask configuration: dask-jobqueue reads its configuration
+        # again for each job it submits later, outside any dask.config.set block.
+        # (the configuration's "name" is the argument "job_name").
+        options = {{"name": "job_name"}.get(key, key.replace("-", "_")): value
+                   for key, value in loaded["jobqueue"]["slurm"].items()}
+    logs = options.get("log_directory", dask.config.get("jobqueue.slurm.log-directory", None))
+    options["log_directory"] = str(slurm_log_directory(logs))
+    Path(options["log_directory"]).mkdir(parents=True, exist_ok=True)
+    processes = int(options.get("processes")
+                    or dask.config.get("jobqueue.slurm.processes", None) or 1)
+    try:
+        cluster = SLURMCluster(**options)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"the SLURM cluster configuration is invalid: "
+                         f"{' '.join(str(err).split())}") from None
+    try:
+        cluster.scale(jobs=jobs)
+        client = Client(cluster)
+        try:
+            client.wait_for_workers(jobs * processes, timeout=wait)
+        except TimeoutError:
+            states = slurm_job_states(cluster)
+            client.close()
+            raise ClusterStartError(f"{jobs} SLURM job(s) of workers did not start within "
+                                    f"{wait:g}s ({states}); they are cancelled") from None
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster, client

@@ -16,6 +16,7 @@ __all__ = [
     "SchedulerUnreachableError",
     "SchedulerLostError",
     "WorkersLostError",
+    "ClusterStartError",
     "PassFailedError",
     "QPCertificationError",
     "UncertifiedSolutionWarning",
@@ -44,6 +45,11 @@ class SchedulerLostError(ConnectionError):
 class WorkersLostError(ConnectionError):
     """Every worker of the cluster was gone for longer than the fit waits for one to come
     back (``mkrk-dask.no-workers-timeout`` in Dask's configuration, 20 s by default)."""
+
+
+class ClusterStartError(ConnectionError):
+    """A cluster of batch jobs (``--cluster slurm``) could not start: its scheduler, its job
+    submission, or its workers within the wait. The jobs submitted are cancelled."""
 
 
 class ProblemTooLargeError(MemoryError):

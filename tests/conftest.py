@@ -135,3 +135,28 @@ def _write_mat73(path: Path, **variables) -> Path:
 def write_mat73() -> Callable[..., Path]:
     """``write_mat73(path, X=..., y=...)``: a MATLAB v7.3 (HDF5) file, as MATLAB writes it."""
     return _write_mat73
+
+
+@pytest.fixture(scope="session")
+def slurm():
+    """A real one-node SLURM on 127.0.0.1 (tests/_slurm.py), for the whole session; skips with
+    the reason where it cannot start. At the end every job is cancelled, the daemons stop, and
+    the jobs that ran (SLURM's job-completion log) are written to ``$MKRK_SLURM_REPORT`` if
+    set (.ci/run prints it into the CI log)."""
+    import os
+
+    import _slurm
+
+    try:
+        cluster = _slurm.start()
+    except _slurm.SlurmUnavailable as err:
+        pytest.skip(f"SLURM cannot start here: {err}")
+    try:
+        yield cluster
+    finally:
+        report = os.environ.get("MKRK_SLURM_REPORT")
+        if report:
+            with open(report, "a") as f:
+                f.write(f"squeue at the end:\n{cluster.run('squeue')}\n"
+                        f"jobs that ran:\n{cluster.accounting()}")
+        cluster.stop()

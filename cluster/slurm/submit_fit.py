@@ -20,25 +20,14 @@ recipe keeps its run folder: never into the folder you submit from.
 from __future__ import annotations
 
 import argparse
-import os
+import signal
 import sys
 from pathlib import Path
 
+# The jobs' log folder as `mkrk --cluster slurm` resolves it (the tests import it from here).
+from mkrk_dask.cluster import slurm_log_directory as resolve_log_directory
 
-def default_log_directory() -> Path:
-    """``$XDG_CACHE_HOME/mkrk-dask/slurm-logs``, ``~/.cache/mkrk-dask/slurm-logs`` without it
-    (the local recipe's ``$XDG_CACHE_HOME/mkrk-dask/cluster-PORT`` likewise)."""
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "mkrk-dask" / "slurm-logs"
-
-
-def resolve_log_directory(value: str | os.PathLike[str] | None) -> Path:
-    """The jobqueue ``log-directory`` as SLURM needs it: absolute, with ``~`` and ``$VARS``
-    expanded (dask-jobqueue writes it as given into ``#SBATCH -e/-o``, which expand neither,
-    and would create a folder literally named ``~``); :func:`default_log_directory` if unset."""
-    if value is None or not str(value).strip():
-        return default_log_directory()
-    return Path(os.path.expandvars(str(value))).expanduser().resolve()
+__all__ = ["main", "resolve_log_directory"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,29 +44,39 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv[:split])
     mkrk_args = argv[split + 1:]
 
-    import dask.config
-    import yaml
-    from dask_jobqueue import SLURMCluster
-    from distributed import Client
-
     from mkrk_dask.cli import main as mkrk
+    from mkrk_dask.cluster import slurm_job_states, start_slurm_cluster
+    from mkrk_dask.exceptions import ClusterStartError
 
-    config = Path(args.config)
-    if config.is_file():
-        dask.config.update(dask.config.config, yaml.safe_load(config.read_text()), priority="new")
-    logs = resolve_log_directory(dask.config.get("jobqueue.slurm.log-directory", None))
-    logs.mkdir(parents=True, exist_ok=True)
-    dask.config.set({"jobqueue.slurm.log-directory": str(logs)})
-    print(f"worker job logs in {logs}", file=sys.stderr, flush=True)
-    with SLURMCluster() as cluster:
+    config = Path(args.config) if Path(args.config).is_file() else None
+    # Ctrl-C and SIGTERM (a job's own time limit, a kill from the shell) unwind the same way,
+    # so that the cluster below still cancels its worker jobs; SIGINT is set too because a
+    # process started in the background inherits it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    cluster = client = None
+    try:
+        cluster, client = start_slurm_cluster(args.jobs, config=config, wait=args.wait)
         print(cluster.job_script(), flush=True)
-        cluster.scale(jobs=args.jobs)
-        with Client(cluster) as client:
-            processes = dask.config.get("jobqueue.slurm.processes") or 1
-            client.wait_for_workers(args.jobs * int(processes), timeout=args.wait)
-            print(f"{len(client.scheduler_info()['workers'])} workers at "
-                  f"{cluster.scheduler_address}", flush=True)
-            return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
+        print(f"{len(client.scheduler_info()['workers'])} workers at "
+              f"{cluster.scheduler_address}; SLURM jobs {slurm_job_states(cluster)}; "
+              f"dashboard {cluster.dashboard_link}", flush=True)
+        return mkrk([*mkrk_args, "--scheduler", cluster.scheduler_address])
+    except ClusterStartError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        return 3
+    except KeyboardInterrupt:
+        print("interrupted: the worker jobs are cancelled", file=sys.stderr, flush=True)
+        return 130
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()  # cancels the worker jobs
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

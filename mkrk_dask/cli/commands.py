@@ -98,7 +98,7 @@ def _kernels_arg(values: list[str] | None) -> Any:
 def _solver_of(args: argparse.Namespace) -> str:
     if args.solver is not None:
         return args.solver
-    if getattr(args, "scheduler", None):
+    if getattr(args, "scheduler", None) or getattr(args, "cluster", None):
         return "blockwise"
     return "exact" if getattr(args, "paper", False) else "auto"
 

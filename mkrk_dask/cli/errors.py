@@ -2,8 +2,9 @@
 
 A user error (bad arguments, an unreadable or invalid input file, an invalid parameter, an
 output that cannot be written, an unreachable scheduler) is reported in one line and exits
-with :data:`EXIT_USER`; a scheduler lost during the run, or every worker, exits with
-:data:`EXIT_SCHEDULER_LOST`; anything else is an internal error (:data:`EXIT_INTERNAL`).
+with :data:`EXIT_USER`; a scheduler lost during the run, every worker lost, or batch jobs of
+workers that cannot start (``--cluster slurm``), exit with :data:`EXIT_SCHEDULER_LOST`;
+anything else is an internal error (:data:`EXIT_INTERNAL`).
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ def is_user_error(err: BaseException) -> bool:
 
 def exit_code(err: BaseException) -> int:
     """The exit code of a command that raised ``err``."""
-    from ..exceptions import SchedulerLostError, WorkersLostError
+    from ..exceptions import ClusterStartError, SchedulerLostError, WorkersLostError
 
-    if isinstance(err, SchedulerLostError | WorkersLostError):
+    if isinstance(err, SchedulerLostError | WorkersLostError | ClusterStartError):
         return EXIT_SCHEDULER_LOST
     return EXIT_USER if is_user_error(err) else EXIT_INTERNAL

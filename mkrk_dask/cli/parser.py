@@ -309,6 +309,17 @@ def _add_scheduler_options(g: argparse._ArgumentGroup) -> None:
                    help="this client's certificate (PEM) for a tls:// scheduler")
     g.add_argument("--tls-key", metavar="FILE", default=None,
                    help="the private key (PEM) of --tls-cert")
+    g.add_argument("--cluster", choices=("slurm",), default=None,
+                   help="submit the Dask workers as batch jobs (dask-jobqueue) for this "
+                        "command, and cancel them when it ends; see docs/cluster.rst")
+    g.add_argument("--jobs", type=int, default=2, metavar="N",
+                   help="worker jobs of --cluster (default: 2)")
+    g.add_argument("--cluster-config", metavar="FILE", default=None,
+                   help="a jobqueue.yaml describing the jobs of --cluster (default: Dask's "
+                        "configuration, e.g. ~/.config/dask/jobqueue.yaml)")
+    g.add_argument("--cluster-wait", type=float, default=600.0, metavar="SECONDS",
+                   help="give up when the --cluster jobs' workers are not all up within this "
+                        "time (default: 600)")
 
 
 def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from .. import progress
-from ..cluster import DaskSession, connect
+from ..cluster import DaskSession, connect, slurm_job_states, start_slurm_cluster
 from ..exceptions import SchedulerLostError
 from .errors import UserError
 
@@ -122,8 +122,18 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
         if solver == "exact" and not address:
             yield None
             return
-        client = None
-        if address:
+        client = jobs = None
+        if getattr(args, "cluster", None):
+            if address:
+                raise UserError("--cluster starts its own scheduler: give --cluster or "
+                                "--scheduler, not both")
+            restore = _term_interrupts()
+            try:
+                jobs, client = _submit_jobs(args)
+            except BaseException:
+                restore()
+                raise
+        elif address:
             progress.reporter().log(f"connecting to the Dask scheduler at {address}", 2)
             client = bounded_connect(address, getattr(args, "connect_timeout", 30.0), security)
         with progress.reporting(0):  # the estimator's session names the dashboard, once
@@ -145,3 +155,40 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
             if client is not None:
                 with contextlib.suppress(Exception):
                     client.close(timeout=5)
+            if jobs is not None:
+                jobs.close()  # cancels the worker jobs, whatever happened (Ctrl-C included)
+                restore()
+                progress.reporter().log(f"[{args.cluster}] worker jobs cancelled", 2)
+
+
+def _term_interrupts() -> Callable[[], None]:
+    """Make SIGTERM (a kill, the submitting job's own time limit) unwind like Ctrl-C while
+    worker jobs are held, so that they are cancelled; returns what restores the handler."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
+def _submit_jobs(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The batch-job cluster of ``--cluster`` (dask-jobqueue) with its workers up, and its
+    client; the dashboard link and the job ids are printed on stderr."""
+    if args.jobs < 1:
+        raise UserError(f"--jobs must be >= 1, got {args.jobs}")
+    if not args.cluster_wait > 0:
+        raise UserError(f"--cluster-wait must be > 0, got {args.cluster_wait:g}")
+    if args.cluster_config and not Path(args.cluster_config).expanduser().is_file():
+        raise UserError(f"--cluster-config {args.cluster_config} does not exist")
+    progress.reporter().log(f"[{args.cluster}] submitting {args.jobs} worker job(s)")
+    config = Path(args.cluster_config).expanduser() if args.cluster_config else None
+    cluster, client = start_slurm_cluster(args.jobs, config=config, wait=args.cluster_wait)
+    progress.reporter().log(f"[{args.cluster}] jobs {slurm_job_states(cluster)}; scheduler "
+                            f"{cluster.scheduler_address}; dashboard {cluster.dashboard_link}")
+    return cluster, client
