@@ -193,7 +193,7 @@ def parse_kernel(text: str) -> KernelSpec:
             if not sep or key not in ("a", "b", "c", "m", "sigma"):
                 raise ValueError(f"bad kernel parameter {item.strip()!r} in {text!r}")
             if key not in _PARAMETERS[family]:
-                raise ValueError(f"kernel {text!r}: a {family} kernel takes no parameter "
+                raise ValueError(f"kernel {text!r}: the {family} kernel takes no parameter "
                                  f"{key!r} (it takes {', '.join(_PARAMETERS[family]) or 'none'})")
             if key in params:
                 raise ValueError(f"kernel {text!r}: parameter {key!r} is given twice")

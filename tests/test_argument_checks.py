@@ -16,8 +16,8 @@ from mkrk_dask.kernels import KernelSpec, parse_kernel
     ("gaussian(m=1,m=2)", "parameter 'm' is given twice"),
     ("gaussian(m=)", "kernel 'gaussian(m=)': parameter 'm' needs a number, got ''"),
     ("gaussian(sigma=abc)", "parameter 'sigma' needs a number, got 'abc'"),
-    ("gaussian(a=1,c=0.1)", "a gaussian kernel takes no parameter 'a'"),
-    ("cosine(c=1)", "a linear kernel takes no parameter 'c'"),
+    ("gaussian(a=1,c=0.1)", "the gaussian kernel takes no parameter 'a'"),
+    ("cosine(c=1)", "the linear kernel takes no parameter 'c'"),
 ])
 def test_contradictory_or_empty_kernel_parameters(text, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
