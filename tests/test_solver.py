@@ -76,7 +76,7 @@ def test_solve_rejects_bad_settings_in_one_line(backend):
                             (dict(lam_scaling="x"), "lam_scaling must be one of")]:
         with pytest.raises(ValueError, match=message):
             solve(backend, 3, 1.0, **kwargs)
-    with pytest.raises(ValueError, match="lam must be >= 0"):
+    with pytest.raises(ValueError, match="lam must be a finite number >= 0"):
         solve(backend, 3, -1.0)
 
 

@@ -35,7 +35,7 @@ def test_views_are_float64_and_sparse_stays_sparse():
     (lambda: check_n_clusters(2.0, 10), "integer"),
     (lambda: check_n_clusters(11, 10), "larger than n_samples"),
     (lambda: check_lambda(float("inf")), "finite"),
-    (lambda: check_lambda(True), "finite real"),
+    (lambda: check_lambda(True), "lam must be a finite number"),
     (lambda: check_lambda(-0.5), ">= 0"),
     (lambda: check_choice("mode", "x", ("a", "b")), r"mode must be one of \('a', 'b'\)"),
 ])
