@@ -243,13 +243,17 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         the backend (``with backend:``)."""
         plan, data = self._resolve(X)
         self.plan_ = plan
+        return self._checked_backend(plan, data), plan.n_samples
+
+    def _checked_backend(self, plan: FitPlan, data: Any) -> KernelBackend:
+        """The plan's backend, closed again if the method refuses it."""
         backend = self._make_backend(plan, data)
         try:
             self._check_backend(backend)
         except BaseException:
             backend.close()
             raise
-        return backend, plan.n_samples
+        return backend
 
     # -- fitting ----------------------------------------------------------------------------
 
@@ -317,12 +321,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             mark("plan")
             name = f"[{type(self).__name__}]"
             with progress.stage(f"{name} kernels"):
-                backend = self._make_backend(plan, data)
-            try:
-                self._check_backend(backend)
-            except BaseException:
-                backend.close()
-                raise
+                backend = self._checked_backend(plan, data)
             mark("build")
             k, n_init = self.n_clusters, self.n_init
             with backend:
