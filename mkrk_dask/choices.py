@@ -9,7 +9,7 @@ __all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYP
            "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS"]
 
 #: the multiple kernel k-means methods of the estimators (``mkrk --method``)
-METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM")
+METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM", "SimpleMKKM")
 #: the kernel dissimilarities of MKKM-RK
 MEASURES = ("fip", "sfn", "vn", "ld")
 #: Nystrom landmark selections

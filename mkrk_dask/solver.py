@@ -65,6 +65,8 @@ class SolverResult:
     residuals: np.ndarray
     lam_effective: float
     timings: dict[str, float] = field(default_factory=dict)
+    #: H-steps (top-k eigendecompositions) made: the loop's and the weight step's own
+    h_steps: int = 0
 
 
 def effective_lambda(lam: float, scaling: str, traces: np.ndarray, C: np.ndarray) -> float:
@@ -200,6 +202,10 @@ def alternate(
     converged = False
     d = traces.copy()
     first = 1
+    # an H-step the weight step already made at the current weights (a line search's last
+    # point), so the loop does not make it again
+    pending: TopK | None = None
+    h_steps = 0
     saved = checkpoint.load() if checkpoint is not None else None
     if saved is not None:
         weights, d = saved["weights"], saved["residuals"]
@@ -209,6 +215,9 @@ def alternate(
         top = backend.decode_top(saved["basis_kind"], {k[4:]: v for k, v in saved.items()
                                                        if k.startswith("top_")})
         top.weights = saved["hstep_weights"]
+        if "pending_quad" in saved:  # the saved H-step is at the saved weights: reuse it
+            top.quad_forms = saved["pending_quad"]
+            pending = top
         first = int(saved["iteration"]) + 1
         step.resume(WeightUpdate(weights, history[-1], gaps[-1], certified, Y))
         reporter().log(f"resuming the fit saved in the store after iteration {first - 1}")
@@ -216,19 +225,26 @@ def alternate(
         if converged:
             break
         t0 = time.perf_counter()
-        top = backend.top_k(weights, n_clusters, warm_start=top)
+        if pending is None:
+            top = backend.top_k(weights, n_clusters, warm_start=top)
+            h_steps += 1
+        else:
+            top = pending
         top.weights = np.array(weights)
         t1 = time.perf_counter()
         quad = top.quad_forms if top.quad_forms is not None else backend.quad_forms(top)
         d = _residuals(traces, np.asarray(quad, dtype=np.float64))
         t2 = time.perf_counter()
-        update = step.update(d)
+        update = step.advance(d, top)
         t3 = time.perf_counter()
         timings["h_step"] += t1 - t0
         timings["quad_forms"] += t2 - t1
         timings["y_step"] += t3 - t2
         Y = update.representation
         weights = update.weights
+        pending = update.top
+        if pending is not None:
+            pending.weights = np.array(weights)
         history.append(float(update.objective))
         gaps.append(float(update.relative_gap))
         certified &= bool(update.certified)
@@ -236,22 +252,27 @@ def alternate(
         if len(history) > 1:
             threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
             converged = abs(change) < threshold
+        converged |= bool(update.converged)
         if checkpoint is not None:
-            kind, arrays = backend.encode_top(top)
+            saved_top = pending if pending is not None else top
+            kind, arrays = backend.encode_top(saved_top)
             checkpoint.save({"iteration": iteration, "certified": certified,
                              "converged": converged, "basis_kind": kind, "weights": weights,
                              "representation": Y, "residuals": d,
                              "history": np.asarray(history), "gaps": np.asarray(gaps),
-                             "hstep_weights": top.weights,
+                             "hstep_weights": saved_top.weights,
+                             "pending_quad": None if pending is None else pending.quad_forms,
                              **{f"top_{k}": v for k, v in arrays.items()}})
         if callback is not None:
             callback(IterationInfo(iteration, history[-1], change, t3 - t0,
                                    update.relative_gap))
     if checkpoint is not None:
         checkpoint.clear()
+    if pending is not None:  # the H-step at the final weights (the last one is before them)
+        top = pending
     timings["total"] = time.perf_counter() - start
     return SolverResult(
         weights=weights, representation=Y, top=top, objective_history=np.asarray(history),
         n_iter=len(history), converged=converged, qp_relative_gaps=np.asarray(gaps),
         qp_certified=certified, dissimilarity=None, traces=traces, residuals=d,
-        lam_effective=0.0, timings=timings)
+        lam_effective=0.0, timings=timings, h_steps=h_steps + step.evaluations)

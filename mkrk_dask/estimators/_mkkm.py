@@ -20,11 +20,11 @@ from ..validation import LAM_SCALINGS, check_lambda
 from ..weight_steps import AverageResidualStep, MatrixRegularizedStep
 from ._base import MultipleKernelKMeans
 
-__all__ = ["MKKM", "MKKMMR"]
+__all__ = ["MKKM", "MKKMMR", "PAPER_COMMON"]
 
 # The settings of the estimators' common parameters that the paper's Table 2 used: its 12
 # kernels, exact, the spectral final step (the unit rows of H).
-_PAPER_COMMON = {"kernels": "paper", "preprocessing": "none", "final_step": "spectral",
+PAPER_COMMON = {"kernels": "paper", "preprocessing": "none", "final_step": "spectral",
                  "final_clustering": "kmeans",
                  "solver": "exact"}
 
@@ -64,7 +64,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
     """
 
     method = "MKKM"
-    PAPER_SETTINGS = dict(_PAPER_COMMON)
+    PAPER_SETTINGS = dict(PAPER_COMMON)
 
     def __init__(
         self,
@@ -176,7 +176,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
     """
 
     method = "MKKM-MR"
-    PAPER_SETTINGS = {**_PAPER_COMMON, "lam_scaling": "none", "lam": 1.0}
+    PAPER_SETTINGS = {**PAPER_COMMON, "lam_scaling": "none", "lam": 1.0}
 
     def __init__(
         self,

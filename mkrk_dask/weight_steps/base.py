@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,11 @@ class WeightUpdate:
         ``relative_gap`` is within the step's tolerance.
     representation : ndarray of shape (m, m) or None
         MKKM-RK's Y (None for methods without one).
+    top : TopK or None
+        The H-step at ``weights``, when the step computed it (a line search): the loop reuses
+        it instead of computing it again.
+    converged : bool
+        The step certifies that its weights are optimal (the loop stops).
     """
 
     weights: np.ndarray
@@ -42,6 +48,8 @@ class WeightUpdate:
     relative_gap: float = 0.0
     certified: bool = True
     representation: np.ndarray | None = None
+    top: Any = None
+    converged: bool = False
 
 
 class WeightStep(ABC):
@@ -49,6 +57,8 @@ class WeightStep(ABC):
 
     #: the method's short name, as in the paper's Table 2 (e.g. ``"MKKM-RK"``)
     name: str = ""
+    #: H-steps the step made itself (a line search's trial points); the loop's are not counted
+    evaluations: int = 0
 
     def initial_weights(self, m: int) -> np.ndarray:
         """The weights of the first H-step (equal weights unless a method says otherwise)."""
@@ -65,3 +75,8 @@ class WeightStep(ABC):
     @abstractmethod
     def update(self, residuals: np.ndarray) -> WeightUpdate:
         """The weights minimising the objective for the given residuals (fixed H)."""
+
+    def advance(self, residuals: np.ndarray, top: Any) -> WeightUpdate:
+        """The loop's call: :meth:`update`, with the H-step ``top`` the residuals came from
+        (for steps that evaluate more H-steps, warm-started from it)."""
+        return self.update(residuals)
