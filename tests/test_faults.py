@@ -18,7 +18,7 @@ import pytest
 import zarr
 from distributed import Client, LocalCluster
 
-from mkrk_dask import MKKMRK, progress
+from mkrk_dask import MKKMRK, SimpleMKKM, progress
 from mkrk_dask.checkpoints import LoopCheckpoint, PassCheckpoint
 from mkrk_dask.exceptions import SchedulerLostError
 
@@ -38,13 +38,20 @@ def nanny_cluster():
         yield c
 
 
-def _fit(client, solver, data=X, **extra):
+def _fit(client, solver, data=X, method="MKKM-RK", **extra):
     params = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
-                  chunk_size=60, lam=2.0**-8, tol=1e-7, tol_mode="relative")
+                  chunk_size=60, tol=1e-7, tol_mode="relative")
+    if method == "SimpleMKKM":
+        # the scaled steps: a few iterations, each with its line search's H-steps
+        params.update(direction="scaled", gap_tol=1e-6)
+        cls = SimpleMKKM
+    else:
+        params["lam"] = 2.0**-8
+        cls = MKKMRK
     if solver == "nystrom":
         params["n_landmarks"] = 40
     params.update(extra)
-    return MKKMRK.paper(3, **params).fit(data)
+    return cls.paper(3, **params).fit(data)
 
 
 def _kill_during(monkeypatch, client, label):
@@ -79,10 +86,15 @@ PASSES = [("blockwise", "largest distance", {}),
           # more than one 1024-row block, so that the pass has several tasks
           ("nystrom", "exact C and local part",
            {"data": np.vstack([X] * 4) + rng.normal(0, 0.01, size=(4 * len(X), 5))}),
-          ("nystrom", "embedding H = F B", {"backend_options": {"local_threshold": 0}})]
+          ("nystrom", "embedding H = F B", {"backend_options": {"local_threshold": 0}}),
+          # SimpleMKKM's line search makes H-steps of its own: a kill in one changes nothing
+          ("blockwise", "eigensolver product", {"method": "SimpleMKKM"}),
+          ("nystrom", "Nystrom factors + Gram", {"method": "SimpleMKKM"})]
 
 
-@pytest.mark.parametrize("solver, label, extra", PASSES, ids=[f"{s}-{p}" for s, p, _ in PASSES])
+@pytest.mark.parametrize("solver, label, extra", PASSES,
+                         ids=[f"{s}-{p}" + (f"-{e['method']}" if "method" in e else "")
+                              for s, p, e in PASSES])
 def test_a_worker_killed_during_a_pass_changes_nothing(nanny_cluster, monkeypatch, solver,
                                                        label, extra):
     reference = _fit(nanny_cluster, solver, **extra)
@@ -123,9 +135,12 @@ class _Stop(BaseException):
     """Stands for the client dying right after a checkpoint was written."""
 
 
-@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
-def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkeypatch, solver):
-    reference = _fit(client, solver, store=tmp_path / "ref.zarr")
+@pytest.mark.parametrize("solver, method", [("blockwise", "MKKM-RK"), ("nystrom", "MKKM-RK"),
+                                            ("blockwise", "SimpleMKKM"),
+                                            ("nystrom", "SimpleMKKM")])
+def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkeypatch, solver,
+                                                        method):
+    reference = _fit(client, solver, store=tmp_path / "ref.zarr", method=method)
     saves = []
     original = LoopCheckpoint.save
 
@@ -137,11 +152,11 @@ def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkey
 
     monkeypatch.setattr(LoopCheckpoint, "save", save_then_stop)
     with pytest.raises(_Stop):
-        _fit(client, solver, store=tmp_path / "s.zarr")
+        _fit(client, solver, store=tmp_path / "s.zarr", method=method)
     monkeypatch.undo()
     log = io.StringIO()
     with progress.reporting(1, log):
-        resumed = _fit(client, solver, store=tmp_path / "s.zarr", verbose=1)
+        resumed = _fit(client, solver, store=tmp_path / "s.zarr", verbose=1, method=method)
     text = log.getvalue()
     assert "resuming the fit saved in the store after iteration 2" in text
     assert "iter   1 " not in text and "iter   2 " not in text and "iter   3 " in text
