@@ -122,7 +122,7 @@ def fit(path: Path, scenario: str, args) -> dict:
     """The timed run (in its own process): the public API on the Zarr arrays."""
     import dask.array as da
 
-    from mkrk_dask import MKKMRK
+    from mkrk_dask.estimators import ESTIMATORS
 
     spec = SCENARIOS[scenario]
     views = sorted(path.glob("view*.zarr"))
@@ -130,7 +130,7 @@ def fit(path: Path, scenario: str, args) -> dict:
                   dtype="float32", random_state=args.seed, n_init=args.n_init)
     if scenario == "default":
         params = dict(random_state=args.seed)
-    if scenario == "multiview":
+    if scenario == "multiview" and args.method == "MKKM-RK":
         # scale_nystrom_r500.md's configuration, through the estimator.
         params.update(dissimilarity="fip", lam_scaling="none", lam=args.lam,
                       final_step="spectral", tol=1e-6, tol_mode="relative",
@@ -140,13 +140,14 @@ def fit(path: Path, scenario: str, args) -> dict:
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         t0 = time.perf_counter()
         X = [da.from_zarr(str(v)) for v in views]
-        model = MKKMRK(K, store=Path(tmp) / f"{store_name}.zarr", **params).fit(
+        model = ESTIMATORS[args.method](K, store=Path(tmp) / f"{store_name}.zarr", **params).fit(
             X if len(X) > 1 else X[0])
         out["fit"] = time.perf_counter() - t0
         out["store_bytes"] = dir_nbytes(tmp)
     nmi, acc = label_scores(path, model.labels_)
     out.update(timings={k: float(v) for k, v in model.timings_.items()},
                n_iter=int(model.n_iter_), weights=np.round(model.weights_, 4).tolist(),
+               h_steps=int(getattr(model, "n_h_steps_", model.n_iter_)),
                nmi=nmi, acc=acc,
                missed=float(getattr(model, "nystrom_missed_fraction_", 0.0)),
                solver=model.solver_, kernels=[s.name for s in model.kernel_specs_]
@@ -185,6 +186,8 @@ def main() -> None:
     parser.add_argument("--landmarks", type=int, default=500)
     parser.add_argument("--lam", type=float, default=2.0**-10)
     parser.add_argument("--n-init", type=int, default=3)
+    parser.add_argument("--method", choices=("MKKM-RK", "SimpleMKKM"), default="MKKM-RK",
+                        help="the estimator timed (its defaults beside the scenario's)")
     parser.add_argument("--exact-distance-max-n", type=int, default=50_000,
                         help="largest n with the exact largest pairwise distance")
     add_data_arguments(parser, "folder for the factor store")
@@ -204,7 +207,7 @@ def main() -> None:
         return
     started = now()
     passthrough = [a for flag in ("--landmarks", "--lam", "--n-init", "--seed",
-                                  "--exact-distance-max-n")
+                                  "--exact-distance-max-n", "--method")
                    for a in (flag, str(getattr(args, flag[2:].replace("-", "_"))))]
     if args.tmp:
         passthrough += ["--tmp", args.tmp]

@@ -7,6 +7,8 @@ labels, while its whole process tree's peak RSS is sampled from outside:
 
 - ``MKKM-RK``: ``MKKMRK(10, random_state=seed).fit([da.from_zarr(v) for v in views])``, every
   other parameter at its default (the embedded LocalCluster);
+- ``SimpleMKKM``: ``SimpleMKKM(10, random_state=seed)`` the same way (issue 47), so that its
+  time and memory stand beside MKKM-RK's from one run;
 - ``Nystroem+KMeans``: scikit-learn ``Nystroem(rbf, n_components=min(n, 1000))`` and
   ``KMeans(10)`` on the views side by side, read into memory (rbf gamma = 1 / the median
   squared distance of a 2,000-row sample, as in ``bench_defaults.py``);
@@ -55,7 +57,9 @@ from bench_scale_api import add_data_arguments, data_path, generate, label_score
 
 K = 10
 SCENARIO = "default"
-METHODS = ("MKKM-RK", "Nystroem+KMeans", "dask-ml Spectral", "KMeans", "AnchorGraph")
+#: the library's estimators, timed by bench_scale_api.measured_fit with their defaults
+OURS = ("MKKM-RK", "SimpleMKKM")
+METHODS = (*OURS, "Nystroem+KMeans", "dask-ml Spectral", "KMeans", "AnchorGraph")
 NYSTROEM_COMPONENTS = 1000
 # Bytes per row held in memory (float32): the 256 features, plus for Nystroem the 1000
 # features and the copy KMeans may make of them; a floor, so the budget errs on the safe side.
@@ -187,6 +191,7 @@ def main() -> None:
     rows, details = [], []
     series: dict[str, list[tuple[int, float]]] = {m: [] for m in args.methods}
     stopped: dict[str, str] = {}
+    measured: dict[tuple[int, str], dict] = {}
     mkrk_argv = ["--seed", str(args.seed)] + (["--tmp", args.tmp] if args.tmp else [])
     for n in sorted(args.n):
         path = data_path(Path(args.data), SCENARIO, n, args.seed)
@@ -210,8 +215,9 @@ def main() -> None:
                 rows.append(f"| {n:,} | {method} | {why} | | | | |")
                 print(rows[-1], flush=True)
                 continue
-            if method == "MKKM-RK":
-                r = measured_fit(path, SCENARIO, mkrk_argv, timeout=args.mkrk_time_limit)
+            if method in OURS:
+                r = measured_fit(path, SCENARIO, [*mkrk_argv, "--method", method],
+                                 timeout=args.mkrk_time_limit)
                 limit = args.mkrk_time_limit
             else:
                 r = run_peer(method, path, args.seed, args.time_limit)
@@ -228,13 +234,15 @@ def main() -> None:
                 details.append(f"- n = {n:,}: {method} failed: {why}")
             else:
                 series[method].append((n, r["process"]))
+                measured[(n, method)] = r
                 rows.append(f"| {n:,} | {method} | {r['process']:.1f} | {r['fit']:.1f} | "
                             f"{fmt_bytes(r['peak_rss'])} | {r['nmi']:.2f} / {r['acc']:.2f} | "
                             f"{fmt_bytes(r['store_bytes']) if 'store_bytes' in r else ''} |")
-                if method == "MKKM-RK":
+                if method in OURS:
                     details.append(
-                        f"- n = {n:,}: MKKM-RK chose solver {r['solver']!r}, kernels "
-                        f"{r['kernels']}, ranks {r['ranks']}; phases (s) "
+                        f"- n = {n:,}: {method} chose solver {r['solver']!r}, kernels "
+                        f"{r['kernels']}, ranks {r['ranks']}; {r['n_iter']} iterations, "
+                        f"{r['h_steps']} H-steps; phases (s) "
                         f"{ {k: round(v, 1) for k, v in r['timings'].items()} }")
             print(rows[-1], flush=True)
         details.append(f"- n = {n:,}: data on disk {on_disk}")
@@ -245,6 +253,13 @@ def main() -> None:
     slopes = [f"| {m} | {', '.join(f'{n:,}' for n, _ in pts) or '-'} | "
               f"{'-' if slope(pts) is None else f'{slope(pts):.2f}'} |"
               for m, pts in series.items()]
+    ratios = [f"| {n:,} | {r['process'] / measured[(n, 'MKKM-RK')]['process']:.2f} | "
+              f"{fmt_bytes(r['peak_rss'])} |"
+              for (n, method), r in sorted(measured.items())
+              if method == "SimpleMKKM" and (n, "MKKM-RK") in measured]
+    simple = ("SimpleMKKM against MKKM-RK in this run (issue 47: at most 1.5x the time, at "
+              "most 4 GB peak RSS):\n\n| n | process s SimpleMKKM / MKKM-RK | SimpleMKKM "
+              "peak RSS |\n|---|---|---|\n" + "\n".join(ratios) + "\n\n") if ratios else ""
     big = [(n, t) for n, t in series.get("MKKM-RK", []) if n >= 100_000]
     big_slope = slope(big)
     body = (
@@ -260,7 +275,8 @@ def main() -> None:
         "ran:\n\n| method | n | slope |\n|---|---|---|\n" + "\n".join(slopes) + "\n\n"
         f"MKKM-RK's slope over n >= 100,000: "
         f"{'-' if big_slope is None else f'{big_slope:.2f}'} (issue 17: at most 1.1 between "
-        f"10^5 and 10^7).\n\n![time against n]({png.name})\n\n" + "\n".join(details))
+        f"10^5 and 10^7).\n\n" + simple + f"![time against n]({png.name})\n\n"
+        + "\n".join(details))
     path = write_report("scale", args.report, "Time and peak memory against n: MKKM-RK's "
                         "defaults beside the one-kernel peers", body, started=started)
     print(f"wrote {path}")
