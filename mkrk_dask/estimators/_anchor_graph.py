@@ -46,12 +46,17 @@ def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
         except ArpackNoConvergence:
             values = None
     if values is None:
-        values, vectors = eigh(small.toarray(), subset_by_index=[max(side - k - 1, 0),
-                                                                 side - 1])
+        dense = small.toarray()
+        values, vectors = eigh(dense, subset_by_index=[max(side - k - 1, 0), side - 1])
+        if len(values) < min(k + 1, side):
+            # LAPACK's syevr can return fewer of a subset than asked where eigenvalues
+            # cluster (many disconnected parts at 1): the full spectrum has them all
+            values, vectors = eigh(dense)
+            values, vectors = values[-(k + 1):], vectors[:, -(k + 1):]
     order = np.argsort(values)
     values, vectors = values[order], vectors[:, order]
     values, vectors = np.maximum(values[::-1], 0.0), vectors[:, ::-1]
-    if not values[k - 1] > 0:
+    if len(values) < k or not values[k - 1] > 0:
         raise ValueError(f"the anchor graph has fewer than n_clusters={k} non-zero "
                          "eigenvalues (fewer distinct rows than clusters)")
     if m <= n:  # vectors are V: U = F V diag(sigma)^-1
