@@ -39,6 +39,10 @@ _ZERO = 1e-12
 #: the scaled step is taken when J falls by at least this share of the decrease its slope
 #: promises (Armijo's sufficient decrease)
 _ARMIJO = 1e-4
+#: the scaled search tries the parabola's minimiser up to this multiple of step 1, and only
+#: when it is farther than this share of the step from it
+_EXTRAPOLATE = 4.0
+_INTERPOLATION_TOL = 0.05
 #: the weight step's directions: the authors' unit reduced gradient, or scaled by the model
 DIRECTIONS = ("scaled", "reduced")
 
@@ -135,6 +139,8 @@ class ReducedGradientStep(WeightStep):
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
         self.direction = direction
         self.weights: np.ndarray | None = None
+        # the last scaled search's direction, gradient and scaled gradient
+        self._memory: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         #: H-steps the line searches made (the loop's own are not counted)
         self.evaluations = 0
 
@@ -144,6 +150,8 @@ class ReducedGradientStep(WeightStep):
 
     def resume(self, update: WeightUpdate) -> None:
         self.weights = np.array(update.weights, dtype=np.float64)
+        state = update.representation
+        self._memory = None if state is None else tuple(np.array(row) for row in state)
 
     def update(self, residuals: np.ndarray) -> WeightUpdate:
         return self.advance(residuals, None)
@@ -157,8 +165,11 @@ class ReducedGradientStep(WeightStep):
         self.weights = best.weights
         gap = optimality_gap(best.weights, best.quad_forms)
         moved = best is not start
+        # the conjugate-gradient memory travels as the step's state (saved in a checkpoint)
+        state = None if self._memory is None else np.stack(self._memory)
         return WeightUpdate(weights=best.weights.copy(), objective=best.objective,
-                            relative_gap=gap, certified=True, top=best.top if moved else None,
+                            relative_gap=gap, certified=True, representation=state,
+                            top=best.top if moved else None,
                             converged=gap <= self.gap_tol or not moved)
 
     # -- the line search ---------------------------------------------------------------------
@@ -187,14 +198,37 @@ class ReducedGradientStep(WeightStep):
         return self._authors_search(start)
 
     def _scaled_search(self, start: _Point) -> _Point:
-        """The scaled direction's natural step is 1 (the model's minimiser): take it if J
-        decreases enough there (Armijo), else search ``[0, 1]`` by golden section."""
-        direction = scaled_direction(start.weights, start.quad_forms)
-        slope = float(np.dot(2.0 * start.weights * start.quad_forms, direction))
+        """The scaled direction's natural step is 1 (the model's minimiser). J along the line is
+        convex: fit a parabola to J(0), its slope and J(1), and try its minimiser too (one
+        more H-step); keep the lower point if it decreases J enough (Armijo), else search
+        ``[0, 1]`` by golden section."""
+        scaled = scaled_direction(start.weights, start.quad_forms)
+        gradient = 2.0 * start.weights * start.quad_forms
+        direction = scaled
+        if self._memory is not None:
+            # preconditioned nonlinear conjugate gradient (Polak-Ribiere+): the scaled
+            # directions of successive steps zig-zag where the H-step turns with the weights
+            previous, old_gradient, old_scaled = self._memory
+            denominator = -float(np.dot(old_gradient, old_scaled))
+            beta = (max(0.0, -float(np.dot(gradient, scaled - old_scaled))) / denominator
+                    if denominator > 0 else 0.0)
+            conjugate = scaled + beta * previous
+            if np.dot(gradient, conjugate) < 0:
+                direction = conjugate
+        slope = float(np.dot(gradient, direction))
         if not np.any(direction) or slope >= 0:
             return start
-        step = min(1.0, self._boundary(start.weights, direction))
+        self._memory = (direction, gradient, scaled)
+        bound = self._boundary(start.weights, direction)
+        step = min(1.0, bound)
         trial = self._at(self._move(start.weights, direction, step), start.top)
+        curvature = (trial.objective - start.objective - slope * step) / step**2
+        if curvature > 0:
+            fitted = min(-slope / (2.0 * curvature), _EXTRAPOLATE * step, bound)
+            if abs(fitted - step) > _INTERPOLATION_TOL * step:
+                other = self._at(self._move(start.weights, direction, fitted), start.top)
+                if other.objective < trial.objective:
+                    trial, step = other, fitted
         if trial.objective <= start.objective + _ARMIJO * step * slope:
             return trial
         return self._golden(start, trial, direction, step, start.top)
