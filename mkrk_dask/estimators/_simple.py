@@ -72,11 +72,12 @@ class SimpleMKKM(MultipleKernelKMeans):
         gradient scaled to unit length, with their line search (to the boundary of the
         simplex while J decreases, then golden section). ``"scaled"`` scales the reduced
         gradient by the inverse of the diagonal Hessian ``2 tr(H^T K_p H)`` of J's quadratic
-        model at the current H, which makes it the step to that model's minimiser over the
-        simplex; step 1 is taken when J decreases enough there (Armijo), else the same golden
-        section on ``[0, 1]``. Both descend to the same minimum (J is convex); the scaled one
-        takes far fewer steps where the kernels' scales differ (measured in
-        ``docs/methods.rst``).
+        model at the current H (the step to that model's minimiser over the simplex),
+        combined with the previous direction as a preconditioned conjugate gradient
+        (Polak-Ribiere+); its line search tries step 1 and the minimiser of the parabola
+        through J(0), its slope and J(1), and keeps the lower if J decreases enough
+        (Armijo), else the same golden section. Both descend to the same minimum (J is
+        convex); the scaled one takes far fewer H-steps (measured in ``docs/methods.rst``).
     gap_tol : float, default=1e-4
         Stop when the certified relative optimality gap of the weights is below this.
     line_search_tol : float, default=1e-3

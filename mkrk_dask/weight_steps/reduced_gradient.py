@@ -121,8 +121,9 @@ class ReducedGradientStep(WeightStep):
         ``"reduced"``: the authors' rule, the reduced gradient scaled to unit length, to the
         boundary while J decreases, then a golden-section search. ``"scaled"``: the reduced
         gradient scaled by the inverse diagonal Hessian of J's quadratic model at the current
-        H (:func:`scaled_direction`), step 1 when it decreases J enough (Armijo), else the
-        golden-section search on ``[0, 1]``.
+        H (:func:`scaled_direction`), as a preconditioned conjugate gradient (Polak-Ribiere+);
+        the better of step 1 and the parabola's minimiser when it decreases J enough
+        (Armijo), else the golden-section search on ``[0, 1]``.
     """
 
     name = "SimpleMKKM"
