@@ -244,8 +244,9 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
                    help="number of clusters (default: the number of classes of the labels)")
     g.add_argument("--method", choices=list(METHOD_NAMES), default="MKKM-RK",
                    help="the multiple kernel k-means method: MKKM-RK (representative kernels), "
-                        "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)) or "
-                        "MKKM (no lambda); --dissimilarity is MKKM-RK's only")
+                        "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)), "
+                        "MKKM (no lambda) or SimpleMKKM (min-max kernel alignment, no "
+                        "lambda); --dissimilarity is MKKM-RK's only")
     g.add_argument("--paper", action="store_true",
                    help=f"{_PAPER} (always, for this command)" if paper else
                    f"{_PAPER} (each can still be overridden)")
@@ -281,12 +282,13 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
     g.add_argument("--n-components", type=_components, default=None,
                    help="eigenpairs of the final step: 'auto' (default: 2k for the "
                         "features, k for the spectral step) or a positive integer")
-    g.add_argument("--tol", type=float, default=1e-5,
+    g.add_argument("--tol", type=float, default=None,
                    help="stop when the objective changes by less than this between "
-                        "iterations (see --tol-mode)")
-    g.add_argument("--tol-mode", choices=TOL_MODES, default="absolute",
+                        "iterations (see --tol-mode; default 1e-5, SimpleMKKM's 1e-9: its "
+                        "certified optimality gap stops it)")
+    g.add_argument("--tol-mode", choices=TOL_MODES, default=None,
                    help="how --tol compares: 'absolute' change of the objective, or "
-                        "'relative' to its size")
+                        "'relative' to its size (default absolute, SimpleMKKM's relative)")
     g.add_argument("--max-iter", type=int, default=100, metavar="N",
                    help="stop after N alternating iterations even if not converged")
     g.add_argument("--n-init", type=int, default=10, metavar="N",
