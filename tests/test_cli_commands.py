@@ -319,3 +319,21 @@ def test_fit_and_predict_simple_mkkm(digits_npz: Path, tmp_path: Path,
     assert main(["fit", str(digits_npz), "--method", "SimpleMKKM", "--lam", "1", "-q"]) == 2
     assert "--lam does not apply to --method SimpleMKKM" in capsys.readouterr().err
 
+
+def test_reproduce_takes_the_simple_mkkm_column(digits_npz: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "datasets"
+    data_dir.mkdir()
+    (data_dir / PAPER_DATASETS["usps"]).write_bytes(digits_npz.read_bytes())  # a stand-in
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--datasets", "usps", "--data-dir", str(data_dir), "--repeats",
+                 "2", "--methods", "SimpleMKKM", "--out", str(out), "--threads", "1",
+                 "-q"]) == 0
+    report = json.loads((out / "paper_table.json").read_text())
+    assert report["methods"] == ["SB-KKM", "A-MKKM", "SimpleMKKM"]
+    assert "| SimpleMKKM |" in (out / "paper_table.md").read_text()
+    from mkrk_dask.cli.parser import build_parser
+    from mkrk_dask.protocol import METHODS
+
+    parse = build_parser().parse_args
+    assert parse(["reproduce"]).methods == list(METHODS)  # Table 2 by default
+    assert parse(["reproduce", "--methods", "all"]).methods == ["all"]

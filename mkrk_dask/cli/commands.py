@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import PROTOCOL_METHODS
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset, load_input
@@ -433,7 +434,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         report = run_protocol(args.datasets, data_dir=args.data_dir, lams=lams,
                               repeats=repeats, seed=args.seed, out=out.path,
                               threads=args.threads, command=args.command_line,
-                              methods=args.methods)
+                              methods=(PROTOCOL_METHODS if "all" in args.methods
+                                       else args.methods))
     result(render_markdown(report))
     log(args, f"results in {out.path / 'paper_table.md'} and {out.path / 'paper_table.json'}")
     if args.figures:
