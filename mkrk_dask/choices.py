@@ -6,7 +6,8 @@ from __future__ import annotations
 
 __all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
            "FINAL_STEPS", "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "GRAPH_GEOMETRIES",
-           "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS"]
+           "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS",
+           "EXTRA_METHODS", "PROTOCOL_METHODS"]
 
 #: the multiple kernel k-means methods of the estimators (``mkrk --method``)
 METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM", "SimpleMKKM")
@@ -37,3 +38,8 @@ TOL_MODES = ("absolute", "relative")
 DATASETS = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat")
 #: the columns of the paper's Table 2, in its order
 METHODS = ("SB-KKM", "A-MKKM", "MKKM", "LMKKM", "RMKKM", "MKKM-MR", "MKKM-RK")
+#: columns ``mkrk reproduce`` can add after Table 2's: methods the paper does not compare
+#: (SimpleMKKM: Liu et al., TPAMI 2023), run under the same protocol on the same kernels
+EXTRA_METHODS = ("SimpleMKKM",)
+#: every column of the protocol, in the order of its report
+PROTOCOL_METHODS = (*METHODS, *EXTRA_METHODS)

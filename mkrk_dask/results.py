@@ -210,6 +210,10 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
         "final_graph_agreement": _number(getattr(model, "final_graph_agreement_", None)),
         "plan": model.plan_.to_dict() if hasattr(model, "plan_") else None,
         "model": None}
+    gaps = getattr(model, "relative_gaps_", None)
+    if gaps is not None:  # SimpleMKKM: the certified optimality gap of every step
+        result["optimality_gaps"] = np.asarray(gaps).tolist()
+        result["h_steps"] = int(model.n_h_steps_)
     missed = getattr(model, "nystrom_missed_fraction_", None)
     if missed is not None:
         result["nystrom_residual"] = model.nystrom_residual_.tolist()

@@ -286,3 +286,54 @@ def test_fit_records_the_final_partition_and_final_clustering_sets_it(
     assert main(["fit", str(digits_npz), "--paper", "--n-init", "2", "--out", str(paper),
                  "-q"]) == 0
     assert json.loads((paper / "result.json").read_text())["final_clustering"] == "kmeans"
+
+
+def test_fit_and_predict_simple_mkkm(digits_npz: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture) -> None:
+    """mkrk fit --method SimpleMKKM end to end: its own stop (the certified gap, not the
+    other methods' --tol 1e-5), its certificate and H-steps in result.json, its saved model
+    read by mkrk predict."""
+    out = tmp_path / "simple"
+    assert main(["fit", str(digits_npz), "--method", "SimpleMKKM", "--out", str(out),
+                 "--n-init", "3"]) == 0
+    printed = capsys.readouterr()
+    assert "SimpleMKKM: " in printed.out and "certified relative optimality gap" in printed.out
+    result = json.loads((out / "result.json").read_text())
+    assert result["method"] == "SimpleMKKM" and result["lam"] is None and result["Y"] is None
+    assert not (out / "Y.npy").exists()
+    gaps = result["optimality_gaps"]
+    assert len(gaps) == result["n_iter"] and result["h_steps"] > result["n_iter"]
+    assert result["converged"] and gaps[-1] <= 1e-4  # stopped by its gap_tol
+    assert np.all(np.diff(result["objective_history"]) <= 0)
+    labels = tmp_path / "labels.npy"
+    assert main(["predict", str(out), str(digits_npz), "--out", str(labels), "-q"]) == 0
+    np.testing.assert_array_equal(np.load(labels), np.load(out / "labels.npy"))
+    # --tol given is used; --paper is the authors' weight step; lambda is refused
+    assert main(["fit", str(digits_npz), "--method", "SimpleMKKM", "--paper", "--max-iter",
+                 "3", "--tol", "1e-3", "--tol-mode", "absolute", "--out",
+                 str(tmp_path / "paper"), "-q"]) == 0
+    paper = json.loads((tmp_path / "paper" / "result.json").read_text())
+    assert paper["final_step"] == "spectral" and len(paper["weights"]) == 12
+    assert paper["n_iter"] <= 3
+    capsys.readouterr()
+    assert main(["fit", str(digits_npz), "--method", "SimpleMKKM", "--lam", "1", "-q"]) == 2
+    assert "--lam does not apply to --method SimpleMKKM" in capsys.readouterr().err
+
+
+def test_reproduce_takes_the_simple_mkkm_column(digits_npz: Path, tmp_path: Path) -> None:
+    data_dir = tmp_path / "datasets"
+    data_dir.mkdir()
+    (data_dir / PAPER_DATASETS["usps"]).write_bytes(digits_npz.read_bytes())  # a stand-in
+    out = tmp_path / "rep"
+    assert main(["reproduce", "--datasets", "usps", "--data-dir", str(data_dir), "--repeats",
+                 "2", "--methods", "SimpleMKKM", "--out", str(out), "--threads", "1",
+                 "-q"]) == 0
+    report = json.loads((out / "paper_table.json").read_text())
+    assert report["methods"] == ["SB-KKM", "A-MKKM", "SimpleMKKM"]
+    assert "| SimpleMKKM |" in (out / "paper_table.md").read_text()
+    from mkrk_dask.cli.parser import build_parser
+    from mkrk_dask.protocol import METHODS
+
+    parse = build_parser().parse_args
+    assert parse(["reproduce"]).methods == list(METHODS)  # Table 2 by default
+    assert parse(["reproduce", "--methods", "all"]).methods == ["all"]

@@ -105,3 +105,20 @@ def test_a_nystrom_model_saved_before_its_factor_layout_was_recorded_loads_as_pl
     for T, P in zip(old.transforms, old.product_transforms(), strict=True):
         np.testing.assert_array_equal(P, T)
     assert not np.allclose(old.transform([NEW]), model.nystrom_model_.transform([NEW]))
+
+
+@pytest.mark.parametrize("solver, extra", [("exact", {}), ("nystrom", {"n_landmarks": 40})])
+def test_simple_mkkm_round_trip(client, tmp_path, solver, extra):
+    from mkrk_dask import SimpleMKKM
+
+    model = SimpleMKKM(10, kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
+                       **extra).fit(X)
+    loaded = load_model(save_model(model, tmp_path / "model"))
+    assert type(loaded) is SimpleMKKM and loaded.get_params()["direction"] == "scaled"
+    for name in ("weights_", "labels_", "embedding_", "relative_gaps_", "objective_history_"):
+        np.testing.assert_array_equal(getattr(loaded, name), getattr(model, name))
+    assert loaded.n_h_steps_ == model.n_h_steps_
+    assert loaded.optimality_gap_ == model.optimality_gap_
+    np.testing.assert_array_equal(loaded.predict(NEW), model.predict(NEW))
+    np.testing.assert_array_equal(loaded.predict(X), model.labels_)
+    assert loaded.summary() == model.summary()

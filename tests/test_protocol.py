@@ -169,3 +169,63 @@ def test_markdown_shows_the_paper_figures() -> None:
                 if line.startswith("- MKKM-RK:"))
     assert note.startswith("- MKKM-RK: ACC -1.00, NMI +5.00 (above in NMI, below in ACC): ")
     assert any(line.startswith("- SB-KKM:") for line in text.splitlines())
+
+
+# --------------------------------------------------------------------------- SimpleMKKM
+
+
+def test_simple_mkkm_is_a_column_after_table_2(data_dir: Path, tmp_path: Path) -> None:
+    """SimpleMKKM runs only when named, after Table 2's columns, and its column is the
+    estimator's fit on the kernels centred and normalised as its authors' demo does."""
+    from mkrk_dask import SimpleMKKM
+    from mkrk_dask.assignment import repeated_assignments
+    from mkrk_dask.protocol import PROTOCOL_METHODS
+    from mkrk_dask.protocol_methods import centred_kernels
+
+    assert PROTOCOL_METHODS[:-1] == mkrk_dask.protocol.METHODS
+    assert PROTOCOL_METHODS[-1] == "SimpleMKKM"
+    report = run_protocol(["usps"], data_dir=data_dir, lams=LAMS, repeats=2, seed=0,
+                          out=tmp_path, methods=["SimpleMKKM"])
+    assert report["methods"] == ["SB-KKM", "A-MKKM", "SimpleMKKM"]
+    entry = report["datasets"][0]
+    assert not {"MKKM", "LMKKM", "RMKKM", "MKKM-MR", "MKKM-RK"} & set(entry)
+    column = entry["SimpleMKKM"]
+
+    data = np.load(data_dir / PAPER_DATASETS["usps"])
+    X, y = data["X"].astype(np.float64), data["y"]
+    kernels = centred_kernels(ExactBackend.from_views([X], paper_kernels()).kernels)
+    model = SimpleMKKM.paper(10, kernels="precomputed", normalize=False,
+                             random_state=0).fit(kernels)
+    assert model.get_params()["direction"] == "reduced"
+    np.testing.assert_allclose(column["weights"], model.weights_, rtol=0, atol=1e-12)
+    assert column["objective_history"] == pytest.approx(model.objective_history_.tolist(),
+                                                        rel=1e-12)
+    assert column["n_iter"] == model.n_iter_ and column["h_steps"] == model.n_h_steps_
+    assert column["converged"] == model.converged_
+    assert column["optimality_gap"] == pytest.approx(model.optimality_gap_, rel=1e-9)
+    assert np.all(np.diff(column["objective_history"]) <= 0)
+    # the repeats are the final k-means on the estimator's H, with the protocol's seeds
+    labels = repeated_assignments(model.embedding_, 10, 2, random_state=0)
+    assert column["summary"] == summarize_scores([clustering_scores(y, lab) for lab in labels])
+
+    text = render_markdown(report)
+    lines = text.splitlines()
+    assert lines[0] == ("# The paper's Table 2: SB-KKM, A-MKKM; and SimpleMKKM "
+                        "(not in the paper)")
+    rows = [line.split(" |")[0] for line in lines if line.startswith("| ")
+            and line.split(" |")[0] in ("| SB-KKM", "| A-MKKM", "| SimpleMKKM")]
+    assert rows == ["| SB-KKM", "| A-MKKM", "| SimpleMKKM"]  # after the Table 2 columns
+    row = next(line for line in lines if line.startswith("| SimpleMKKM |"))
+    assert "| – | – | – |" in row  # no published figure, no lambda
+    assert any(line.startswith("SimpleMKKM (Liu et al., TPAMI 2023) is not in the paper's")
+               for line in lines)
+    note = next(line for line in lines if line.startswith("SimpleMKKM: "))
+    assert f"{column['h_steps']} H-steps" in note
+
+
+def test_default_protocol_runs_table_2_only_and_names_are_checked(report: tuple[dict, Path],
+                                                                  data_dir: Path) -> None:
+    entry = report[0]["datasets"][0]
+    assert "SimpleMKKM" not in entry and report[0]["methods"] == list(mkrk_dask.protocol.METHODS)
+    with pytest.raises(ValueError, match="unknown method.*SimpleMKKM"):
+        run_protocol(["usps"], data_dir=data_dir, lams=LAMS, repeats=2, methods=["Simple"])

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..choices import PROTOCOL_METHODS
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset, load_input
@@ -155,9 +156,13 @@ def _store(args: argparse.Namespace) -> str | Path | None:
 
 
 def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: Any) -> Any:
+    # --tol and --tol-mode when given, else the method's own (SimpleMKKM's leave the stop to
+    # its certified optimality gap)
+    stop = {name: value for name, value in (("tol", args.tol), ("tol_mode", args.tol_mode))
+            if value is not None}
     return _method(args)(
-        n_clusters=n_clusters, **_model_settings(args), solver=solver,
-        tol=args.tol, tol_mode=args.tol_mode, max_iter=args.max_iter, n_init=args.n_init,
+        n_clusters=n_clusters, **_model_settings(args), solver=solver, **stop,
+        max_iter=args.max_iter, n_init=args.n_init,
         store=_store(args), storage_options=storage_options(args), scheduler=client,
         chunk_size=args.chunk_size, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
         dtype=args.dtype, random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0,
@@ -429,7 +434,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         report = run_protocol(args.datasets, data_dir=args.data_dir, lams=lams,
                               repeats=repeats, seed=args.seed, out=out.path,
                               threads=args.threads, command=args.command_line,
-                              methods=args.methods)
+                              methods=(PROTOCOL_METHODS if "all" in args.methods
+                                       else args.methods))
     result(render_markdown(report))
     log(args, f"results in {out.path / 'paper_table.md'} and {out.path / 'paper_table.json'}")
     if args.figures:

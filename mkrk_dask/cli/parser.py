@@ -27,6 +27,7 @@ from ..choices import (
     METHOD_NAMES,
     METHODS,
     PREPROCESSING_CHOICES,
+    PROTOCOL_METHODS,
     TOL_MODES,
 )
 from ..choices import GRAPH_GEOMETRIES as ANCHOR_GEOMETRIES
@@ -244,8 +245,9 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
                    help="number of clusters (default: the number of classes of the labels)")
     g.add_argument("--method", choices=list(METHOD_NAMES), default="MKKM-RK",
                    help="the multiple kernel k-means method: MKKM-RK (representative kernels), "
-                        "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)) or "
-                        "MKKM (no lambda); --dissimilarity is MKKM-RK's only")
+                        "MKKM-MR (matrix-induced regularisation, lambda weighs tr(K_p K_q)), "
+                        "MKKM (no lambda) or SimpleMKKM (min-max kernel alignment, no "
+                        "lambda); --dissimilarity is MKKM-RK's only")
     g.add_argument("--paper", action="store_true",
                    help=f"{_PAPER} (always, for this command)" if paper else
                    f"{_PAPER} (each can still be overridden)")
@@ -281,12 +283,13 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
     g.add_argument("--n-components", type=_components, default=None,
                    help="eigenpairs of the final step: 'auto' (default: 2k for the "
                         "features, k for the spectral step) or a positive integer")
-    g.add_argument("--tol", type=float, default=1e-5,
+    g.add_argument("--tol", type=float, default=None,
                    help="stop when the objective changes by less than this between "
-                        "iterations (see --tol-mode)")
-    g.add_argument("--tol-mode", choices=TOL_MODES, default="absolute",
+                        "iterations (see --tol-mode; default 1e-5, SimpleMKKM's 1e-9: its "
+                        "certified optimality gap stops it)")
+    g.add_argument("--tol-mode", choices=TOL_MODES, default=None,
                    help="how --tol compares: 'absolute' change of the objective, or "
-                        "'relative' to its size")
+                        "'relative' to its size (default absolute, SimpleMKKM's relative)")
     g.add_argument("--max-iter", type=int, default=100, metavar="N",
                    help="stop after N alternating iterations even if not converged")
     g.add_argument("--n-init", type=int, default=10, metavar="N",
@@ -465,7 +468,8 @@ def build_parser() -> argparse.ArgumentParser:
             "The paper's protocol (mkrk_dask.protocol): the 12 kernels, its seven methods "
             "(SB-KKM, A-MKKM, MKKM, LMKKM, RMKKM, MKKM-MR over 2^-15..2^15, MKKM-RK over "
             "2^-15..2^5), 20 repeats, best-of-20 and mean +- std beside the paper's figures, "
-            "on the exact backend. Writes paper_table.md and "
+            "on the exact backend; SimpleMKKM, not in the paper, as a column after them when "
+            "named in --methods. Writes paper_table.md and "
             "paper_table.json to --out after every dataset (and the figures with --figures); "
             "datasets absent from the data folder are skipped.")
     p.add_argument("--datasets", nargs="+", default=list(DATASETS), metavar="NAME",
@@ -477,10 +481,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repeats of the final k-means per method and lambda")
     p.add_argument("--lams", default=None, metavar="LIST",
                    help="MKKM-RK's lambdas as for mkrk search (default: 2^-15..2^5)")
-    p.add_argument("--methods", nargs="+", choices=list(METHODS), default=list(METHODS),
-                   metavar="METHOD",
-                   help="the columns to run: " + ", ".join(METHODS) + " (SB-KKM and A-MKKM "
-                        "always run)")
+    p.add_argument("--methods", nargs="+", choices=[*PROTOCOL_METHODS, "all"],
+                   default=list(METHODS), metavar="METHOD",
+                   help="the columns to run: " + ", ".join(METHODS) + " (by default these, "
+                        "the paper's Table 2), " + ", ".join(m for m in PROTOCOL_METHODS
+                                                             if m not in METHODS)
+                        + " (a column after them, not in the paper) or 'all'; SB-KKM and "
+                          "A-MKKM always run")
     p.add_argument("--seed", type=int, default=0, help="seed of every method's repeats")
     p.add_argument("--threads", type=int, default=None, metavar="N",
                    help="limit BLAS/OpenMP threads (default: the library's own)")
