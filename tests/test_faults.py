@@ -282,6 +282,12 @@ def test_client_sigkilled_then_rerun_gives_the_same_bits(tmp_path, moment):
 
 
 def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, monkeypatch):
+    """The minute is counted from the scheduler's death (as in test_scheduler_loss.py and
+    docs/reliability.rst), not from the start of the fit. The error comes 30 s after the
+    kill (distributed's reconnect timeout: 30.2 s in three runs on a loaded 2-core machine),
+    but starting the scheduler and worker processes, connecting and the first pass took
+    another 17-24 s there, and about 31 s in a run that failed at 61 s when this was
+    timed from the start."""
     port_probe = __import__("socket").socket()
     port_probe.bind(("127.0.0.1", 0))
     port = port_probe.getsockname()[1]
@@ -296,19 +302,22 @@ def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, mon
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         original = progress.Reporter.task_pass
+        killed = []
 
         def task_pass(self, name, total, level=1):
             bar = original(self, name, total, level)
-            if name == "kernel build":
+            if name == "kernel build" and not killed:
                 scheduler.kill()
+                killed.append(time.monotonic())
             return bar
 
         monkeypatch.setattr(progress.Reporter, "task_pass", task_pass)
-        start = time.monotonic()
         with pytest.raises(SchedulerLostError, match="lost the connection") as caught:
             MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", chunk_size=30,
                    scheduler=f"tcp://127.0.0.1:{port}").fit(X)
-        assert time.monotonic() - start < 60
+        assert killed, "the kernel build never started"
+        seconds = time.monotonic() - killed[0]
+        assert seconds < 60, seconds
         assert "\n" not in str(caught.value)
     finally:
         for proc in (scheduler, worker):
