@@ -167,7 +167,7 @@ def run_simple_mkkm(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int,
                                 category=UserWarning)
         backend, _ = estimator.build_backend(centred_kernels(kernels))
     with backend:
-        result = estimator._run(backend)
+        result = estimator.solve(backend)
         H = backend.embedding(result.top)
     labels = repeated_assignments(H, k, repeats, random_state=seed)
     gaps = np.asarray(result.qp_relative_gaps, dtype=np.float64)

@@ -275,6 +275,11 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         """The method's alternating loop on ``backend`` (subclasses)."""
         raise NotImplementedError
 
+    def solve(self, backend: KernelBackend) -> SolverResult:
+        """The method's loop on ``backend`` (from :meth:`build_backend`), as :meth:`fit` runs
+        it, for callers that make the embedding and partition themselves (the protocol)."""
+        return self._run(backend)
+
     def loop_inputs(self, backend: KernelBackend) -> dict:
         """What the loop needs that no lambda changes (C, M): :func:`lambda_search` computes it
         once per backend."""
@@ -327,7 +332,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             with backend:
                 with local_threads(backend.compute_threads()):
                     with progress.stage(f"{name} weights"):
-                        result = self._run(backend)
+                        result = self.solve(backend)
                     mark("loop")
                     with progress.stage(f"{name} embedding"):
                         top, rows = final_embedding(plan, backend, result)

@@ -81,7 +81,13 @@ def reduced_direction(weights: np.ndarray, gradient: np.ndarray) -> np.ndarray:
     g = g / norm
     u = int(np.argmax(weights))  # the first of ties, as the authors' 'first' rule
     reduced = g - g[u]
-    direction = np.where((weights > 0) | (reduced < 0), -reduced, 0.0)
+    return _balanced(np.where((weights > 0) | (reduced < 0), -reduced, 0.0), weights)
+
+
+def _balanced(direction: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``direction`` with the largest weight's entry set to the opposite of the others' sum, so
+    that a step along it keeps the weights summing to 1 (that weight is the base variable)."""
+    u = int(np.argmax(weights))
     direction[u] = 0.0
     direction[u] = -direction.sum()
     return direction
@@ -251,11 +257,9 @@ class ReducedGradientStep(WeightStep):
             if trial.objective >= base.objective:
                 break
             base = trial
-            # keep the direction where it stays feasible; u again balances the sum
-            u = int(np.argmax(base.weights))
-            direction = np.where((base.weights > _ZERO) | (direction > 0), direction, 0.0)
-            direction[u] = 0.0
-            direction[u] = -direction.sum()
+            # keep the direction where it stays feasible; the base variable balances the sum
+            direction = _balanced(np.where((base.weights > _ZERO) | (direction > 0),
+                                           direction, 0.0), base.weights)
             step = self._boundary(base.weights, direction)
             if not np.isfinite(step) or step <= 0 or not np.any(direction):
                 return base
