@@ -15,11 +15,14 @@ commit: a checkpoint interrupted halfway is the previous one.
 from __future__ import annotations
 
 import time
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from .store import create_data_array, read_checked
+from .store_lock import acquire_fit_lock, release_fit_lock
 
 __all__ = ["PassCheckpoint", "LoopCheckpoint"]
 
@@ -50,25 +53,21 @@ def _delete_arrays(group: Any, prefix: str, names: list[str]) -> None:
             del group[f"{prefix}{name}"]
 
 
-def _commit(group: Any, attr: str, key: str, base: str, arrays: dict[str, np.ndarray],
-            record: dict[str, Any]) -> None:
-    """Write ``arrays`` under a new generation's names, point ``attrs[attr][key]`` at them
+def _commit(group: Any, base: str, arrays: dict[str, np.ndarray], record: dict[str, Any],
+            previous: dict[str, Any] | None, write: Callable[[dict | None], None]) -> None:
+    """Write ``arrays`` under a new generation's names, ``write`` the record pointing at them
     (the commit), then delete the previous generation: a process killed at any moment leaves
     the last committed checkpoint whole."""
-    table = dict(group.attrs.get(attr, {}))
-    previous = table.get(key)
     generation = 1 + (previous or {}).get("generation", 0)
     _save_arrays(group, f"{base}{generation}_", arrays)
-    table[key] = {**record, "arrays": sorted(arrays), "generation": generation}
-    group.attrs.update({attr: table})
+    write({**record, "arrays": sorted(arrays), "generation": generation})
     if previous:
         _delete_arrays(group, f"{base}{previous['generation']}_", previous["arrays"])
 
 
-def _drop(group: Any, attr: str, key: str, base: str) -> None:
-    table = dict(group.attrs.get(attr, {}))
-    previous = table.pop(key, None)
-    group.attrs.update({attr: table})
+def _drop(group: Any, base: str, previous: dict[str, Any] | None,
+          write: Callable[[dict | None], None]) -> None:
+    write(None)
     if previous:
         _delete_arrays(group, f"{base}{previous['generation']}_", previous["arrays"])
 
@@ -87,8 +86,18 @@ class PassCheckpoint:
         self._prefix = f"progress_{name}_"
         self._last = time.perf_counter()
 
+    def _record(self) -> dict[str, Any] | None:
+        return self.group.attrs.get("progress", {}).get(self.name)
+
+    def _write(self, record: dict | None) -> None:
+        table = dict(self.group.attrs.get("progress", {}))
+        table.pop(self.name, None)
+        if record is not None:
+            table[self.name] = record
+        self.group.attrs.update({"progress": table})
+
     def load(self) -> tuple[int, dict[str, np.ndarray]] | None:
-        record = self.group.attrs.get("progress", {}).get(self.name)
+        record = self._record()
         if not record:
             return None
         arrays = _load_arrays(self.group, f"{self._prefix}{record['generation']}_",
@@ -102,19 +111,24 @@ class PassCheckpoint:
         # (the Nystrom Gram matrix) as often as their size allows.
         if (not force and nbytes > _SMALL and now - self._last < max(2.0, nbytes / _SAVE_RATE)):
             return False
-        _commit(self.group, "progress", self.name, self._prefix, sums, {"done": int(done)})
+        _commit(self.group, self._prefix, sums, {"done": int(done)}, self._record(),
+                self._write)
         self._last = time.perf_counter()
         return True
 
     def clear(self) -> None:
-        _drop(self.group, "progress", self.name, self._prefix)
+        _drop(self.group, self._prefix, self._record(), self._write)
 
 
 class LoopCheckpoint:
-    """The alternating loop's state after each iteration, under ``fits/<key>`` in ``group``.
+    """The alternating loop's state after each iteration, in ``group``'s arrays ``fit_<key>_*``.
 
     ``key`` identifies the fit (its settings: lambda, measure, tolerance, method, ...), so a
-    fit with other settings never resumes from it.
+    fit with other settings never resumes from it. The record that points at the current
+    arrays is the attribute of its own small array, so that fits with other settings on the
+    same store never rewrite each other's records; a fit holds the lock of its key from its
+    first load or save until it clears the state (another process running the same fit on
+    the store fails with one line: see :mod:`mkrk_dask.store_lock`).
     """
 
     _SCALARS = ("iteration", "certified", "converged")
@@ -123,13 +137,34 @@ class LoopCheckpoint:
         self.group = group
         self.key = key
         self._prefix = f"fit_{key}_"
+        self._holder = f"fit_{key}_record"
+
+    def _record(self) -> dict[str, Any] | None:
+        acquire_fit_lock(self.group, self.key)
+        if self._holder not in self.group:
+            return None
+        return self.group[self._holder].attrs.get("state") or None
+
+    def _write(self, record: dict | None) -> None:
+        if self._holder not in self.group:
+            if record is None:
+                return
+            self.group.create_array(self._holder, shape=(1,), dtype="u1")
+        self.group[self._holder].attrs.update({"state": record})
 
     def load(self) -> dict[str, Any] | None:
-        record = self.group.attrs.get("fits", {}).get(self.key)
+        record = self._record()
         if not record:
             return None
-        state = _load_arrays(self.group, f"{self._prefix}{record['generation']}_",
-                             record["arrays"])
+        try:
+            state = _load_arrays(self.group, f"{self._prefix}{record['generation']}_",
+                                 record["arrays"])
+        except KeyError:
+            # arrays deleted under the record (by an older version's concurrent fit): the
+            # iterations are run again, nothing else depends on them
+            warnings.warn(f"the fit state saved in the store under {self.key!r} is incomplete; "
+                          "the fit starts afresh", RuntimeWarning, stacklevel=2)
+            return None
         state.update({k: record[k] for k in self._SCALARS})
         state["basis_kind"] = record["basis_kind"]
         return state
@@ -137,9 +172,16 @@ class LoopCheckpoint:
     def save(self, state: dict[str, Any]) -> None:
         arrays = {k: v for k, v in state.items()
                   if k not in self._SCALARS and k != "basis_kind" and v is not None}
-        _commit(self.group, "fits", self.key, self._prefix, arrays,
-                {"basis_kind": state["basis_kind"], **{k: state[k] for k in self._SCALARS}})
+        _commit(self.group, self._prefix, arrays,
+                {"basis_kind": state["basis_kind"], **{k: state[k] for k in self._SCALARS}},
+                self._record(), self._write)
 
     def clear(self) -> None:
         """Forget the state (the fit finished: a new run starts afresh)."""
-        _drop(self.group, "fits", self.key, self._prefix)
+        _drop(self.group, self._prefix, self._record(), self._write)
+        if self._holder in self.group:
+            del self.group[self._holder]
+
+    def release(self) -> None:
+        """Release the lock of this fit's state (the loop ended, or stopped with an error)."""
+        release_fit_lock(self.group, self.key)

@@ -206,68 +206,72 @@ def alternate(
     # point), so the loop does not make it again
     pending: TopK | None = None
     h_steps = 0
-    saved = checkpoint.load() if checkpoint is not None else None
-    if saved is not None:
-        weights, d = saved["weights"], saved["residuals"]
-        Y = saved.get("representation")
-        history, gaps = saved["history"].tolist(), saved["gaps"].tolist()
-        certified, converged = bool(saved["certified"]), bool(saved["converged"])
-        top = backend.decode_top(saved["basis_kind"], {k[4:]: v for k, v in saved.items()
-                                                       if k.startswith("top_")})
-        top.weights = saved["hstep_weights"]
-        if "pending_quad" in saved:  # the saved H-step is at the saved weights: reuse it
-            top.quad_forms = saved["pending_quad"]
-            pending = top
-        first = int(saved["iteration"]) + 1
-        step.resume(WeightUpdate(weights, history[-1], gaps[-1], certified, Y))
-        reporter().log(f"resuming the fit saved in the store after iteration {first - 1}")
-    for iteration in range(first, max_iter + 1):
-        if converged:
-            break
-        t0 = time.perf_counter()
-        if pending is None:
-            top = backend.top_k(weights, n_clusters, warm_start=top)
-            h_steps += 1
-        else:
-            top = pending
-        top.weights = np.array(weights)
-        t1 = time.perf_counter()
-        quad = top.quad_forms if top.quad_forms is not None else backend.quad_forms(top)
-        d = _residuals(traces, np.asarray(quad, dtype=np.float64))
-        t2 = time.perf_counter()
-        update = step.advance(d, top)
-        t3 = time.perf_counter()
-        timings["h_step"] += t1 - t0
-        timings["quad_forms"] += t2 - t1
-        timings["y_step"] += t3 - t2
-        Y = update.representation
-        weights = update.weights
-        pending = update.top
-        if pending is not None:
-            pending.weights = np.array(weights)
-        history.append(float(update.objective))
-        gaps.append(float(update.relative_gap))
-        certified &= bool(update.certified)
-        change = history[-1] - history[-2] if len(history) > 1 else np.inf
-        if len(history) > 1:
-            threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
-            converged = abs(change) < threshold
-        converged |= bool(update.converged)
+    try:
+        saved = checkpoint.load() if checkpoint is not None else None
+        if saved is not None:
+            weights, d = saved["weights"], saved["residuals"]
+            Y = saved.get("representation")
+            history, gaps = saved["history"].tolist(), saved["gaps"].tolist()
+            certified, converged = bool(saved["certified"]), bool(saved["converged"])
+            top = backend.decode_top(saved["basis_kind"], {k[4:]: v for k, v in saved.items()
+                                                           if k.startswith("top_")})
+            top.weights = saved["hstep_weights"]
+            if "pending_quad" in saved:  # the saved H-step is at the saved weights: reuse it
+                top.quad_forms = saved["pending_quad"]
+                pending = top
+            first = int(saved["iteration"]) + 1
+            step.resume(WeightUpdate(weights, history[-1], gaps[-1], certified, Y))
+            reporter().log(f"resuming the fit saved in the store after iteration {first - 1}")
+        for iteration in range(first, max_iter + 1):
+            if converged:
+                break
+            t0 = time.perf_counter()
+            if pending is None:
+                top = backend.top_k(weights, n_clusters, warm_start=top)
+                h_steps += 1
+            else:
+                top = pending
+            top.weights = np.array(weights)
+            t1 = time.perf_counter()
+            quad = top.quad_forms if top.quad_forms is not None else backend.quad_forms(top)
+            d = _residuals(traces, np.asarray(quad, dtype=np.float64))
+            t2 = time.perf_counter()
+            update = step.advance(d, top)
+            t3 = time.perf_counter()
+            timings["h_step"] += t1 - t0
+            timings["quad_forms"] += t2 - t1
+            timings["y_step"] += t3 - t2
+            Y = update.representation
+            weights = update.weights
+            pending = update.top
+            if pending is not None:
+                pending.weights = np.array(weights)
+            history.append(float(update.objective))
+            gaps.append(float(update.relative_gap))
+            certified &= bool(update.certified)
+            change = history[-1] - history[-2] if len(history) > 1 else np.inf
+            if len(history) > 1:
+                threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
+                converged = abs(change) < threshold
+            converged |= bool(update.converged)
+            if checkpoint is not None:
+                saved_top = pending if pending is not None else top
+                kind, arrays = backend.encode_top(saved_top)
+                checkpoint.save({"iteration": iteration, "certified": certified,
+                                 "converged": converged, "basis_kind": kind, "weights": weights,
+                                 "representation": Y, "residuals": d,
+                                 "history": np.asarray(history), "gaps": np.asarray(gaps),
+                                 "hstep_weights": saved_top.weights,
+                                 "pending_quad": None if pending is None else pending.quad_forms,
+                                 **{f"top_{k}": v for k, v in arrays.items()}})
+            if callback is not None:
+                callback(IterationInfo(iteration, history[-1], change, t3 - t0,
+                                       update.relative_gap))
         if checkpoint is not None:
-            saved_top = pending if pending is not None else top
-            kind, arrays = backend.encode_top(saved_top)
-            checkpoint.save({"iteration": iteration, "certified": certified,
-                             "converged": converged, "basis_kind": kind, "weights": weights,
-                             "representation": Y, "residuals": d,
-                             "history": np.asarray(history), "gaps": np.asarray(gaps),
-                             "hstep_weights": saved_top.weights,
-                             "pending_quad": None if pending is None else pending.quad_forms,
-                             **{f"top_{k}": v for k, v in arrays.items()}})
-        if callback is not None:
-            callback(IterationInfo(iteration, history[-1], change, t3 - t0,
-                                   update.relative_gap))
-    if checkpoint is not None:
-        checkpoint.clear()
+            checkpoint.clear()
+    finally:
+        if checkpoint is not None:  # the state stays for a resume; another process may take it
+            checkpoint.release()
     if pending is not None:  # the H-step at the final weights (the last one is before them)
         top = pending
     timings["total"] = time.perf_counter() - start

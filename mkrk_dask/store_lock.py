@@ -1,13 +1,16 @@
-"""One builder per store: a lock beside the store while it is built (or its build resumed).
+"""One writer per store, or per fit in a store: lock files beside the store.
 
 Two processes given the same new ``--store`` at once would otherwise both build it (the
-second "resuming" the first's build) and delete each other's checkpoints. The lock is a small
-file ``<store>.mkrk-lock`` beside the store, created atomically on local disk (``O_EXCL``; on
-an object store, written and read back: best effort, as object stores have no exclusive
-create that fsspec offers everywhere). It names its holder (host, process, start), so the
-second builder fails at once with one line saying who builds the store; a lock whose process
-is gone (same host) is stale and taken over. It is released when the store is marked complete,
-and at the holder's exit.
+second "resuming" the first's build) and delete each other's checkpoints; two fits with the
+same settings on one complete store would commit and delete each other's loop checkpoints.
+A lock is a small file beside the store, ``<store>.mkrk-lock`` for its build and
+``<store>.mkrk-lock-fit_<key>`` for the loop checkpoint of the fit ``key``, created atomically
+on local disk (``O_EXCL``; on an object store, written and read back: best effort, as object
+stores have no exclusive create that fsspec offers everywhere). It names its holder (host,
+process, start), so the second writer fails at once with one line saying who holds it; a lock
+whose process is gone (same host) is stale and taken over. A build lock is released when the
+store is marked complete, a fit's when its checkpoint is cleared, and both at the holder's
+exit.
 """
 
 from __future__ import annotations
@@ -22,30 +25,27 @@ from typing import Any
 
 from .exceptions import StoreError
 
-__all__ = ["StoreBusyError", "acquire_build_lock", "release_build_lock"]
+__all__ = ["StoreBusyError", "acquire_build_lock", "release_build_lock", "acquire_fit_lock",
+           "release_fit_lock"]
 
 _SUFFIX = ".mkrk-lock"
-#: locks this process holds: store root -> (location, token)
+#: locks this process holds: lock file path -> (fs, token)
 _HELD: dict[str, tuple[Any, str]] = {}
 
 
 class StoreBusyError(StoreError):
-    """Another process is building the store at this moment."""
+    """Another process is building the store, or running the same fit on it, at this moment."""
 
 
-def _root(location: Any) -> str:
-    return location.url if location.is_local else location.fs[1].rstrip("/")
-
-
-def _root_of_group(group: Any) -> str:
+def _group_fs(group: Any) -> tuple[Any, str, bool]:
+    """The filesystem of a group's store, the store's root in it, and whether it is local."""
     store = group.store
-    root = getattr(store, "root", None)
-    return str(root if root is not None else store.path).rstrip("/")
+    fs = getattr(store, "fs", None)
+    if fs is None:  # a LocalStore
+        import fsspec
 
-
-def _lock_path(location: Any) -> tuple[Any, str]:
-    fs, path = location.fs
-    return fs, path.rstrip("/") + _SUFFIX
+        return fsspec.filesystem("file"), os.path.abspath(str(store.root)), True
+    return fs, str(store.path).rstrip("/"), False
 
 
 def _alive(pid: int) -> bool:
@@ -67,24 +67,17 @@ def _read(fs: Any, path: str) -> dict | None:
         return {}
 
 
-def acquire_build_lock(location: Any) -> None:
-    """Take the build lock of the store at ``location`` (again, if this process holds it).
-
-    Raises
-    ------
-    StoreBusyError
-        One line naming the process that builds the store.
-    """
-    root = _root(location)
-    if root in _HELD:
+def _acquire(fs: Any, path: str, local: bool, busy: str) -> None:
+    """Take the lock file ``path`` (again, if this process holds it); ``busy`` says what the
+    holder does, for the one-line error."""
+    if path in _HELD:
         return
-    fs, path = _lock_path(location)
     token = uuid.uuid4().hex
     record = {"host": socket.gethostname(), "pid": os.getpid(), "token": token,
               "since": time.strftime("%Y-%m-%d %H:%M:%S")}
     data = json.dumps(record).encode()
     for _ in range(3):
-        if _create(location, fs, path, data):
+        if _create(fs, path, local, data):
             break
         holder = _read(fs, path)
         if holder is None:
@@ -95,18 +88,17 @@ def acquire_build_lock(location: Any) -> None:
         if not stale:
             raise StoreBusyError(
                 f"another process (pid {holder.get('pid')} on {holder.get('host')}, since "
-                f"{holder.get('since')}) is building the store {location} at this moment; "
-                "run again once it has finished (the store is then reused), or choose "
-                f"another store. If no process builds it, delete {path}")
+                f"{holder.get('since')}) {busy} at this moment; run again once it has "
+                f"finished, or choose another store. If no such process runs, delete {path}")
         fs.rm_file(path)
     else:
-        raise StoreBusyError(f"could not take the build lock {path} of the store {location}")
-    _HELD[root] = (location, token)
+        raise StoreBusyError(f"could not take the lock {path}")
+    _HELD[path] = (fs, token)
 
 
-def _create(location: Any, fs: Any, path: str, data: bytes) -> bool:
+def _create(fs: Any, path: str, local: bool, data: bytes) -> bool:
     """Create the lock file if there is none; True if this call created it."""
-    if location.is_local:
+    if local:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         try:
             handle = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -121,15 +113,11 @@ def _create(location: Any, fs: Any, path: str, data: bytes) -> bool:
     return _read(fs, path) == json.loads(data)  # a concurrent writer's record: not ours
 
 
-def release_build_lock(group_or_location: Any) -> None:
-    """Release the lock this process holds on a store (given as its group or location)."""
-    root = (_root_of_group(group_or_location) if hasattr(group_or_location, "store")
-            else _root(group_or_location))
-    held = _HELD.pop(root, None)
+def _release(path: str) -> None:
+    held = _HELD.pop(path, None)
     if held is None:
         return
-    location, token = held
-    fs, path = _lock_path(location)
+    fs, token = held
     try:
         if (_read(fs, path) or {}).get("token") == token:
             fs.rm_file(path)
@@ -137,7 +125,56 @@ def release_build_lock(group_or_location: Any) -> None:
         pass
 
 
+def _build_lock_path(group_or_location: Any) -> tuple[Any, str, bool]:
+    if hasattr(group_or_location, "store"):
+        fs, root, local = _group_fs(group_or_location)
+    else:
+        fs, root = group_or_location.fs
+        local = group_or_location.is_local
+        root = os.path.abspath(root) if local else root
+    return fs, root.rstrip("/") + _SUFFIX, local
+
+
+def acquire_build_lock(location: Any) -> None:
+    """Take the build lock of the store at ``location`` (again, if this process holds it).
+
+    Raises
+    ------
+    StoreBusyError
+        One line naming the process that builds the store.
+    """
+    fs, path, local = _build_lock_path(location)
+    _acquire(fs, path, local, f"is building the store {location}")
+
+
+def release_build_lock(group_or_location: Any) -> None:
+    """Release the build lock this process holds on a store (given as its group or location)."""
+    _release(_build_lock_path(group_or_location)[1])
+
+
+def _fit_lock_path(group: Any, key: str) -> tuple[Any, str, bool]:
+    fs, root, local = _group_fs(group)
+    return fs, f"{root}{_SUFFIX}-fit_{key}", local
+
+
+def acquire_fit_lock(group: Any, key: str) -> None:
+    """Take the lock of the fit ``key``'s loop checkpoint in the store ``group``.
+
+    Raises
+    ------
+    StoreBusyError
+        One line naming the process that runs the same fit on the store.
+    """
+    fs, path, local = _fit_lock_path(group, key)
+    _acquire(fs, path, local, f"runs a fit with the same settings on the store "
+                              f"{_group_fs(group)[1]}")
+
+
+def release_fit_lock(group: Any, key: str) -> None:
+    _release(_fit_lock_path(group, key)[1])
+
+
 @atexit.register
 def _release_all() -> None:
-    for location, _ in list(_HELD.values()):
-        release_build_lock(location)
+    for path in list(_HELD):
+        _release(path)

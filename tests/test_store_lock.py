@@ -77,3 +77,75 @@ def test_the_command_line_says_another_process_builds_the_store(tmp_path, builde
     assert fit.returncode == 2, fit.stderr
     assert len(fit.stderr.strip().splitlines()) == 1
     assert "is building the store" in fit.stderr
+
+
+# -- the loop checkpoint of a fit on a complete store -------------------------------------------
+
+SAVER = textwrap.dedent("""
+    import sys, time
+    import numpy as np, zarr
+    from mkrk_dask.checkpoints import LoopCheckpoint
+    checkpoint = LoopCheckpoint(zarr.open_group(sys.argv[1]), sys.argv[2])
+    checkpoint.save({{"iteration": 1, "certified": True, "converged": False,
+                     "basis_kind": "dense", "weights": np.full(3, 1 / 3)}})
+    print("saved", flush=True)
+    {then}
+""")
+
+
+def _state(iteration):
+    return {"iteration": iteration, "certified": True, "converged": False,
+            "basis_kind": "dense", "weights": np.arange(3.0) + iteration}
+
+
+def test_a_second_process_running_the_same_fit_fails_in_one_line(tmp_path):
+    import zarr
+
+    from mkrk_dask.checkpoints import LoopCheckpoint
+
+    path = tmp_path / "s.zarr"
+    zarr.open_group(str(path), mode="w")
+    proc = subprocess.Popen([sys.executable, "-c", SAVER.format(then="time.sleep(120)"),
+                             str(path), "same"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "saved"
+        group = zarr.open_group(str(path))
+        for attempt in (lambda: LoopCheckpoint(group, "same").load(),
+                        lambda: LoopCheckpoint(group, "same").save(_state(1))):
+            with pytest.raises(StoreBusyError, match=f"pid {proc.pid} .* runs a fit with the "
+                               "same settings") as caught:
+                attempt()
+            assert "\n" not in str(caught.value)
+        # the holder's state is untouched, and a fit with other settings goes on beside it
+        other = LoopCheckpoint(group, "other")
+        other.save(_state(4))
+        assert other.load()["iteration"] == 4
+        other.release()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    # the holder is gone: its lock is stale, its state is resumed
+    state = LoopCheckpoint(zarr.open_group(str(path)), "same").load()
+    assert state["iteration"] == 1
+    np.testing.assert_array_equal(state["weights"], np.full(3, 1 / 3))
+
+
+def test_fits_with_other_settings_never_drop_each_others_state(tmp_path):
+    """A group opened before another process saved its fit's state, then saved through:
+    both states stay (one shared attribute table would be rewritten from stale metadata)."""
+    import zarr
+
+    from mkrk_dask.checkpoints import LoopCheckpoint
+
+    path = tmp_path / "s.zarr"
+    zarr.open_group(str(path), mode="w")
+    group = zarr.open_group(str(path))  # opened before the other process writes
+    subprocess.run([sys.executable, "-c", SAVER.format(then="pass"), str(path), "first"],
+                   check=True, timeout=120, capture_output=True)
+    mine = LoopCheckpoint(group, "second")
+    mine.save(_state(2))
+    mine.save(_state(3))
+    mine.release()
+    reopened = zarr.open_group(str(path))
+    assert LoopCheckpoint(reopened, "first").load()["iteration"] == 1
+    assert LoopCheckpoint(reopened, "second").load()["iteration"] == 3
