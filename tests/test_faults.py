@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import psutil
@@ -251,11 +252,13 @@ def _run_driver(tmp_path, store, out, kill_when=None):
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         try:
-            group = zarr.open_group(str(store), mode="r")
-            attrs = group.attrs.asdict()
-            # each fit's loop state is recorded on its own array (checkpoints.LoopCheckpoint)
-            attrs["fits"] = {name: dict(group[name].attrs.get("state") or {})
-                             for name in group.array_keys() if name.endswith("_record")}
+            with warnings.catch_warnings():  # listing a store while it is written
+                warnings.simplefilter("ignore")
+                group = zarr.open_group(str(store), mode="r")
+                attrs = group.attrs.asdict()
+                # each fit's loop state is recorded on its own array (LoopCheckpoint)
+                attrs["fits"] = {name: dict(group[name].attrs.get("state") or {})
+                                 for name in group.array_keys() if name.endswith("_record")}
         except Exception:  # noqa: BLE001 - not written yet
             attrs = {}
         if kill_when(attrs):

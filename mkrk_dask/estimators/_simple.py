@@ -74,15 +74,16 @@ class SimpleMKKM(MultipleKernelKMeans):
         gradient by the inverse of the diagonal Hessian ``2 tr(H^T K_p H)`` of J's quadratic
         model at the current H (the step to that model's minimiser over the simplex),
         combined with the previous direction as a preconditioned conjugate gradient
-        (Polak-Ribiere+); its line search tries step 1 and the minimiser of the parabola
-        through J(0), its slope and J(1), and keeps the lower if J decreases enough
-        (Armijo), else the same golden section. Both descend to the same minimum (J is
-        convex); the scaled one takes far fewer H-steps (measured in ``docs/methods.rst``).
+        (Polak-Ribiere+); its line search tries step 1 (later, twice the last step taken)
+        and, when it promises enough, the minimiser of the parabola through J(0), its slope
+        and J there, and keeps the lower if J decreases enough (Armijo), else backtracks by
+        parabolic interpolation. Both descend to the same minimum (J is convex); the scaled
+        one takes far fewer H-steps (measured in ``docs/methods.rst``).
     gap_tol : float, default=1e-4
         Stop when the certified relative optimality gap of the weights is below this.
     line_search_tol : float, default=1e-3
-        The golden-section search ends when its interval is below this share of the largest
-        feasible step.
+        With ``direction="reduced"``, the golden-section search ends when its interval is
+        below this share of the largest feasible step.
     max_step : float, default=0.1
         With ``direction="reduced"``, the largest first trial step along the unit direction.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \

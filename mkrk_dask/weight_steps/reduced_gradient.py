@@ -43,6 +43,10 @@ _ARMIJO = 1e-4
 #: when it is farther than this share of the step from it
 _EXTRAPOLATE = 4.0
 _INTERPOLATION_TOL = 0.05
+#: ... and only when the parabola promises at least this share of the decrease already made
+_WORTH = 0.1
+#: the scaled search halves (or more) its step at most this many times (2^-8 of step 1)
+_BACKTRACKS = 8
 #: the weight step's directions: the authors' unit reduced gradient, or scaled by the model
 DIRECTIONS = ("scaled", "reduced")
 
@@ -118,8 +122,8 @@ class ReducedGradientStep(WeightStep):
         The step says the fit converged when the certified relative gap of its weights is
         below this.
     line_search_tol : float
-        The golden-section search stops when its interval is below this share of the
-        largest feasible step (the authors' ``goldensearch_deltmax``).
+        With ``direction="reduced"``, the golden-section search stops when its interval is
+        below this share of the largest feasible step (the authors' ``goldensearch_deltmax``).
     max_step : float
         With ``direction="reduced"``, the first trial step along the unit direction is at
         most this (the authors' 0.1).
@@ -128,8 +132,9 @@ class ReducedGradientStep(WeightStep):
         boundary while J decreases, then a golden-section search. ``"scaled"``: the reduced
         gradient scaled by the inverse diagonal Hessian of J's quadratic model at the current
         H (:func:`scaled_direction`), as a preconditioned conjugate gradient (Polak-Ribiere+);
-        the better of step 1 and the parabola's minimiser when it decreases J enough
-        (Armijo), else the golden-section search on ``[0, 1]``.
+        its first trial step is 1 (the model's minimiser), then twice the last step taken;
+        the better of the trial and the parabola's minimiser when it decreases J enough
+        (Armijo), else backtracking by parabolic interpolation.
     """
 
     name = "SimpleMKKM"
@@ -146,8 +151,9 @@ class ReducedGradientStep(WeightStep):
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
         self.direction = direction
         self.weights: np.ndarray | None = None
-        # the last scaled search's direction, gradient and scaled gradient
-        self._memory: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # the last scaled search's direction, gradient, scaled gradient and (every entry) the
+        # step it took along its direction
+        self._memory: tuple[np.ndarray, ...] | None = None
         #: H-steps the line searches made (the loop's own are not counted)
         self.evaluations = 0
 
@@ -205,17 +211,22 @@ class ReducedGradientStep(WeightStep):
         return self._authors_search(start)
 
     def _scaled_search(self, start: _Point) -> _Point:
-        """The scaled direction's natural step is 1 (the model's minimiser). J along the line is
-        convex: fit a parabola to J(0), its slope and J(1), and try its minimiser too (one
-        more H-step); keep the lower point if it decreases J enough (Armijo), else search
-        ``[0, 1]`` by golden section."""
+        """The scaled direction's natural step is 1 (the model's minimiser), the first trial;
+        later searches start from twice the last step taken (at most 1). J along the line is
+        convex: fit a parabola to J(0), its slope and J at the trial, and try its minimiser too
+        (one more H-step) when it promises a further decrease worth a tenth of the first; keep
+        the lower point if it decreases J enough (Armijo), else backtrack."""
         scaled = scaled_direction(start.weights, start.quad_forms)
         gradient = 2.0 * start.weights * start.quad_forms
         direction = scaled
+        first = 1.0
         if self._memory is not None:
             # preconditioned nonlinear conjugate gradient (Polak-Ribiere+): the scaled
             # directions of successive steps zig-zag where the H-step turns with the weights
-            previous, old_gradient, old_scaled = self._memory
+            previous, old_gradient, old_scaled, taken = self._memory
+            # The model's minimiser (step 1) overshoots where H turns with the weights (the
+            # model holds H fixed, J maximises over it): start from twice the last step taken.
+            first = min(1.0, 2.0 * float(taken[0]))
             denominator = -float(np.dot(old_gradient, old_scaled))
             beta = (max(0.0, -float(np.dot(gradient, scaled - old_scaled))) / denominator
                     if denominator > 0 else 0.0)
@@ -225,20 +236,43 @@ class ReducedGradientStep(WeightStep):
         slope = float(np.dot(gradient, direction))
         if not np.any(direction) or slope >= 0:
             return start
-        self._memory = (direction, gradient, scaled)
         bound = self._boundary(start.weights, direction)
-        step = min(1.0, bound)
+        step = min(first, bound)
         trial = self._at(self._move(start.weights, direction, step), start.top)
         curvature = (trial.objective - start.objective - slope * step) / step**2
         if curvature > 0:
             fitted = min(-slope / (2.0 * curvature), _EXTRAPOLATE * step, bound)
-            if abs(fitted - step) > _INTERPOLATION_TOL * step:
+            # the parabola's further decrease from the trial to its minimiser
+            promised = curvature * (fitted - step) ** 2
+            if (abs(fitted - step) > _INTERPOLATION_TOL * step
+                    and promised > _WORTH * max(start.objective - trial.objective, 0.0)):
                 other = self._at(self._move(start.weights, direction, fitted), start.top)
                 if other.objective < trial.objective:
                     trial, step = other, fitted
-        if trial.objective <= start.objective + _ARMIJO * step * slope:
-            return trial
-        return self._golden(start, trial, direction, step, start.top)
+        if trial.objective > start.objective + _ARMIJO * step * slope:
+            trial, step = self._backtrack(start, trial, direction, step, slope)
+        # a search that found nothing lower leaves a tiny step: the next starts small too
+        self._memory = (direction, gradient, scaled,
+                        np.full_like(direction, step if trial is not start else 1e-3 * step))
+        return trial
+
+    def _backtrack(self, start: _Point, trial: _Point, direction: np.ndarray, step: float,
+                   slope: float) -> tuple[_Point, float]:
+        """Shorter steps until J falls enough (Armijo): each the minimiser of the parabola
+        through J(0), its slope and J at the last step, kept within [0.1, 0.5] of that step
+        (at most ``_BACKTRACKS`` H-steps; J is only piecewise smooth, where eigenvalues cross).
+        Returns the lowest point seen (``start`` when none is lower) and its step."""
+        best, best_step = (trial, step) if trial.objective < start.objective else (start, 0.0)
+        for _ in range(_BACKTRACKS):
+            excess = trial.objective - start.objective - slope * step
+            fitted = -slope * step**2 / (2.0 * excess) if excess > 0 else 0.5 * step
+            step = min(max(fitted, 0.1 * step), 0.5 * step)
+            trial = self._at(self._move(start.weights, direction, step), start.top)
+            if trial.objective < best.objective:
+                best, best_step = trial, step
+            if trial.objective <= start.objective + _ARMIJO * step * slope:
+                return trial, step
+        return best, (best_step or step)
 
     def _authors_search(self, start: _Point) -> _Point:
         """The authors' rule: go to the boundary along the direction while J decreases
