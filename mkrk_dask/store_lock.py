@@ -45,7 +45,16 @@ def _group_fs(group: Any) -> tuple[Any, str, bool]:
         import fsspec
 
         return fsspec.filesystem("file"), os.path.abspath(str(store.root)), True
-    return fs, str(store.path).rstrip("/"), False
+    return _synchronous(fs), str(store.path).rstrip("/"), False
+
+
+def _synchronous(fs: Any) -> Any:
+    """A blocking twin of a Zarr store's filesystem (Zarr opens them asynchronous)."""
+    if getattr(fs, "sync_fs", None) is not None:  # fsspec's wrapper of a blocking one
+        return fs.sync_fs
+    if getattr(fs, "asynchronous", False):
+        return type(fs)(**{**fs.storage_options, "asynchronous": False})
+    return fs
 
 
 def _alive(pid: int) -> bool:
