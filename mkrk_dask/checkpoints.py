@@ -33,6 +33,10 @@ __all__ = ["PassCheckpoint", "LoopCheckpoint"]
 _SAVE_RATE = 5 * 2**20
 #: sums up to this size are saved after every task
 _SMALL = 2**20
+#: the loop's state is saved after its first iteration, then after the first iteration that
+#: ends this many seconds after the last save: short iterations (SimpleMKKM's, a fraction of a
+#: second) spend no more on saving than on working, and a resumed fit repeats at most this
+_LOOP_SAVE_INTERVAL = 2.0
 
 
 def _save_arrays(group: Any, prefix: str, arrays: dict[str, np.ndarray]) -> None:
@@ -138,6 +142,7 @@ class LoopCheckpoint:
         self.key = key
         self._prefix = f"fit_{key}_"
         self._holder = f"fit_{key}_record"
+        self._last: float | None = None
 
     def _record(self) -> dict[str, Any] | None:
         acquire_fit_lock(self.group, self.key)
@@ -169,12 +174,18 @@ class LoopCheckpoint:
         state["basis_kind"] = record["basis_kind"]
         return state
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: dict[str, Any], *, force: bool = False) -> bool:
+        """Save the state after an iteration (see ``_LOOP_SAVE_INTERVAL``); True if saved."""
+        now = time.perf_counter()
+        if not force and self._last is not None and now - self._last < _LOOP_SAVE_INTERVAL:
+            return False
         arrays = {k: v for k, v in state.items()
                   if k not in self._SCALARS and k != "basis_kind" and v is not None}
         _commit(self.group, self._prefix, arrays,
                 {"basis_kind": state["basis_kind"], **{k: state[k] for k in self._SCALARS}},
                 self._record(), self._write)
+        self._last = time.perf_counter()
+        return True
 
     def clear(self) -> None:
         """Forget the state (the fit finished: a new run starts afresh)."""

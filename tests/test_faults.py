@@ -19,7 +19,7 @@ import pytest
 import zarr
 from distributed import Client, LocalCluster
 
-from mkrk_dask import MKKMRK, SimpleMKKM, progress
+from mkrk_dask import MKKMRK, SimpleMKKM, checkpoints, progress
 from mkrk_dask.checkpoints import LoopCheckpoint, PassCheckpoint
 from mkrk_dask.exceptions import SchedulerLostError
 
@@ -152,6 +152,7 @@ def test_an_interrupted_fit_resumes_without_recomputing(client, tmp_path, monkey
             raise _Stop
 
     monkeypatch.setattr(LoopCheckpoint, "save", save_then_stop)
+    monkeypatch.setattr(checkpoints, "_LOOP_SAVE_INTERVAL", 0.0)  # a save every iteration
     with pytest.raises(_Stop):
         _fit(client, solver, store=tmp_path / "s.zarr", method=method)
     monkeypatch.undo()

@@ -144,8 +144,27 @@ def test_fits_with_other_settings_never_drop_each_others_state(tmp_path):
                    check=True, timeout=120, capture_output=True)
     mine = LoopCheckpoint(group, "second")
     mine.save(_state(2))
-    mine.save(_state(3))
+    assert mine.save(_state(3), force=True)
     mine.release()
     reopened = zarr.open_group(str(path))
     assert LoopCheckpoint(reopened, "first").load()["iteration"] == 1
     assert LoopCheckpoint(reopened, "second").load()["iteration"] == 3
+
+
+def test_the_loop_state_is_saved_after_the_first_iteration_then_at_most_every_interval(
+        tmp_path, monkeypatch):
+    import zarr
+
+    from mkrk_dask import checkpoints
+    from mkrk_dask.checkpoints import LoopCheckpoint
+
+    group = zarr.open_group(str(tmp_path / "s.zarr"), mode="w")
+    monkeypatch.setattr(checkpoints, "_LOOP_SAVE_INTERVAL", 3600.0)
+    saver = LoopCheckpoint(group, "k")
+    assert saver.save(_state(1))  # the first iteration's, always
+    assert not saver.save(_state(2))  # too soon: the saved state stays the first
+    assert LoopCheckpoint(group, "k").load()["iteration"] == 1
+    monkeypatch.setattr(checkpoints, "_LOOP_SAVE_INTERVAL", 0.0)
+    assert saver.save(_state(3))
+    assert LoopCheckpoint(group, "k").load()["iteration"] == 3
+    saver.release()

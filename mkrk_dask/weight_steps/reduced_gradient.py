@@ -45,6 +45,8 @@ _EXTRAPOLATE = 4.0
 _INTERPOLATION_TOL = 0.05
 #: ... and only when the parabola promises at least this share of the decrease already made
 _WORTH = 0.1
+#: the scaled search's first trial step is this multiple of the last step taken (at most 1)
+_GROWTH = 2.0
 #: the scaled search halves (or more) its step at most this many times (2^-8 of step 1)
 _BACKTRACKS = 8
 #: the weight step's directions: the authors' unit reduced gradient, or scaled by the model
@@ -226,7 +228,7 @@ class ReducedGradientStep(WeightStep):
             previous, old_gradient, old_scaled, taken = self._memory
             # The model's minimiser (step 1) overshoots where H turns with the weights (the
             # model holds H fixed, J maximises over it): start from twice the last step taken.
-            first = min(1.0, 2.0 * float(taken[0]))
+            first = min(1.0, _GROWTH * float(taken[0]))
             denominator = -float(np.dot(old_gradient, old_scaled))
             beta = (max(0.0, -float(np.dot(gradient, scaled - old_scaled))) / denominator
                     if denominator > 0 else 0.0)

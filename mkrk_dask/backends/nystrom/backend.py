@@ -209,8 +209,9 @@ class NystromBackend(KernelBackend):
             raise ValueError(
                 f"the kernels with nonzero weight have only {idx.size} Nystrom components, "
                 f"fewer than k={k}; use more landmarks (n_landmarks)")
-        A = self.gram[np.ix_(idx, idx)]
-        A *= scale[:, None]
+        # every kernel weighted (the usual case): scale G in one pass, no gather of its rows
+        A = (self.gram * scale[:, None] if idx.size == self.gram.shape[0]
+             else self.gram[np.ix_(idx, idx)] * scale[:, None])
         A *= scale[None, :]
         previous = None
         if warm_start is not None and isinstance(warm_start.basis, NystromBasis):
@@ -229,7 +230,7 @@ class NystromBackend(KernelBackend):
     def quad_forms(self, top: TopK) -> np.ndarray:
         B = top.basis.coefficients
         idx = np.flatnonzero(np.any(B != 0, axis=1))
-        GB = self.gram[:, idx] @ B[idx]
+        GB = self.gram @ B if idx.size == B.shape[0] else self.gram[:, idx] @ B[idx]
         quad = np.add.reduceat(np.einsum("ij,ij->i", GB, GB), self.offsets[:-1])
         # Nystrom never exceeds the kernel (K - F_p F_p^T is PSD), so tr(H^T K_p H) <= tr(K_p)
         # up to round-off (float32 factors); clip so that the residual is never negative.
