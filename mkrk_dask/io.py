@@ -451,11 +451,12 @@ def _read_mat(path: Path) -> _RawData:
         return _read_mat73(path)
     try:
         contents = scipy.io.loadmat(path)
-    except (*_READ_ERRORS, scipy.io.matlab.MatReadError, NotImplementedError) as err:
+    except (*_READ_ERRORS, scipy.io.matlab.MatReadError, NotImplementedError, TypeError) as err:
         # NotImplementedError: scipy's word for a header that claims v7.3, but a v7.3 file is
         # HDF5 with its signature where _is_hdf5 looks (MATLAB writes it there), and this one
         # has none: a damaged file (the test's random bytes after "MATLAB 5.0" sometimes
-        # claim it), not one for h5py.
+        # claim it), not one for h5py. TypeError: scipy's "Expecting miMATRIX type here"
+        # for a damaged element tag.
         raise _unreadable(path, ".mat", err) from None
     if "X" not in contents:
         found = sorted(k for k in contents if not k.startswith("__"))

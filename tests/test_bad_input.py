@@ -119,6 +119,10 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     put("corrupt.npz", b"PK\x03\x04" + os.urandom(200))
     put("corrupt.npy", b"\x93NUMPY" + os.urandom(50))
     put("corrupt.mat", b"MATLAB 5.0" + os.urandom(300))
+    # Fixed damage that scipy reports with each of its exceptions (found by trying seeds):
+    # ValueError, NotImplementedError (a header claiming v7.3), TypeError (a bad element tag)
+    for seed in (0, 410, 567):
+        put(f"corrupt{seed}.mat", b"MATLAB 5.0" + np.random.default_rng(seed).bytes(300))
     put("binary.csv", b"\xff\xfe\x00\x81" * 20)
     put("text.csv", b"1,2,3\n4,five,6\n")
     put("empty.csv", b"")
@@ -146,6 +150,9 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     ("corrupt.npz", "not a readable .npz file"),
     ("corrupt.npy", "not a readable .npy file"),
     ("corrupt.mat", "not a readable .mat file"),
+    ("corrupt0.mat", "not a readable .mat file"),
+    ("corrupt410.mat", "not a readable .mat file"),
+    ("corrupt567.mat", "not a readable .mat file"),
     ("truncated73.mat", "not a readable MATLAB v7.3 (HDF5) file"),
     ("binary.csv", "not a readable .csv"),
     ("text.csv", "expected comma-separated numbers"),
