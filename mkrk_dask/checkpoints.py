@@ -131,8 +131,8 @@ class LoopCheckpoint:
     fit with other settings never resumes from it. The record that points at the current
     arrays is the attribute of its own small array, so that fits with other settings on the
     same store never rewrite each other's records; a fit holds the lock of its key from its
-    first load or save until it clears the state (another process running the same fit on
-    the store fails with one line: see :mod:`mkrk_dask.store_lock`).
+    first load or save until :meth:`release` (another process running the same fit on the
+    store fails with one line: see :mod:`mkrk_dask.store_lock`).
     """
 
     _SCALARS = ("iteration", "certified", "converged")
@@ -143,17 +143,22 @@ class LoopCheckpoint:
         self._prefix = f"fit_{key}_"
         self._holder = f"fit_{key}_record"
         self._last: float | None = None
+        self._locked = False
 
     def _record(self) -> dict[str, Any] | None:
-        acquire_fit_lock(self.group, self.key)
+        if not self._locked:  # once per fit: the lock file is on the store's filesystem
+            acquire_fit_lock(self.group, self.key)
+            self._locked = True
         if self._holder not in self.group:
             return None
         return self.group[self._holder].attrs.get("state") or None
 
     def _write(self, record: dict | None) -> None:
+        if record is None:  # forgotten: the holder goes with its record
+            if self._holder in self.group:
+                del self.group[self._holder]
+            return
         if self._holder not in self.group:
-            if record is None:
-                return
             self.group.create_array(self._holder, shape=(1,), dtype="u1")
         self.group[self._holder].attrs.update({"state": record})
 
@@ -190,9 +195,9 @@ class LoopCheckpoint:
     def clear(self) -> None:
         """Forget the state (the fit finished: a new run starts afresh)."""
         _drop(self.group, self._prefix, self._record(), self._write)
-        if self._holder in self.group:
-            del self.group[self._holder]
 
     def release(self) -> None:
         """Release the lock of this fit's state (the loop ended, or stopped with an error)."""
-        release_fit_lock(self.group, self.key)
+        if self._locked:
+            release_fit_lock(self.group, self.key)
+            self._locked = False

@@ -9,8 +9,8 @@ on local disk (``O_EXCL``; on an object store, written and read back: best effor
 stores have no exclusive create that fsspec offers everywhere). It names its holder (host,
 process, start), so the second writer fails at once with one line saying who holds it; a lock
 whose process is gone (same host) is stale and taken over. A build lock is released when the
-store is marked complete, a fit's when its checkpoint is cleared, and both at the holder's
-exit.
+store is marked complete, a fit's when its loop ends (or stops with an error), and both at
+the holder's exit.
 """
 
 from __future__ import annotations
@@ -161,9 +161,8 @@ def release_build_lock(group_or_location: Any) -> None:
     _release(_build_lock_path(group_or_location)[1])
 
 
-def _fit_lock_path(group: Any, key: str) -> tuple[Any, str, bool]:
-    fs, root, local = _group_fs(group)
-    return fs, f"{root}{_SUFFIX}-fit_{key}", local
+def _fit_lock_path(root: str, key: str) -> str:
+    return f"{root}{_SUFFIX}-fit_{key}"
 
 
 def acquire_fit_lock(group: Any, key: str) -> None:
@@ -174,13 +173,13 @@ def acquire_fit_lock(group: Any, key: str) -> None:
     StoreBusyError
         One line naming the process that runs the same fit on the store.
     """
-    fs, path, local = _fit_lock_path(group, key)
-    _acquire(fs, path, local, f"runs a fit with the same settings on the store "
-                              f"{_group_fs(group)[1]}")
+    fs, root, local = _group_fs(group)
+    _acquire(fs, _fit_lock_path(root, key), local,
+             f"runs a fit with the same settings on the store {root}")
 
 
 def release_fit_lock(group: Any, key: str) -> None:
-    _release(_fit_lock_path(group, key)[1])
+    _release(_fit_lock_path(_group_fs(group)[1], key))
 
 
 @atexit.register
