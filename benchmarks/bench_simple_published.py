@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
             lines += _rows("mfeat6", "UCI mfeat, 6 Gaussians (one per view)", simple,
                            average_kernel(kernels, y, k, args.repeats, 0), seconds)
             if not args.no_triples:
-                triples = _triples(kernels, y, k, args.repeats)
+                triples = _triples(kernels, y, k, args.repeats, mfeat.view_names)
         X, y = load_breast_cancer(return_X_y=True)
         X = (X - X.mean(axis=0)) / X.std(axis=0)
         views = [X[:, [c, c + 10, c + 20]] for c in range(10)]
@@ -158,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _triples(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int) -> list[str]:
+def _triples(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int,
+             names: tuple[str, ...] | None) -> list[str]:
     """SimpleMKKM and Avg-KKM on every 3 of the 6 view kernels: the range of their means."""
     from mkrk_dask import SimpleMKKM
     from mkrk_dask.assignment import repeated_assignments
@@ -171,15 +172,19 @@ def _triples(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int) -> list[s
     means: dict[str, list[np.ndarray]] = {"SimpleMKKM": [], "Avg-KKM": []}
     for triple in itertools.combinations(range(kernels.shape[0]), 3):
         K = kernels[list(triple)]
-        model = SimpleMKKM(k, kernels="precomputed", normalize=False, final_step="spectral",
-                           random_state=0).fit(K)
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="precomputed kernels of .* rows are "
+                                    "checked", category=UserWarning)
+            model = SimpleMKKM(k, kernels="precomputed", normalize=False,
+                               final_step="spectral", random_state=0).fit(K)
         H = model.embedding_
         simple = summarize_scores([clustering_scores(y, lab) for lab in
                                    repeated_assignments(H, k, repeats, random_state=0)])
         average = average_kernel(K, y, k, repeats, 0)
         for name, s in (("SimpleMKKM", simple), ("Avg-KKM", average)):
             means[name].append(np.array([100 * s[m]["mean"] for m in METRICS]))
-        rows.append(f"| {', '.join(map(str, triple))} | {' | '.join(_cells(simple))} | "
+        label = ", ".join(names[v] if names else str(v) for v in triple)
+        rows.append(f"| {label} | {' | '.join(_cells(simple))} | "
                     f"{' | '.join(_cells(average))} |")
         print("triple", triple, _cells(simple), _cells(average), flush=True)
     rows.append("")
