@@ -30,7 +30,9 @@ from .store import json_normalize
 __all__ = ["save_model", "load_model", "FORMAT"]
 
 FORMAT = "mkrk-dask-model"
-_VERSION = 1
+#: 2: the features step's centres are means of unit rows (a version-1 model's are not, so its
+#: ``predict`` would be wrong under this version's nearest-centre rule: refused instead)
+_VERSION = 2
 _NOT_SAVED = ("storage_options",)
 
 

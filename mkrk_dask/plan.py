@@ -447,9 +447,9 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
     decisions = []
     if _is_auto(step):
         step_used = "features"
-        decisions.append(Decision("final step", "features", "k-means on the features V sqrt(mu) "
-                                  "of the top eigenpairs of the learned kernel: a low-rank "
-                                  "kernel k-means, one eigendecomposition"))
+        decisions.append(Decision("final step", "features", "k-means on the unit rows of the "
+                                  "features V sqrt(mu) of the top eigenpairs of the learned "
+                                  "kernel: a low-rank kernel k-means, one eigendecomposition"))
     else:
         step_used = step
         decisions.append(Decision("final step", step, "given", auto=False))

@@ -94,7 +94,9 @@ def test_features_final_step_against_dense_eigenpairs():
     assert model.embedding_.shape == (300, rank)
     # the same rank-r Gram matrix, whatever the signs and rotations of the eigenvectors
     np.testing.assert_allclose(model.embedding_ @ model.embedding_.T, top @ top.T, atol=1e-8)
-    reference = KMeans(4, n_init=10, random_state=0).fit_predict(model.embedding_)
+    # k-means on the unit rows of the features (every row of K_w has length 1)
+    unit = model.embedding_ / np.linalg.norm(model.embedding_, axis=1, keepdims=True)
+    reference = KMeans(4, n_init=10, random_state=0).fit_predict(unit)
     assert adjusted_rand_score(reference, model.labels_) == pytest.approx(1.0)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-8)

@@ -83,13 +83,15 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     with the same step and rank (built here independently), kept because they agree with the
     k-means partition; below the agreement required, k-means is kept and summary() says so."""
     from mkrk_dask import AnchorGraphClustering
-    from mkrk_dask.assignment import final_rows
+    from mkrk_dask.assignment import graph_rows
 
     auto = MKKMRK(10, random_state=0).fit(X)
     plain = MKKMRK(10, final_clustering="kmeans", random_state=0).fit(X)
     assert auto.final_clustering_ == "graph" and plain.final_clustering_ == "kmeans"
     assert (auto.final_step_, auto.n_components_) == (plain.final_step_, plain.n_components_)
-    rows = final_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
+    # the graph is built on the features as they are (its k-means fall-back: on their unit rows)
+    rows = graph_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
+    np.testing.assert_array_equal(rows, plain.embedding_)
     graph = AnchorGraphClustering(10, n_anchors=auto.plan_.graph_anchors, n_neighbors=10,
                                   geometry="euclidean", anchor_max_iter=10, random_state=0
                                   ).fit(rows)

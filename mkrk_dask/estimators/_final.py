@@ -2,8 +2,9 @@
 partition and, where planned, that partition refined on an anchor graph of the same rows.
 
 ``final_step="spectral"`` (the paper's) clusters the unit rows of the top-k eigenvectors H.
-``final_step="features"`` clusters the features ``V sqrt(mu)`` of the top ``n_components``
-eigenpairs (a low-rank kernel k-means). What ``"auto"`` means is decided in
+``final_step="features"`` clusters the unit rows of the features ``V sqrt(mu)`` of the top
+``n_components`` eigenpairs (a low-rank kernel k-means); its graph is built on the features
+as they are (:func:`~mkrk_dask.assignment.graph_rows`). What ``"auto"`` means is decided in
 :mod:`mkrk_dask.plan`, not here.
 """
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
-from ..assignment import FINAL_CLUSTERINGS, assign_clusters, final_rows
+from ..assignment import FINAL_CLUSTERINGS, assign_clusters, graph_rows
 from ..exceptions import DisconnectedGraphWarning
 from ..plan import GRAPH_ANCHOR_ITERATIONS, GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
 
@@ -100,11 +101,11 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     with warnings.catch_warnings():
         # disconnected parts are judged by the agreement below
         warnings.simplefilter("ignore", DisconnectedGraphWarning)
-        graph.fit(final_rows(fitted_rows, plan.final_step))
+        graph.fit(graph_rows(fitted_rows, plan.final_step))
     del fitted_rows
     if sampled:  # the other rows labelled by the graph, a block at a time
         graph_labels = np.concatenate([
-            graph.predict(final_rows(rows[a:a + _BLOCK_ROWS], plan.final_step))
+            graph.predict(graph_rows(rows[a:a + _BLOCK_ROWS], plan.final_step))
             for a in range(0, n, _BLOCK_ROWS)])
     else:
         graph_labels = graph.labels_.copy()

@@ -58,10 +58,11 @@ class MKKMRK(MultipleKernelKMeans):
         ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
         scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
     final_step : {"auto", "features", "spectral"}, default="auto"
-        ``"features"``: k-means on the features ``V sqrt(mu)`` of the top ``n_components``
-        eigenpairs of ``K_w`` (a low-rank kernel k-means). ``"spectral"``: k-means on the unit
-        rows of the top eigenvectors H (the paper's step, with the top k). ``"auto"``: the
-        features.
+        ``"features"``: k-means on the unit rows of the features ``V sqrt(mu)`` of the top
+        ``n_components`` eigenpairs of ``K_w`` (a low-rank kernel k-means; unit rows, as
+        every row of ``K_w`` has length 1: :func:`~mkrk_dask.assignment.final_rows`).
+        ``"spectral"``: k-means on the unit rows of the top eigenvectors H (the paper's step,
+        with the top k). ``"auto"``: the features.
     final_clustering : {"auto", "graph", "kmeans"}, default="auto"
         How the final rows are partitioned. ``"kmeans"``: k-means, the paper's. ``"graph"``:
         the k-means partition is refined by spectral clustering on the anchor graph of the

@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..assignment import (
     cluster_means,
-    final_rows,
+    graph_rows,
     lloyd_centres,
     nearest_centre,
     within_cluster_loss,
@@ -166,7 +166,7 @@ class OutOfSampleMixin:
     def _assign(self, rows: np.ndarray) -> np.ndarray:
         graph = getattr(self, "final_graph_", None)
         if graph is not None:  # the graph of the final rows partitioned the training data
-            return graph.predict(final_rows(rows, self.final_step_))
+            return graph.predict(graph_rows(rows, self.final_step_))
         return nearest_centre(rows, self.cluster_centers_, step=self.final_step_)
 
     @available_if(_maps_new_points)
