@@ -28,11 +28,17 @@ def unit_rows(H: np.ndarray, dtype: Any = np.float64) -> np.ndarray:
     """Rows of H scaled to unit length (in ``dtype``), as before the final k-means; zero rows
     stay zero (they carry no direction)."""
     H = np.asarray(H, dtype=dtype)
-    # By row blocks: the norms of all rows at once square H into a temporary of its size.
+    norms = _row_norms(H)
+    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
+
+
+def _row_norms(H: np.ndarray) -> np.ndarray:
+    """``(n, 1)`` lengths of the rows, by row blocks: the norms of all rows at once square H
+    into a temporary of its size."""
     norms = np.empty((H.shape[0], 1), dtype=H.dtype)
     for a in range(0, H.shape[0], _BLOCK_ROWS):
         norms[a:a + _BLOCK_ROWS] = np.linalg.norm(H[a:a + _BLOCK_ROWS], axis=1, keepdims=True)
-    return np.divide(H, norms, out=np.zeros_like(H), where=norms > 0)
+    return norms
 
 
 def final_rows(H: np.ndarray, step: str, dtype: Any = np.float64) -> np.ndarray:
@@ -68,12 +74,21 @@ def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_ite
     """The final step: k-means on :func:`final_rows` of H (by default the paper's: every row
     of H scaled to unit length; rows that are exactly zero stay zero), in ``dtype`` (float32
     halves the memory of the k-means at millions of rows)."""
-    unit = final_rows(H, step, dtype)
     # copy_x=False: k-means centres the rows in place and adds the mean back, instead of
     # holding a second n x d copy (what bounds the memory of a fit at millions of rows).
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
                    random_state=random_state, copy_x=False)
-    return model.fit_predict(unit)
+    rows = np.asarray(H, dtype=dtype)
+    if step != "features" or rows.shape[1] == 1 or not rows.flags.writeable:
+        return model.fit_predict(final_rows(rows, step, dtype))
+    # The features' unit rows in place, then their lengths given back, for the same reason:
+    # the caller's rows come back equal to within rounding, as from copy_x=False.
+    norms = _row_norms(rows)
+    np.divide(rows, norms, out=rows, where=norms > 0)
+    try:
+        return model.fit_predict(rows)
+    finally:
+        np.multiply(rows, norms, out=rows, where=norms > 0)
 
 
 def repeated_assignments(H: np.ndarray, n_clusters: int, n_repeats: int, *, n_init: int = 10,

@@ -71,3 +71,28 @@ def test_float32_kmeans_finds_the_same_clusters():
 
     assert adjusted_rand_score(a, b) == 1.0
     assert unit_rows(H, np.float32).dtype == np.float32
+
+
+def test_features_step_clusters_unit_rows_in_place_and_gives_the_rows_back():
+    """The features' k-means sees their unit rows (a row's length is how well the top
+    eigenpairs represent it, not its cluster), formed in place so that no second n x d copy
+    is held at millions of rows; the caller's rows come back equal to within rounding."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import adjusted_rand_score
+
+    rng = np.random.default_rng(4)
+    # two rays 45 degrees apart, rows of lengths 0.1 to 3 unrelated to the ray
+    angles = np.r_[np.zeros(40), np.full(40, np.pi / 4)] + rng.normal(0, 0.03, 80)
+    lengths = rng.uniform(0.1, 3.0, 80)
+    H = np.c_[np.cos(angles) * lengths, np.sin(angles) * lengths]
+    truth = np.repeat(np.arange(2), 40)
+    before = H.copy()
+    labels = assign_clusters(H, 2, random_state=0, step="features")
+    np.testing.assert_allclose(H, before, rtol=1e-12, atol=0)
+    unit = before / np.linalg.norm(before, axis=1, keepdims=True)
+    reference = KMeans(2, n_init=10, random_state=0).fit_predict(unit)
+    np.testing.assert_array_equal(labels, reference)
+    assert adjusted_rand_score(truth, labels) == 1.0
+    # on the rows as they are, k-means splits them by length
+    plain = KMeans(2, n_init=10, random_state=0).fit_predict(before)
+    assert adjusted_rand_score(truth, plain) < 0.6
