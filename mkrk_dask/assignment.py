@@ -53,11 +53,16 @@ def final_rows(H: np.ndarray, step: str, dtype: Any = np.float64) -> np.ndarray:
     40 on unit rows, ``docs/defaults.rst``). Features of one eigenpair stay as they are: the
     direction of a single number is only its sign.
     """
-    if step not in FINAL_STEPS:
-        raise ValueError(f"unknown final step {step!r}; one of {FINAL_STEPS}")
-    if step == "features" and H.shape[1] == 1:
+    if not _unit(step, H):
         return np.asarray(H, dtype=dtype)
     return unit_rows(H, dtype)
+
+
+def _unit(step: str, H: np.ndarray) -> bool:
+    """Whether :func:`final_rows` scales the rows of H to unit length for ``step``."""
+    if step not in FINAL_STEPS:
+        raise ValueError(f"unknown final step {step!r}; one of {FINAL_STEPS}")
+    return step == "spectral" or H.shape[1] > 1
 
 
 def graph_rows(H: np.ndarray, step: str, dtype: Any = np.float64) -> np.ndarray:
@@ -79,7 +84,8 @@ def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_ite
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
                    random_state=random_state, copy_x=False)
     rows = np.asarray(H, dtype=dtype)
-    if step != "features" or rows.shape[1] == 1 or not rows.flags.writeable:
+    if step == "spectral" or not _unit(step, rows) or not rows.flags.writeable:
+        # the spectral step's H is the loop's own eigenvectors: a unit copy, as ever
         return model.fit_predict(final_rows(rows, step, dtype))
     # The features' unit rows in place, then their lengths given back, for the same reason:
     # the caller's rows come back equal to within rounding, as from copy_x=False.
