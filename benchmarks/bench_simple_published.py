@@ -32,6 +32,7 @@ papers: 50), as ``mkrk reproduce`` does; Avg-KKM (equal weights) on the same ker
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import time
 import warnings
@@ -67,6 +68,15 @@ PUBLISHED = {
 METRICS = ("acc", "nmi", "purity")
 
 
+@contextlib.contextmanager
+def _centred_kernels_checked():
+    """Centred and normalised kernels are PSD: the sampled PSD check's notice says nothing."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="precomputed kernels of .* rows are checked",
+                                category=UserWarning)
+        yield
+
+
 def gaussian_kernels(views: list) -> np.ndarray:
     """One Gaussian per view, of width the median pairwise distance, centred and normalised."""
     specs = [KernelSpec("gaussian", m=1.0, view=v) for v in range(len(views))]
@@ -76,10 +86,7 @@ def gaussian_kernels(views: list) -> np.ndarray:
 
 def average_kernel(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int,
                    seed: int) -> dict:
-    with warnings.catch_warnings():
-        # centred and normalised PSD kernels: the sampled PSD check's notice says nothing here
-        warnings.filterwarnings("ignore", message="precomputed kernels of .* rows are checked",
-                                category=UserWarning)
+    with _centred_kernels_checked():
         backend = make_backend(make_options("exact"), kernels=kernels, normalize=False)
     with backend:
         labels = average_kernel_clustering(backend, k, repeats, random_state=seed)
@@ -172,9 +179,7 @@ def _triples(kernels: np.ndarray, y: np.ndarray, k: int, repeats: int,
     means: dict[str, list[np.ndarray]] = {"SimpleMKKM": [], "Avg-KKM": []}
     for triple in itertools.combinations(range(kernels.shape[0]), 3):
         K = kernels[list(triple)]
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="precomputed kernels of .* rows are "
-                                    "checked", category=UserWarning)
+        with _centred_kernels_checked():
             model = SimpleMKKM(k, kernels="precomputed", normalize=False,
                                final_step="spectral", random_state=0).fit(K)
         H = model.embedding_
