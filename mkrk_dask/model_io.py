@@ -302,7 +302,8 @@ def load_model(directory: str | os.PathLike) -> Any:
         raise ValueError(f"{document_path} is not an mkrk-dask model")
     if document.get("format_version") != _VERSION:
         raise ValueError(f"{document_path} has model format version "
-                         f"{document.get('format_version')!r}; this version reads {_VERSION}")
+                         f"{document.get('format_version')!r}; this version reads {_VERSION} "
+                         "(fit and save the model again with it)")
     classes = _estimator_classes()
     if document.get("class") not in classes:
         raise ValueError(f"{document_path} names an unknown estimator {document.get('class')!r}")

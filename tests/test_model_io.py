@@ -62,6 +62,11 @@ def test_credentials_are_never_saved(tmp_path):
      "not an mkrk-dask model"),
     (lambda f: (f / "arrays.npz").write_bytes(b"PK\x03\x04 broken"), "cannot be read"),
     (lambda f: (f / "arrays.npz").unlink(), "holds no saved model"),
+    # version 1 held the features step's centres of rows not scaled to unit length: its
+    # predict would be wrong under the unit-row rule, so it is refused
+    (lambda f: (f / "model.json").write_text(json.dumps(
+        {**json.loads((f / "model.json").read_text()), "format_version": 1})),
+     r"model format version 1; this version reads 2 \(fit and save the model again"),
 ])
 def test_damaged_or_foreign_model_is_refused(tmp_path, damage, message):
     model = MKKMRK.paper(10, kernels=KERNELS, random_state=0).fit(X)
