@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .estimators._moved import saved_params
 from .kernels import KernelSpec
 from .results import atomic_path
 from .store import json_normalize
@@ -88,8 +89,10 @@ def _params(estimator: Any) -> dict[str, Any]:
             value = [v.to_dict() if isinstance(v, KernelSpec) else v for v in value]
         elif name == "random_state" and not isinstance(value, int | type(None)):
             value = None
-        elif name == "dtype" and not (isinstance(value, str) and value == "auto"):
+        elif name == "dtype" and not isinstance(value, str):
             value = np.dtype(value).name
+        elif name == "backend_options" and value and not isinstance(value.get("dtype"), str | None):
+            value = {**value, "dtype": np.dtype(value["dtype"]).name}
         elif isinstance(value, os.PathLike):
             value = os.fspath(value)
         if not _jsonable(value):
@@ -314,7 +317,9 @@ def load_model(directory: str | os.PathLike) -> Any:
             arrays = _Arrays({k: npz[k] for k in npz.files})
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(f"{arrays_path} cannot be read: {' '.join(str(err).split())}") from None
-    estimator = classes[document["class"]](**document["params"])
+    # a model saved before the storage knobs moved into backend_options gives them as
+    # parameters: moved there, so that it refits without a FutureWarning
+    estimator = classes[document["class"]](**saved_params(document["params"]))
     _load_fitted(estimator, document["fitted"], arrays)
     if document["row_map"] is not None:
         estimator.row_map_ = _load_row_map(document["row_map"], arrays)

@@ -38,7 +38,7 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "PREPROCESSING_CHOICES", "WIDTHS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
-           "resolve_options"]
+           "resolve_options", "requested_dtype"]
 
 #: the default kernels' geometries (:func:`auto_kernels`)
 GEOMETRIES = ("euclidean", "angular", "mixed")
@@ -345,47 +345,46 @@ def _is_auto(value: Any) -> bool:
     return isinstance(value, str) and value == "auto"
 
 
-def backend_settings(solver: str, params: dict, defaults: dict, dtype: str = "float64",
+def requested_dtype(params: dict) -> str:
+    """The storage precision ``backend_options`` asks for (``"auto"`` by default), checked
+    (:func:`~mkrk_dask.backends.options.dtype_name`)."""
+    from .backends.options import DTYPE_CHOICES, dtype_name
+
+    return dtype_name((params.get("backend_options") or {}).get("dtype", "auto"),
+                      DTYPE_CHOICES)
+
+
+def backend_settings(solver: str, params: dict, dtype: str | None = None,
                      strict: bool = True) -> dict:
-    """The options of ``solver`` from the estimator's parameters (``chunk_size``,
-    ``n_landmarks``, ``landmarks``, the storage ``dtype``) and its ``backend_options``.
-    ``backend_options`` may set what a parameter leaves at its default, not both. With
-    ``strict=False`` (``solver="auto"``) options of another backend are left out, and only
-    an option no backend has is refused."""
+    """The options of ``solver`` from the estimator's ``backend_options``, the storage
+    precision set to ``dtype`` (the plan's; by default the one requested, ``"auto"`` checked
+    as float64). With ``strict=False`` (``solver="auto"``) options of another backend are
+    left out, and only an option no backend has is refused."""
     from .backends import option_names
 
     names = set(option_names(solver))
-    settings = {k: params[k] for k in ("chunk_size", "n_landmarks", "landmarks")
-                if k in names and k in params}
-    if "dtype" in names:
-        settings["dtype"] = dtype
-    extra = dict(params.get("backend_options") or {})
-    twice = sorted(k for k in set(extra) & set(settings) if k != "dtype"
-                   and (settings[k] is not defaults.get(k) and settings[k] != defaults.get(k)))
-    if "dtype" in extra and not _is_auto(params.get("dtype", "auto")):
-        twice.append("dtype")
-    if twice:
-        raise ValueError(f"{', '.join(sorted(twice))} given both as a parameter and in "
-                         "backend_options; give it once")
+    settings = dict(params.get("backend_options") or {})
+    requested = requested_dtype(params)
+    settings.pop("dtype", None)  # the plan's, for every solver (the exact one stores none)
     if not strict:
         known = set().union(*(option_names(s) for s in ("exact", "blockwise", "nystrom")))
-        unknown = sorted(set(extra) - known)
+        unknown = sorted(set(settings) - known)
         if unknown:
             raise ValueError(f"unknown backend option(s) {', '.join(map(repr, unknown))}; "
                              f"no backend has them")
-        extra = {k: v for k, v in extra.items() if k in names}
-    for key in set(extra) & set(settings):
-        settings.pop(key)
-    return {**settings, **extra}
+        settings = {k: v for k, v in settings.items() if k in names}
+    if "dtype" in names:
+        settings["dtype"] = dtype or ("float64" if _is_auto(requested) else requested)
+    return settings
 
 
-def resolve_options(solver: str, params: dict, defaults: dict, n: int, m: int, dtype: str,
+def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
                     strict: bool) -> dict:
     """The backend options of ``solver`` (:func:`backend_settings`), every ``"auto"`` among
     them resolved for ``n`` rows and ``m`` kernels."""
     from .backends import make_options
 
-    options = make_options(solver, **backend_settings(solver, params, defaults, dtype, strict))
+    options = make_options(solver, **backend_settings(solver, params, dtype, strict))
     if solver == "nystrom":
         options = replace(
             options, max_components=options.resolved_max_components(n, m),
@@ -394,25 +393,23 @@ def resolve_options(solver: str, params: dict, defaults: dict, n: int, m: int, d
     return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
-def _solver(params: dict, defaults: dict, n: int, m: int, specs: Any, precomputed: bool,
+def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
             lazy: bool) -> tuple[str, str, str, str]:
     """``(solver, its reason, dtype, its reason)``."""
     from .auto import choose_precomputed_solver, choose_solver, smooth_exact_max_n
     from .backends import make_options
     from .exceptions import ProblemTooLargeError
 
-    solver, dtype = params["solver"], params["dtype"]
-    dtype = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    solver, dtype = params["solver"], requested_dtype(params)
     auto_dtype = _is_auto(dtype)
     if precomputed:
         if solver != "auto":
             return solver, "given", "float64" if auto_dtype else dtype, "precomputed kernels"
-        copy = make_options("exact", **backend_settings(
-            "exact", params, defaults, strict=False)).copy or lazy
+        copy = make_options("exact", **backend_settings("exact", params, strict=False)
+                            ).copy or lazy
         choice, reason = choose_precomputed_solver(n, m, copy=copy)
         return choice, reason, "float64", "precomputed kernels are kept in float64"
-    nystrom = make_options("nystrom", **backend_settings("nystrom", params, defaults,
-                                                         strict=False))
+    nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
     plain = not nystrom.exact_dissimilarity(n, m)
     limit = nystrom.exact_dissimilarity_limit(m)
     stored = "float32" if (auto_dtype and plain) else ("float64" if auto_dtype else dtype)
@@ -424,8 +421,7 @@ def _solver(params: dict, defaults: dict, n: int, m: int, specs: Any, precompute
         if solver != "nystrom" and auto_dtype:
             stored, dtype_reason = "float64", "float64 kernels"
         return solver, "given", stored, dtype_reason
-    counts = np.atleast_1d(np.asarray(params["n_landmarks"]))
-    kwargs = dict(n_landmarks=int(counts.max()),
+    kwargs = dict(n_landmarks=int(np.max(nystrom.n_landmarks)),
                   exact_max_n=smooth_exact_max_n(limit) if smooth_kernels(specs) else None,
                   max_components=nystrom.resolved_max_components(n, m),
                   store_factors=bool(nystrom.factors_storage(n, m)))
@@ -482,10 +478,10 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
     return decisions, step_used, rank_used, used, anchors if used == "graph" else 0
 
 
-def make_plan(method: str, params: dict, defaults: dict, data: Any, *, precomputed: bool
-              ) -> FitPlan:
-    """The plan of a fit of ``params`` (an estimator's ``get_params()``, validated; its class's
-    ``defaults``) on ``data``: the validated views, or the ``(m, n, n)`` precomputed kernels.
+def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> FitPlan:
+    """The plan of a fit of ``params`` (an estimator's ``get_params()``, validated, every
+    backend option in ``backend_options``) on ``data``: the validated views, or the
+    ``(m, n, n)`` precomputed kernels.
 
     Reads a uniform sample of at most :data:`SAMPLE_ROWS` rows of each view (the column
     scales and the geometry), nothing else of the data.
@@ -524,11 +520,11 @@ def make_plan(method: str, params: dict, defaults: dict, data: Any, *, precomput
             decisions.append(Decision("kernels", ", ".join(s.name for s in specs), "given",
                                       auto=False))
         m = len(specs)
-    solver, solver_reason, dtype, dtype_reason = _solver(params, defaults, n, m, specs,
-                                                         precomputed, lazy)
+    solver, solver_reason, dtype, dtype_reason = _solver(params, n, m, specs, precomputed,
+                                                         lazy)
     decisions.append(Decision("solver", solver, solver_reason, auto=_is_auto(params["solver"])))
-    decisions.append(Decision("dtype", dtype, dtype_reason, auto=_is_auto(params["dtype"])))
-    options = resolve_options(solver, params, defaults, n, m, dtype,
+    decisions.append(Decision("dtype", dtype, dtype_reason, auto=_is_auto(requested_dtype(params))))
+    options = resolve_options(solver, params, n, m, dtype,
                               strict=not _is_auto(params["solver"]))
     final, step, rank, clustering, anchors = _final(params, n, k)
     decisions += final

@@ -19,7 +19,7 @@ from ..landmarks import DEFAULT_RANK_TOL, DEFAULT_REL_FLOOR, LANDMARK_METHODS
 
 __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
            "make_options", "option_names", "SOLVER_OPTIONS", "PRODUCTS", "EIGEN_METHODS",
-           "STORE_DTYPES", "DTYPE_CHOICES"]
+           "STORE_DTYPES", "DTYPE_CHOICES", "dtype_name"]
 
 PRODUCTS = ("combined", "fused")
 EIGEN_METHODS = ("auto", "lapack", "lanczos")
@@ -122,9 +122,7 @@ class _StoreOptions:
 
     def __post_init__(self) -> None:
         _integer("chunk_size", self.chunk_size, 1, allow_none=True)
-        _choice("dtype", np.dtype(self.dtype).name if _is_dtype(self.dtype) else self.dtype,
-                STORE_DTYPES)
-        object.__setattr__(self, "dtype", np.dtype(self.dtype).name)
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
         _flag("overwrite", self.overwrite)
 
 
@@ -134,6 +132,15 @@ def _is_dtype(value: Any) -> bool:
     except TypeError:
         return False
     return not isinstance(value, bool)
+
+
+def dtype_name(value: Any, allowed: tuple[str, ...] = STORE_DTYPES) -> str:
+    """The storage precision ``value`` names (a name, a numpy type or dtype), checked against
+    ``allowed``: :data:`STORE_DTYPES` for a store, :data:`DTYPE_CHOICES` (``"auto"`` too) for
+    the ``dtype`` of ``backend_options``, which the plan resolves."""
+    name = np.dtype(value).name if _is_dtype(value) else value
+    _choice("dtype", name, allowed)
+    return name
 
 
 @dataclass(frozen=True)

@@ -134,8 +134,16 @@ def _repeats(args: argparse.Namespace) -> int:
     return int(args.repeats)
 
 
-def _backend_options(args: argparse.Namespace, **given: Any) -> dict[str, Any] | None:
-    """``backend_options`` from the Nystrom options given on the command line."""
+def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dict[str, Any]:
+    """``backend_options`` from the backend options of the command line: --dtype for every
+    solver, --chunk-size, --n-landmarks and --landmarks where ``solver`` has them (``"auto"``:
+    all; the plan keeps those of the backend it chooses), --max-components as given."""
+    from ..backends import option_names
+
+    names = option_names("nystrom" if solver == "auto" else solver)
+    given = {"dtype": args.dtype, **{
+        name: getattr(args, name) for name in ("chunk_size", "n_landmarks", "landmarks")
+        if name in names and getattr(args, name) is not None}, **given}
     text = args.max_components
     if text is not None:
         if text in ("auto", "none"):
@@ -145,7 +153,7 @@ def _backend_options(args: argparse.Namespace, **given: Any) -> dict[str, Any] |
         else:
             raise UserError(f"--max-components must be 'auto', 'none' or an integer >= 1, "
                             f"got {text!r}")
-    return given or None
+    return given
 
 
 def _store(args: argparse.Namespace) -> str | Path | None:
@@ -164,9 +172,8 @@ def _estimator(args: argparse.Namespace, n_clusters: int, solver: str, client: A
         n_clusters=n_clusters, **_model_settings(args), solver=solver, **stop,
         max_iter=args.max_iter, n_init=args.n_init,
         store=_store(args), storage_options=storage_options(args), scheduler=client,
-        chunk_size=args.chunk_size, n_landmarks=args.n_landmarks, landmarks=args.landmarks,
-        dtype=args.dtype, random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0,
-        backend_options=_backend_options(args))
+        random_state=args.seed, verbose=1 if args.verbosity >= 1 else 0,
+        backend_options=_backend_options(args, solver))
 
 
 def _result_size(data: Dataset) -> int:
@@ -187,11 +194,9 @@ def _cmd_build(args: argparse.Namespace) -> int:
     store = _store(args)
     estimator = MKKMRK(kernels=_kernels_arg(args.kernels) or "paper", solver=args.solver,
                        store=store,
-                       storage_options=storage_options(args), chunk_size=args.chunk_size,
-                       dtype=args.dtype, n_landmarks=args.n_landmarks,
-                       landmarks=args.landmarks, random_state=args.seed,
+                       storage_options=storage_options(args), random_state=args.seed,
                        backend_options=_backend_options(
-                           args, **({"overwrite": True} if args.overwrite else {})))
+                           args, args.solver, **({"overwrite": True} if args.overwrite else {})))
     log(args, f"building a {args.solver} store at {store}: {data.n_samples} samples")
     with dask_client(args, args.solver) as client:
         info = build_store(estimator.set_params(scheduler=client), data.X)

@@ -133,7 +133,7 @@ def _paper_part(args: argparse.Namespace, X: np.ndarray, y: np.ndarray,
     with dask_client(args, solver) as client:
         model = MKKMRK.paper(n_clusters=10, lam=args.lam, solver=solver, random_state=args.seed,
                              scheduler=client, verbose=1 if args.verbosity >= 1 else 0,
-                             **_DEMO_OPTIONS.get(solver, {})).fit(X)
+                             backend_options=_DEMO_OPTIONS.get(solver)).fit(X)
     seconds = time.perf_counter() - start
     result(f"fitted in {seconds:.1f} s: {model.n_iter_} iterations "
            f"({'converged' if model.converged_ else 'max_iter reached'}), backend "

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
-import inspect
 import json
 import os
 import time
@@ -37,7 +36,6 @@ from .._compute import compute_here
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, make_backend, make_options
-from ..backends.options import DTYPE_CHOICES
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec
@@ -60,6 +58,7 @@ from ..validation import (
     materialize,
 )
 from ._final import FINAL_CLUSTERINGS, final_embedding, graph_partition, kmeans_partition
+from ._moved import plan_params
 from ._out_of_sample import OutOfSampleMixin
 from ._summary import approximation_lines
 
@@ -108,11 +107,12 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "store": [None, str, os.PathLike],
         "storage_options": [None, dict],
         "scheduler": [None, str, HasMethods(["submit", "scatter"])],
-        # validated by the backend options (plan.backend_settings), the one place
+        # deprecated ("deprecated": not set; a value is routed into backend_options, _moved),
+        # validated there by the backend options, the one place
         "chunk_size": "no_validation",
         "n_landmarks": "no_validation",
         "landmarks": "no_validation",
-        "dtype": [StrOptions(set(DTYPE_CHOICES)), type, np.dtype],
+        "dtype": "no_validation",
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEP_CHOICES))],
         "final_clustering": [StrOptions(set(FINAL_CLUSTERINGS))],
@@ -124,12 +124,14 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
     # -- validation and the plan -------------------------------------------------------------
 
-    def _check_params(self) -> None:
+    def _check_params(self) -> dict:
         """Every parameter, before any work: each against its ``_parameter_constraints``
         (:func:`~mkrk_dask.validation.check_constraints`, the one place), then what involves
-        several (the method's too), then the settings of every backend the fit could use."""
-        params = self.get_params(deep=False)
-        check_constraints(params, self._parameter_constraints)
+        several (the method's too), then the settings of every backend the fit could use.
+        Returns the parameters as the plan reads them: every backend option in
+        ``backend_options`` (a deprecated keyword routed there, with a FutureWarning)."""
+        check_constraints(self.get_params(deep=False), self._parameter_constraints)
+        params = plan_params(self.get_params(deep=False), stacklevel=4)
         if (self.final_step == "spectral" and self.n_components != "auto"
                 and self.n_components < self.n_clusters):
             # The unit rows of fewer eigenvectors than clusters cannot tell the clusters apart
@@ -142,15 +144,11 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             raise ValueError("store applies to solver='blockwise' or 'nystrom' (or 'auto'); "
                              "the exact backend keeps its kernels in memory")
         self._check_method_params()
-        defaults = self._defaults()
         for solver in (("exact", "blockwise", "nystrom") if self.solver == "auto"
                        else (self.solver,)):
-            make_options(solver, **backend_settings(solver, params, defaults,
+            make_options(solver, **backend_settings(solver, params,
                                                     strict=self.solver != "auto"))
-
-    @classmethod
-    def _defaults(cls) -> dict:
-        return {k: v.default for k, v in inspect.signature(cls).parameters.items()}
+        return params
 
     def _check_method_params(self) -> None:  # noqa: B027 - optional hook
         """Checks of the method's own parameters that involve more than one of them."""
@@ -180,7 +178,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
     def _resolve(self, X: Any) -> tuple[FitPlan, Any]:
         """Validate every parameter and ``X``, and make the plan (:func:`mkrk_dask.plan.make_plan`,
         where every ``"auto"`` is resolved): ``(plan, data)``."""
-        self._check_params()
+        params = self._check_params()
         data, precomputed = self._prepare_input(X)
         n_samples = int(data.shape[1] if precomputed else data[0].shape[0])
         check_n_clusters(self.n_clusters, n_samples)
@@ -188,8 +186,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             raise ValueError(f"n_components={self.n_components} is more than the "
                              f"{n_samples - 1} eigenpairs that {n_samples} samples allow "
                              "(n_samples - 1)")
-        plan = make_plan(self.method, self.get_params(deep=False), self._defaults(), data,
-                         precomputed=precomputed)
+        plan = make_plan(self.method, params, data, precomputed=precomputed)
         return plan, data
 
     def plan(self, X: Any) -> FitPlan:
@@ -389,8 +386,8 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 f"the Nystrom factors miss {missed:.0%} of the trace of the learned combined "
                 f"kernel, mostly of {names}; the H-step did not see that part, so the "
                 "weights and labels can differ from the exact solution's. Give these kernels "
-                "more landmarks (n_landmarks accepts one count per kernel), or use "
-                "solver='exact' or 'blockwise' if n allows.",
+                "more landmarks (backend_options={'n_landmarks': ...} accepts one count per "
+                "kernel), or use solver='exact' or 'blockwise' if n allows.",
                 NystromApproximationWarning, stacklevel=3)
 
     def _set_fitted(self, result: SolverResult, embedding: np.ndarray,

@@ -43,9 +43,13 @@ class MKKM(MultipleKernelKMeans):
     n_clusters : int, default=8
         Number of clusters k.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
-max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
-backend_options, random_state, verbose, preprocessing
+max_iter, n_init, store, storage_options, scheduler, backend_options, random_state, verbose, \
+preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
+    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
+        .. deprecated:: 0.2
+           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
+           removed in 0.3.
 
     Attributes
     ----------
@@ -83,10 +87,10 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: int | None = None,
-        n_landmarks: int = 500,
-        landmarks: str = "kmeans++",
-        dtype: str = "auto",
+        chunk_size: Any = "deprecated",
+        n_landmarks: Any = "deprecated",
+        landmarks: Any = "deprecated",
+        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
@@ -148,9 +152,13 @@ class MKKMMR(MultipleKernelKMeans):
         Every weight step must have a duality gap below ``qp_gap_tol`` times its objective,
         else an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
-max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
-backend_options, random_state, verbose, preprocessing
+max_iter, n_init, store, storage_options, scheduler, backend_options, random_state, verbose, \
+preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
+    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
+        .. deprecated:: 0.2
+           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
+           removed in 0.3.
 
     Attributes
     ----------
@@ -198,10 +206,10 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: int | None = None,
-        n_landmarks: int = 500,
-        landmarks: str = "kmeans++",
-        dtype: str = "auto",
+        chunk_size: Any = "deprecated",
+        n_landmarks: Any = "deprecated",
+        landmarks: Any = "deprecated",
+        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,

@@ -111,38 +111,45 @@ class MKKMRK(MultipleKernelKMeans):
         else a local cluster started in-process (on 127.0.0.1) and shut down after the fit. An
         estimator given a Client can be cloned (the clone shares it) and pickled (its
         scheduler's address is kept).
-    chunk_size : int, optional
-        Rows per block of the stores (default chosen from n).
-    n_landmarks : int, default=500
-        Nystrom landmarks per kernel: the largest rank a kernel's factor can have. With the
-        ``backend_options`` entry ``rank_tol`` (default 0: off), each kernel keeps only the
-        fewest components that hold all but that share of the trace of its landmark block, so
-        smooth kernels cost less (``nystrom_ranks_``); see the Nystrom page of the docs for
-        its measured cost in accuracy.
-    landmarks : {"kmeans++", "uniform"}, default="kmeans++"
-        Nystrom landmark selection.
-    dtype : {"auto", "float64", "float32"}, default="auto"
-        Storage precision of the blockwise kernels / Nystrom factors (the arithmetic is
-        float64). ``"auto"``: float32 Nystrom factors for the plain Nystrom backend (n above
-        the exact-C limit, :meth:`~mkrk_dask.backends.NystromOptions.exact_dissimilarity_limit`:
-        n = 20,000, or fewer rows with many kernels; as accurate against exact as
-        float64 ones, half the disk and the bytes every pass moves) and where only
-        float32 factors fit the free disk; float64 otherwise. ``dtype_`` records the choice
-        and ``solver_reason_`` why. With float32, the
-        Nystrom ``embedding_`` is kept in float32 and the final k-means runs on float32 rows:
-        at millions of rows these set the fit's peak memory. The centres that ``predict``
-        uses are polished in float64.
     backend_options : dict, optional
-        Further options of the backend (the fields of
-        :class:`~mkrk_dask.backends.ExactOptions`, :class:`~mkrk_dask.backends.BlockwiseOptions`
-        or :class:`~mkrk_dask.backends.NystromOptions`; checked before any work starts), e.g.
-        ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
-        :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`),
-        ``{"eigen_method": "lapack"}`` or, for precomputed kernels the caller lets the fit
-        overwrite, ``{"copy": False}`` (normalised in place, no copy) for the exact one, or
-        ``{"local_threshold": 0}`` to turn off the Nystrom backend's sparse local part, which
-        by default follows the exact solution up to the exact-C limit (see
-        :class:`~mkrk_dask.backends.NystromOptions`).
+        Options of the backend: the fields of :class:`~mkrk_dask.backends.ExactOptions`,
+        :class:`~mkrk_dask.backends.BlockwiseOptions` or
+        :class:`~mkrk_dask.backends.NystromOptions`, checked there before any work starts
+        (one line naming a bad one). With ``solver="auto"`` the options of the backends it did
+        not choose are left out; a given solver refuses an option it does not have. ``plan_``
+        records them, every ``"auto"`` resolved. Among them:
+
+        - ``"n_landmarks"`` (int or one per kernel, default 500): Nystrom landmarks per
+          kernel, the largest rank a kernel's factor can have. With ``"rank_tol"``, each kernel
+          keeps only the fewest components that hold all but that share of the trace of its
+          landmark block, so smooth kernels cost less (``nystrom_ranks_``); see the Nystrom
+          page of the docs for its measured cost in accuracy.
+        - ``"landmarks"`` ({"kmeans++", "uniform"}, default "kmeans++"): Nystrom landmark
+          selection.
+        - ``"chunk_size"`` (int, default chosen from n): rows per block of the stores
+          (blockwise and Nystrom).
+        - ``"dtype"`` ({"auto", "float64", "float32"}, default "auto"; any solver): storage
+          precision of the blockwise kernels / Nystrom factors (the arithmetic is float64).
+          ``"auto"``, resolved by the plan: float32 Nystrom factors for the plain Nystrom
+          backend (n above the exact-C limit,
+          :meth:`~mkrk_dask.backends.NystromOptions.exact_dissimilarity_limit`: n = 20,000,
+          or fewer rows with many kernels; as accurate against exact as float64 ones, half the
+          disk and the bytes every pass moves) and where only float32 factors fit the free
+          disk; float64 otherwise. ``dtype_`` records the choice and ``solver_reason_`` why.
+          With float32, the Nystrom ``embedding_`` is kept in float32 and the final k-means
+          runs on float32 rows: at millions of rows these set the fit's peak memory. The
+          centres that ``predict`` uses are polished in float64.
+        - ``{"products": "fused", "overwrite": True}`` for the blockwise backend (see
+          :class:`~mkrk_dask.backends.blockwise.BlockwiseBackend`), ``{"eigen_method":
+          "lapack"}`` or, for precomputed kernels the caller lets the fit overwrite,
+          ``{"copy": False}`` (normalised in place, no copy) for the exact one, or
+          ``{"local_threshold": 0}`` to turn off the Nystrom backend's sparse local part,
+          which by default follows the exact solution up to the exact-C limit.
+    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
+        .. deprecated:: 0.2
+           Set them in ``backend_options`` instead, e.g. ``backend_options={"n_landmarks":
+           300, "dtype": "float32"}``. Given as parameters they are routed there with a
+           :class:`FutureWarning` at ``fit`` and ``plan``; they will be removed in 0.3.
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
     tol : float, default=1e-5
@@ -206,7 +213,8 @@ class MKKMRK(MultipleKernelKMeans):
     solver_ : str
         The backend that ran.
     dtype_ : str
-        The storage precision used (what ``dtype="auto"`` resolved to).
+        The storage precision used (what the ``"auto"`` of ``backend_options["dtype"]``
+        resolved to).
     n_features_in_ : int
         Features seen in ``fit``: the matrix's columns, or for a list of views the total
         over all views (``sum(n_features_per_view_)``; :meth:`predict` still takes the views
@@ -290,10 +298,10 @@ class MKKMRK(MultipleKernelKMeans):
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: int | None = None,
-        n_landmarks: int = 500,
-        landmarks: str = "kmeans++",
-        dtype: str = "auto",
+        chunk_size: Any = "deprecated",
+        n_landmarks: Any = "deprecated",
+        landmarks: Any = "deprecated",
+        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,

@@ -87,11 +87,15 @@ class SimpleMKKM(MultipleKernelKMeans):
     max_step : float, default=0.1
         With ``direction="reduced"``, the largest first trial step along the unit direction.
     kernels, solver, final_step, final_clustering, n_components, normalize, tol, tol_mode, \
-max_iter, n_init, store, storage_options, scheduler, chunk_size, n_landmarks, landmarks, dtype, \
-backend_options, random_state, verbose, preprocessing
+max_iter, n_init, store, storage_options, scheduler, backend_options, random_state, verbose, \
+preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults), except ``tol`` and
         ``tol_mode``, whose defaults (``1e-9``, ``"relative"``) leave the stop to ``gap_tol``:
         a small change of J is no proof of the optimum, the gap is.
+    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
+        .. deprecated:: 0.2
+           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
+           removed in 0.3.
 
     Attributes
     ----------
@@ -141,10 +145,10 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: int | None = None,
-        n_landmarks: int = 500,
-        landmarks: str = "kmeans++",
-        dtype: str = "auto",
+        chunk_size: Any = "deprecated",
+        n_landmarks: Any = "deprecated",
+        landmarks: Any = "deprecated",
+        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
