@@ -142,8 +142,9 @@ def paper(views, k, seed, *, big: bool):
     through the Nystrom backend (300 landmarks per kernel, float32), the exact backend's 12
     dense n x n kernels being out of reach."""
     if big:
-        est = MKKMRK.paper(k, lam=2.0**-15, solver="nystrom", n_landmarks=300,
-                           dtype="float32", tol=1e-6, tol_mode="relative", random_state=seed)
+        est = MKKMRK.paper(k, lam=2.0**-15, solver="nystrom", tol=1e-6, tol_mode="relative",
+                           random_state=seed,
+                           backend_options={"n_landmarks": 300, "dtype": "float32"})
     else:
         est = MKKMRK.paper(k, lam=2.0**-15, random_state=seed)
     return est.fit(views if len(views) > 1 else views[0]).labels_

@@ -169,8 +169,8 @@ def run_dataset(name: str, data_dir: str | None, seeds: int, big: int, big_seeds
         paper = MKKMRK.paper(k, random_state=0)
         grid = [2.0**e for e in range(-15, 6)]
     else:
-        paper = MKKMRK.paper(k, solver="nystrom", n_landmarks=300, dtype="float32",
-                             tol=1e-6, tol_mode="relative", random_state=0)
+        paper = MKKMRK.paper(k, solver="nystrom", tol=1e-6, tol_mode="relative", random_state=0,
+                             backend_options={"n_landmarks": 300, "dtype": "float32"})
         grid = [2.0**e for e in (-15, -10, -5, 0, 5)]
     start = time.perf_counter()
     with warnings.catch_warnings():

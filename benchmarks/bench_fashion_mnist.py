@@ -81,9 +81,9 @@ def main() -> None:
         with PeakRSS() as peak:
             t0 = time.perf_counter()
             fitted[method] = ESTIMATORS[method](
-                k, kernels="paper", solver="nystrom", n_landmarks=args.landmarks,
-                dtype=args.dtype, n_init=args.n_init, random_state=args.seed, tol=1e-6,
-                tol_mode="relative", **extra).fit(X_fit)
+                k, kernels="paper", solver="nystrom", n_init=args.n_init, random_state=args.seed,
+                tol=1e-6, tol_mode="relative", **extra,
+                backend_options={"n_landmarks": args.landmarks, "dtype": args.dtype}).fit(X_fit)
             seconds = time.perf_counter() - t0
         nmi, acc = score(fitted[method].labels_)
         setting = ", ".join(f"{key}={value:g}" for key, value in

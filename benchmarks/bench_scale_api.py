@@ -126,15 +126,17 @@ def fit(path: Path, scenario: str, args) -> dict:
 
     spec = SCENARIOS[scenario]
     views = sorted(path.glob("view*.zarr"))
-    params = dict(kernels=spec["kernels"], solver="nystrom", n_landmarks=args.landmarks,
-                  dtype="float32", random_state=args.seed, n_init=args.n_init)
+    params = dict(kernels=spec["kernels"], solver="nystrom", random_state=args.seed,
+                  n_init=args.n_init,
+                  backend_options={"n_landmarks": args.landmarks, "dtype": "float32"})
     if scenario == "default":
         params = dict(random_state=args.seed)
     if scenario == "multiview" and args.method == "MKKM-RK":
         # scale_nystrom_r500.md's configuration, through the estimator.
         params.update(dissimilarity="fip", lam_scaling="none", lam=args.lam,
                       final_step="spectral", tol=1e-6, tol_mode="relative",
-                      backend_options={"exact_distance_max_n": args.exact_distance_max_n})
+                      backend_options={**params["backend_options"],
+                                       "exact_distance_max_n": args.exact_distance_max_n})
     out: dict = {"params": {k: v for k, v in params.items() if k != "kernels"}}
     store_name = "factors" if scenario != "default" else "store"
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:

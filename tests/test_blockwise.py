@@ -290,8 +290,8 @@ def test_estimator_matches_exact_synthetic(client, tmp_path):
         exact = MKKMRK.paper(n_clusters=4, solver="exact", dissimilarity=dissimilarity,
                        random_state=0).fit(X)
         blockwise = MKKMRK.paper(n_clusters=4, solver="blockwise", dissimilarity=dissimilarity,
-                           scheduler=client, store=tmp_path / "k.zarr", chunk_size=64,
-                           random_state=0).fit(X)
+                           scheduler=client, store=tmp_path / "k.zarr", random_state=0,
+                           backend_options={"chunk_size": 64}).fit(X)
         assert_same_fit(blockwise, exact)
 
 
@@ -390,8 +390,9 @@ def test_fit_on_a_scheduler_with_two_worker_processes(process_cluster, tmp_path)
     X, _ = blobs(n=240, k=4)
     address = process_cluster.scheduler.address
     exact = MKKMRK.paper(n_clusters=4, solver="exact", random_state=0).fit(X)
-    blockwise = MKKMRK.paper(n_clusters=4, solver="blockwise", scheduler=address, chunk_size=64,
-                       store=tmp_path / "k.zarr", random_state=0).fit(X)
+    blockwise = MKKMRK.paper(n_clusters=4, solver="blockwise", scheduler=address,
+                             store=tmp_path / "k.zarr", random_state=0,
+                             backend_options={"chunk_size": 64}).fit(X)
     assert_same_fit(blockwise, exact)
     # both workers took part, and the cluster we did not start is still up
     assert len(process_cluster.scheduler_info()["workers"]) == 2

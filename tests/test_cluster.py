@@ -72,8 +72,8 @@ def test_estimator_with_a_client_clones_and_pickles():
     with LocalCluster(n_workers=1, processes=False, protocol="tcp://", host="127.0.0.1",
                       dashboard_address="127.0.0.1:0", worker_dashboard_address="127.0.0.1:0"
                       ) as lc, Client(lc, set_as_default=False) as c:
-        est = MKKMRK.paper(3, kernels=KERNELS, solver="nystrom", n_landmarks=30, scheduler=c,
-                     random_state=0)
+        est = MKKMRK.paper(3, kernels=KERNELS, solver="nystrom", scheduler=c,
+                     random_state=0, backend_options={"n_landmarks": 30})
         twin = clone(est)
         assert twin.scheduler is c and twin is not est
         assert twin.get_params()["n_landmarks"] == 30

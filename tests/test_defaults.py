@@ -173,8 +173,9 @@ def test_default_matches_plain_kmeans_on_digits_and_predicts_held_out_rows():
     assert agreement > 0.8, agreement
 
 
-@pytest.mark.parametrize("solver, options", [("blockwise", {"chunk_size": 128}),
-                                             ("nystrom", {"n_landmarks": 150})])
+@pytest.mark.parametrize("solver, options", [
+    ("blockwise", {"backend_options": {"chunk_size": 128}}),
+    ("nystrom", {"backend_options": {"n_landmarks": 150}})])
 def test_distributed_backends_predict_held_out_rows_like_a_refit(client, solver, options):
     # Fit on 300 digits, predict the next 150, refit on all 450: the held-out predictions
     # agree with the refit's clusters of those rows. Measured ARI (seeds 0-3): blockwise
@@ -191,8 +192,9 @@ def test_distributed_backends_predict_held_out_rows_like_a_refit(client, solver,
     assert agreement > 0.7, agreement
 
 
-@pytest.mark.parametrize("solver, options", [("blockwise", {"chunk_size": 128}),
-                                             ("nystrom", {"n_landmarks": 400})])
+@pytest.mark.parametrize("solver, options", [
+    ("blockwise", {"backend_options": {"chunk_size": 128}}),
+    ("nystrom", {"backend_options": {"n_landmarks": 400}})])
 def test_default_fits_data_with_all_zero_rows_on_every_backend(client, solver, options):
     # Counts and intensities often hold all-zero rows (an empty document, a blank image).
     # The default dictionary's cosine and angular kernels give them a direction of their

@@ -144,7 +144,8 @@ def test_dtype_takes_a_numpy_dtype(digits):
     X = digits[0][:150]
     for dtype in (np.dtype("float32"), np.float32, "float32"):
         model = MKKMRK(3, kernels=["linear", "gaussian(m=1)"], solver="nystrom",
-                       n_landmarks=30, dtype=dtype, max_iter=5, random_state=0).fit(X)
+                       max_iter=5, random_state=0,
+                       backend_options={"n_landmarks": 30, "dtype": dtype}).fit(X)
         assert model.nystrom_model_.dtype == np.float32
 
 
@@ -153,10 +154,10 @@ def test_a_refit_keeps_nothing_of_the_earlier_fit(digits):
     # line, of the earlier one survives (the Nystrom ranks of 2 kernels once broke the
     # summary of a refit with more kernels).
     X = digits[0][:150]
-    model = MKKMRK(3, kernels=["cosine", "gaussian(m=1)"], solver="nystrom", n_landmarks=30,
-                   max_iter=5, random_state=0).fit(X)
+    model = MKKMRK(3, kernels=["cosine", "gaussian(m=1)"], solver="nystrom", max_iter=5,
+                   random_state=0, backend_options={"n_landmarks": 30}).fit(X)
     assert hasattr(model, "nystrom_ranks_") and hasattr(model, "nystrom_model_")
-    model.set_params(solver="exact", kernels="auto").fit(X)
+    model.set_params(solver="exact", kernels="auto", backend_options=None).fit(X)
     assert not [name for name in vars(model) if name.startswith("nystrom")]
     assert len(model.kernel_names_) > 2 and "Nystrom" not in model.summary()
     assert model.plan_.decision("kernels").auto and "kernels: cosine" in model.summary()

@@ -41,7 +41,7 @@ def nanny_cluster():
 
 def _fit(client, solver, data=X, method="MKKM-RK", **extra):
     params = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0,
-                  chunk_size=60, tol=1e-7, tol_mode="relative")
+                  backend_options={"chunk_size": 60}, tol=1e-7, tol_mode="relative")
     if method == "SimpleMKKM":
         # the scaled steps: a few iterations, each with its line search's H-steps
         params.update(direction="scaled", gap_tol=1e-6)
@@ -50,7 +50,8 @@ def _fit(client, solver, data=X, method="MKKM-RK", **extra):
         params["lam"] = 2.0**-8
         cls = MKKMRK
     if solver == "nystrom":
-        params["n_landmarks"] = 40
+        params["backend_options"]["n_landmarks"] = 40
+    params["backend_options"].update(extra.pop("backend_options", {}))
     params.update(extra)
     return cls.paper(3, **params).fit(data)
 
@@ -322,8 +323,9 @@ def test_a_lost_scheduler_ends_the_fit_in_one_line_within_a_minute(tmp_path, mon
 
         monkeypatch.setattr(progress.Reporter, "task_pass", task_pass)
         with pytest.raises(SchedulerLostError, match="lost the connection") as caught:
-            MKKMRK.paper(3, kernels=KERNELS, solver="blockwise", chunk_size=30,
-                   scheduler=f"tcp://127.0.0.1:{port}").fit(X)
+            MKKMRK.paper(3, kernels=KERNELS, solver="blockwise",
+                         scheduler=f"tcp://127.0.0.1:{port}",
+                         backend_options={"chunk_size": 30}).fit(X)
         assert killed, "the kernel build never started"
         seconds = time.monotonic() - killed[0]
         assert seconds < 60, seconds

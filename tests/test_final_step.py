@@ -60,8 +60,9 @@ def test_spectral_step_never_sees_fewer_eigenvectors_than_clusters():
 def test_auto_rank_is_cut_to_what_the_nystrom_factors_hold(client):
     # 2 landmarks for each of 4 kernels: 8 components; the default rank 2k = 10 for k = 5
     # is cut to them, a rank given above them is refused.
-    kwargs = dict(kernels=auto_kernels(["euclidean"]), solver="nystrom", n_landmarks=2,
-                  backend_options={"local_threshold": 0}, scheduler=client, random_state=0)
+    kwargs = dict(kernels=auto_kernels(["euclidean"]), solver="nystrom",
+                  backend_options={"n_landmarks": 2, "local_threshold": 0}, scheduler=client,
+                  random_state=0)
     model = MKKMRK(5, final_clustering="kmeans", **kwargs).fit(X)
     assert int(np.sum(model.nystrom_ranks_)) == 8 and model.n_components_ == 8
     with pytest.raises(ValueError, match="n_components=9, but the kernels with nonzero weight "
@@ -71,7 +72,7 @@ def test_auto_rank_is_cut_to_what_the_nystrom_factors_hold(client):
 
 def test_auto_rank_on_nystrom_predicts_its_own_labels(client):
     model = MKKMRK(10, kernels=auto_kernels(["euclidean"]), solver="nystrom",
-                   n_landmarks=100, scheduler=client, random_state=0).fit(X)
+                   scheduler=client, random_state=0, backend_options={"n_landmarks": 100}).fit(X)
     assert model.n_components_ == 20 and model.embedding_.shape == (400, 20)
     np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-6)
     np.testing.assert_array_equal(model.predict(X), model.labels_)

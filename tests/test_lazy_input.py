@@ -69,13 +69,14 @@ def test_an_array_persisted_by_another_client_is_refused_in_one_line(client):
         elsewhere = other.persist(da.from_array(X, chunks=(50, 6)))
         with pytest.raises(ValueError, match=r"^the dask array was persisted with another "
                                              r"client \(of inproc://[^\n]*$"):
-            MKKMRK(3, solver="nystrom", n_landmarks=40, scheduler=client).fit(elsewhere)
+            MKKMRK(3, solver="nystrom", scheduler=client,
+                   backend_options={"n_landmarks": 40}).fit(elsewhere)
 
 
 def test_multiview_lazy_input(client, zarr_x):
     views = [zarr_x, da.from_array(X[:, :2], chunks=(50, 2))]
     model = MKKMRK.paper(3, kernels=["cosine", "gaussian(c=0.3)@1"], solver="nystrom",
-                   n_landmarks=40, scheduler=client, random_state=0).fit(views)
+                   scheduler=client, random_state=0, backend_options={"n_landmarks": 40}).fit(views)
     assert model.labels_.shape == (300,)
 
 
@@ -90,8 +91,9 @@ def test_nan_in_lazy_input_is_named_by_the_first_pass(client, solver):
     bad = X.copy()
     bad[205, 3] = np.nan
     with pytest.raises(ValueError, match=r"view 0, rows \d+\.\.\d+: the data contain NaN") as e:
+        options = {"n_landmarks": 30} if solver == "nystrom" else None
         MKKMRK.paper(3, kernels=KERNELS, solver=solver, scheduler=client,
-               n_landmarks=30).fit(da.from_array(bad, chunks=(50, 6)))
+                     backend_options=options).fit(da.from_array(bad, chunks=(50, 6)))
     assert "\n" not in str(e.value)
     first, last = (int(v) for v in str(e.value).split("rows ")[1].split(":")[0].split(".."))
     assert first <= 205 <= last
@@ -117,8 +119,9 @@ def test_dask_input_is_never_computed_whole(client):
     block_bytes = 0
     with get_task_stream(client) as stream:
         model = MKKMRK.paper(4, kernels=["cosine", "gaussian(sigma=2.0)"], solver="nystrom",
-                       n_landmarks=60, landmarks="uniform", scheduler=client, random_state=0,
-                       backend_options={"chunk_size": 250,
+                       scheduler=client, random_state=0,
+                       backend_options={"n_landmarks": 60, "landmarks": "uniform",
+                                        "chunk_size": 250,
                                         "exact_dissimilarity_max_n": 0}).fit(Xd)
     assert model.labels_.shape == (n,)
     from mkrk_dask.backends.nystrom.build import row_tasks

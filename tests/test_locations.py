@@ -39,7 +39,8 @@ def test_locations_parse_paths_and_urls(tmp_path):
 def test_memory_url_store_gives_the_local_disk_result(client, tmp_path, monkeypatch):
     common = dict(kernels=KERNELS, scheduler=client, random_state=0)
     for solver in ("blockwise", "nystrom"):
-        extra = {"n_landmarks": 40} if solver == "nystrom" else {}
+        extra = ({"backend_options": {"n_landmarks": 40}} if solver == "nystrom"
+                     else {})
         disk = MKKMRK.paper(3, solver=solver, store=tmp_path / f"{solver}.zarr", **common,
                       **extra).fit(X)
         memory = MKKMRK.paper(3, solver=solver, store=f"memory://mkrk-test/{solver}.zarr", **common,
@@ -52,8 +53,8 @@ def test_memory_url_store_gives_the_local_disk_result(client, tmp_path, monkeypa
     from mkrk_dask.backends.nystrom import build
 
     monkeypatch.setattr(build, "STORE_FLOPS_PER_BYTE", 0)
-    plain = dict(common, solver="nystrom", n_landmarks=40,
-                 backend_options={"exact_dissimilarity_max_n": 0})
+    plain = dict(common, solver="nystrom",
+                 backend_options={"n_landmarks": 40, "exact_dissimilarity_max_n": 0})
     disk = MKKMRK.paper(3, store=tmp_path / "plain.zarr", **plain).fit(X)
     memory = MKKMRK.paper(3, store="memory://mkrk-test/plain.zarr", **plain).fit(X)
     assert disk.nystrom_model_.info["factors_storage"].startswith("stored")
@@ -99,7 +100,8 @@ def test_s3_store_with_worker_processes_gives_the_local_disk_result(s3_server, t
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                       dashboard_address="127.0.0.1:0") as lc, Client(lc, set_as_default=False) as c:
         for solver in ("blockwise", "nystrom"):
-            extra = {"n_landmarks": 40} if solver == "nystrom" else {}
+            extra = ({"backend_options": {"n_landmarks": 40}} if solver == "nystrom"
+                     else {})
             common = dict(kernels=KERNELS, solver=solver, scheduler=c, random_state=0,
                           **extra)
             disk = MKKMRK.paper(3, store=tmp_path / f"{solver}.zarr", **common).fit(X)

@@ -29,7 +29,7 @@ def test_thirty_blockwise_fits_reach_a_plateau():
     rss = []
     for _ in range(30):
         model = MKKMRK.paper(3, kernels=["cosine", "gaussian(c=1)"], solver="blockwise",
-                             chunk_size=60, random_state=0).fit(X)
+                             random_state=0, backend_options={"chunk_size": 60}).fit(X)
         del model
         gc.collect()
         rss.append(process.memory_info().rss / 2**20)

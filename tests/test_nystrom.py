@@ -366,8 +366,8 @@ def test_estimated_largest_distance_is_recorded_and_bounded(client, small):
 
 
 def _compare_with_exact(client, X, y, k, n_landmarks, **kwargs):
-    nys = MKKMRK.paper(k, lam=LAM, solver="nystrom", n_landmarks=n_landmarks, scheduler=client,
-                 random_state=0, **kwargs).fit(X)
+    nys = MKKMRK.paper(k, lam=LAM, solver="nystrom", scheduler=client, random_state=0,
+                       **kwargs, backend_options={"n_landmarks": n_landmarks}).fit(X)
     exact = MKKMRK.paper(k, lam=LAM, random_state=0).fit(X)
     dw = np.abs(nys.weights_ - exact.weights_).max()
     nmi_n, nmi_e = normalized_mutual_info(y, nys.labels_), normalized_mutual_info(y, exact.labels_)
@@ -400,8 +400,8 @@ def test_predict_and_transform_with_the_local_part(client):
     views, y, _ = make_multiview_blobs(700, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=5)
     specs = ["gaussian(c=0.05)@0", "gaussian(c=0.5)@0", "gaussian(c=0.5)@1"]
-    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", n_landmarks=40, scheduler=client,
-                   random_state=0)
+    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", scheduler=client,
+                   random_state=0, backend_options={"n_landmarks": 40})
     train = [v[:600] for v in views]
     labels = model.fit_predict(train)
     assert model.nystrom_model_.local is not None
@@ -425,8 +425,8 @@ def test_transform_gives_the_training_rows_back_when_a_kernel_has_no_local_part(
     X = load_digits().data[:400]
     kernels = ["cosine", "gaussian(m=0.5)", "gaussian(m=1)", "gaussian(m=2)"]
     with pytest.warns(NystromApproximationWarning, match="get no local part"):
-        model = MKKMRK(10, kernels=kernels, solver="nystrom", n_landmarks=60, n_components=40,
-                       scheduler=client, random_state=0).fit(X)
+        model = MKKMRK(10, kernels=kernels, solver="nystrom", n_components=40,
+                       scheduler=client, random_state=0, backend_options={"n_landmarks": 60}).fit(X)
     assert model.nystrom_model_.local is not None
     np.testing.assert_allclose(model.transform(X), model.embedding_, atol=1e-10)
     np.testing.assert_array_equal(model.predict(X), model.labels_)
@@ -436,8 +436,8 @@ def test_predict_and_transform(client):
     views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=1)
     specs = ["gaussian(c=0.5)@0", "polynomial(a=1,b=2)@0", "gaussian(c=0.5)@1"]
-    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", n_landmarks=60, scheduler=client,
-                   random_state=0)
+    model = MKKMRK.paper(4, kernels=specs, solver="nystrom", scheduler=client,
+                   random_state=0, backend_options={"n_landmarks": 60})
     labels = model.fit_predict(views)
     np.testing.assert_array_equal(model.predict(views), labels)
     np.testing.assert_allclose(model.transform(views), model.embedding_, atol=1e-10)
@@ -464,16 +464,20 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
     # representative under fip), which 30 landmarks cannot represent.
     specs = ["gaussian(c=0.01)", "linear", "gaussian(c=1)"]
     params = dict(kernels=specs, lam=2.0**5, solver="nystrom", scheduler=client,
-                  random_state=0, backend_options={"local_threshold": 0.0})
+                  random_state=0)
+    options = {"local_threshold": 0.0}
     with pytest.warns(NystromApproximationWarning, match=r"gaussian\(c=0\.01\)"):
-        model = MKKMRK.paper(4, n_landmarks=30, **params).fit(views[0])
+        model = MKKMRK.paper(4, **params, backend_options={**options, "n_landmarks": 30}
+                             ).fit(views[0])
     assert model.weights_[0] > 0.5
     assert model.nystrom_residual_[0] > 0.5
     assert model.nystrom_missed_fraction_ > MISSED_FRACTION_WARNING
     assert "Nystrom factors miss" in model.summary()
     with warnings.catch_warnings():
         warnings.simplefilter("error", NystromApproximationWarning)
-        full = MKKMRK.paper(4, n_landmarks=200, **params).fit(views[0])  # every row a landmark
+        # every row a landmark
+        full = MKKMRK.paper(4, **params, backend_options={**options, "n_landmarks": 200}
+                            ).fit(views[0])
     assert full.nystrom_missed_fraction_ < 1e-6
     exact = full.set_params(solver="exact", backend_options=None).fit(views[0])
     assert not hasattr(exact, "nystrom_residual_")
@@ -484,8 +488,8 @@ def test_warns_when_the_factors_miss_much_of_the_learned_kernel(client):
 def test_float32_factors_agree_with_float64(client):
     views, y, _ = make_multiview_blobs(400, 5, n_informative=1, n_noise=0, n_redundant=0,
                                        n_features=8, random_state=4)
-    fits = {dt: MKKMRK.paper(5, lam=LAM, solver="nystrom", n_landmarks=80, dtype=dt,
-                       scheduler=client, random_state=0).fit(views[0])
+    fits = {dt: MKKMRK.paper(5, lam=LAM, solver="nystrom", scheduler=client, random_state=0,
+                             backend_options={"n_landmarks": 80, "dtype": dt}).fit(views[0])
             for dt in ("float64", "float32")}
     dw = np.abs(fits["float32"].weights_ - fits["float64"].weights_).max()
     assert dw < 1e-3
@@ -506,8 +510,8 @@ def test_factors_by_row_blocks_equal_one_block(client, monkeypatch):
     views, _, _ = make_multiview_blobs(300, 3, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=5, random_state=3)
     fitted = MKKMRK.paper(3, kernels=["gaussian(c=0.5)@0", "polynomial(a=1,b=2)@1"],
-                          solver="nystrom", n_landmarks=40, scheduler=client,
-                          random_state=0).fit(views)
+                          solver="nystrom", scheduler=client,
+                          random_state=0, backend_options={"n_landmarks": 40}).fit(views)
     row_map = fitted.nystrom_model_
     whole_sq = np.empty((300, 2))
     whole = row_map.factors(views, sq_norms=whole_sq)
@@ -530,8 +534,9 @@ def test_rank_tol_cuts_smooth_kernels_and_keeps_the_fit_close(client):
     views, y, _ = make_multiview_blobs(500, 4, n_informative=1, n_noise=0, n_redundant=0,
                                        n_features=6, random_state=6)
     kernels = ["gaussian(c=0.05)", "gaussian(c=2)", "polynomial(a=1,b=2)"]
-    fits = {tol: MKKMRK.paper(4, kernels=kernels, lam=LAM, solver="nystrom", n_landmarks=120,
-                              backend_options={"rank_tol": tol}, scheduler=client,
+    fits = {tol: MKKMRK.paper(4, kernels=kernels, lam=LAM, solver="nystrom",
+                              backend_options={"n_landmarks": 120, "rank_tol": tol},
+                              scheduler=client,
                               random_state=0).fit(views[0])
             for tol in (0.0, 1e-3)}
     full, cut = fits[0.0].nystrom_ranks_, fits[1e-3].nystrom_ranks_
@@ -739,29 +744,32 @@ def test_auto_dtype_chooses_the_factors_precision(
     free = shutil.disk_usage(tempfile.gettempdir()).free
     # Room for 6 n R bytes: float32 factors (4 n R) fit, float64 ones (8 n R) do not.
     monkeypatch.setattr(auto, "DISK_FRACTION", 6.0 * n * 2 * landmarks / free)
-    params = dict(kernels=["gaussian(c=1)", "polynomial(a=1,b=2)"], n_landmarks=landmarks,
-                  scheduler=client, random_state=0, lam=1.0, max_iter=5)
-    model = MKKMRK(3, **params).fit(X)
+    params = dict(kernels=["gaussian(c=1)", "polynomial(a=1,b=2)"], scheduler=client,
+                  random_state=0, lam=1.0, max_iter=5)
+    count = {"n_landmarks": landmarks}
+    model = MKKMRK(3, **params, backend_options=count).fit(X)
     assert model.solver_ == "nystrom" and model.dtype_ == "float32"
     assert "float32 factors" in model.solver_reason_ and "4 n R bytes" in model.solver_reason_
     assert model.embedding_.dtype == np.float32
     assert normalized_mutual_info(y, model.labels_) > 0.9
     with pytest.raises(ProblemTooLargeError, match="float64 factors") as caught:
-        MKKMRK(3, dtype="float64", **params).fit(X)
+        MKKMRK(3, **params, backend_options={**count, "dtype": "float64"}).fit(X)
     assert "\n" not in str(caught.value)
     # An explicit float32 is checked with its own size (it fits).
-    assert MKKMRK(3, dtype="float32", **params).fit(X).dtype_ == "float32"
+    assert MKKMRK(3, **params, backend_options={**count, "dtype": "float32"}
+                  ).fit(X).dtype_ == "float32"
     # With room for float64 factors, "auto" keeps float64 below exact_dissimilarity_max_n ...
     monkeypatch.setattr(auto, "DISK_FRACTION", 0.8)
-    assert MKKMRK(3, **params).fit(X).dtype_ == "float64"
+    assert MKKMRK(3, **params, backend_options=count).fit(X).dtype_ == "float64"
     # ... and stores float32 for the plain Nystrom backend above it.
-    model = MKKMRK(3, backend_options={"exact_dissimilarity_max_n": 10_000}, **params).fit(X)
+    model = MKKMRK(3, backend_options={**count, "exact_dissimilarity_max_n": 10_000},
+                   **params).fit(X)
     assert model.dtype_ == "float32" and "plain Nystrom: n > 10,000" in model.solver_reason_
     assert model.embedding_.dtype == np.float32
     assert normalized_mutual_info(y, model.labels_) > 0.9
     explicit = dict(params, solver="nystrom")
-    assert MKKMRK(3, **explicit).fit(X[:3000]).dtype_ == "float64"
-    assert MKKMRK(3, backend_options={"exact_dissimilarity_max_n": 2000},
+    assert MKKMRK(3, **explicit, backend_options=count).fit(X[:3000]).dtype_ == "float64"
+    assert MKKMRK(3, backend_options={**count, "exact_dissimilarity_max_n": 2000},
                   **explicit).fit(X[:3000]).dtype_ == "float32"
 
 
@@ -806,7 +814,8 @@ def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monke
     per_pair = options.NystromOptions(n_landmarks=200).pass_products_per_pair(2)
     monkeypatch.setattr(options, "EXACT_DISSIMILARITY_BUDGET", 300**2 * per_pair)
     X = np.random.default_rng(0).normal(size=(360, 3))
-    params = dict(kernels=kernels, n_landmarks=200, scheduler=client, random_state=0, max_iter=3)
+    params = dict(kernels=kernels, backend_options={"n_landmarks": 200}, scheduler=client,
+                  random_state=0, max_iter=3)
     below, above = MKKMRK(3, **params).fit(X[:300]), MKKMRK(3, **params).fit(X)
     assert below.solver_ == "exact" and "n <= 300" in below.solver_reason_
     assert above.solver_ == "nystrom" and "n > 300" in above.solver_reason_

@@ -132,8 +132,8 @@ def test_many_kernels_skip_the_exact_pass_by_default(client):
     kernels = [f"gaussian(c={c:.4f})" for c in np.geomspace(0.5, 5.0, 64)]
     limit = NystromOptions().exact_dissimilarity_limit(64)
     assert 1000 <= limit < 5200
-    params = dict(kernels=kernels, n_landmarks=20, scheduler=client, random_state=0,
-                  solver="nystrom", lam=1.0, max_iter=3)
+    params = dict(kernels=kernels, backend_options={"n_landmarks": 20}, scheduler=client,
+                  random_state=0, solver="nystrom", lam=1.0, max_iter=3)
     above = MKKMRK(4, **params).fit(views[0])
     assert above.nystrom_model_.info["dissimilarity_source"] == "nystrom"
     assert above.nystrom_model_.info["local_part"] is None and above.dtype_ == "float32"
@@ -145,8 +145,8 @@ def test_many_kernels_skip_the_exact_pass_by_default(client):
 
 def _params(client, **backend):
     return dict(kernels=["gaussian(c=0.5)", "gaussian(c=2)", "polynomial(a=1,b=2)"],
-                n_landmarks=80, scheduler=client, random_state=0, solver="nystrom",
-                backend_options={"exact_dissimilarity_max_n": 0, **backend})
+                scheduler=client, random_state=0, solver="nystrom",
+                backend_options={"n_landmarks": 80, "exact_dissimilarity_max_n": 0, **backend})
 
 
 def test_the_budget_limits_the_factors_rank(client, blobs):
@@ -233,8 +233,9 @@ def test_auto_stores_the_factors_of_wide_data(client, tmp_path):
     # The 4 features seen through 6,000 (a random isometry): the same kernels, wide rows.
     basis = np.linalg.qr(np.random.default_rng(0).normal(size=(6000, 4)))[0]
     X = views[0] @ basis.T
-    params = dict(kernels=["gaussian(m=1)"], n_landmarks=60, scheduler=client, random_state=0,
-                  solver="nystrom", backend_options={"exact_dissimilarity_max_n": 0})
+    params = dict(kernels=["gaussian(m=1)"], scheduler=client, random_state=0,
+                  solver="nystrom",
+                  backend_options={"n_landmarks": 60, "exact_dissimilarity_max_n": 0})
     wide = MKKMRK(3, store=tmp_path / "w.zarr", **params).fit(X)
     narrow = MKKMRK(3, store=tmp_path / "n.zarr", **params).fit(views[0])
     # 2 x 60 x 6,000 flops per row of landmark products, above 200 per byte of an (at most)

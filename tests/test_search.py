@@ -32,8 +32,8 @@ def test_build_store_then_fit_reuses_it(client, digits, tmp_path):
 def test_lambda_search_reports_the_approximation_of_nystrom(client, digits):
     X, y = digits
     est = MKKMRK.paper(10, kernels=["cosine", "gaussian(c=0.2)"], solver="nystrom",
-                 n_landmarks=40, scheduler=client, random_state=0,
-                 backend_options={"local_threshold": 0})
+                 scheduler=client, random_state=0,
+                 backend_options={"n_landmarks": 40, "local_threshold": 0})
     results = lambda_search(est, X, [2.0**-10, 1.0], y, n_repeats=2)
     assert [r.lam for r in results] == [2.0**-10, 1.0]
     for r in results:

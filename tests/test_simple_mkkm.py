@@ -184,8 +184,8 @@ def test_blockwise_matches_exact(client, tmp_path):
     X = _digits()[:200]
     common = dict(kernels="paper", random_state=0, final_clustering="kmeans", gap_tol=1e-6)
     exact = SimpleMKKM(10, solver="exact", **common).fit(X)
-    blockwise = SimpleMKKM(10, solver="blockwise", scheduler=client, chunk_size=100,
-                           store=tmp_path / "s.zarr", **common).fit(X)
+    blockwise = SimpleMKKM(10, solver="blockwise", scheduler=client, store=tmp_path / "s.zarr",
+                           **common, backend_options={"chunk_size": 100}).fit(X)
     np.testing.assert_allclose(blockwise.weights_, exact.weights_, atol=1e-7)
     assert blockwise.objective_history_[-1] == pytest.approx(exact.objective_history_[-1],
                                                              rel=1e-8)

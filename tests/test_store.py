@@ -142,9 +142,9 @@ def _fitted_store(tmp_path, solver):
 
     X = np.random.default_rng(3).normal(size=(90, 4))
     kwargs = dict(kernels=["cosine", "gaussian(c=0.3)"], solver=solver, random_state=0,
-                  store=tmp_path / f"{solver}.zarr", chunk_size=30)
+                  store=tmp_path / f"{solver}.zarr", backend_options={"chunk_size": 30})
     if solver == "nystrom":
-        kwargs["n_landmarks"] = 20
+        kwargs["backend_options"]["n_landmarks"] = 20
     MKKMRK.paper(3, **kwargs).fit(X)
     return X, kwargs
 

@@ -28,11 +28,11 @@ X, y = load_digits(return_X_y=True)
 X, y = X[:600], y[:600]
 
 results = {}
-for solver, options in [("exact", {}), ("blockwise", {"chunk_size": 200}),
+for solver, options in [("exact", None), ("blockwise", {"chunk_size": 200}),
                         ("nystrom", {"n_landmarks": 200})]:
     start = time.perf_counter()
     model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver=solver, random_state=0,
-                   **options).fit(X)
+                         backend_options=options).fit(X)
     seconds = time.perf_counter() - start
     acc = clustering_scores(y, model.labels_)["acc"]
     results[solver] = model.weights_

@@ -30,8 +30,8 @@ client = Client(cluster)
 print("workers:", len(client.scheduler_info()["workers"]))
 
 logging.getLogger("mkrk_dask").addHandler(logging.StreamHandler(sys.stdout))
-model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver="blockwise", chunk_size=200,
-                     scheduler=client, random_state=0, verbose=1).fit(X)
+model = MKKMRK.paper(n_clusters=10, lam=2.0**-15, solver="blockwise", scheduler=client,
+                     random_state=0, verbose=1, backend_options={"chunk_size": 200}).fit(X)
 print(clustering_scores(y, model.labels_))
 
 client.close()
