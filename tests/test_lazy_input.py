@@ -30,7 +30,7 @@ def zarr_x(tmp_path):
 def test_zarr_and_dask_input_give_the_numpy_result(client, zarr_x, solver):
     common = dict(kernels=KERNELS, solver=solver, scheduler=client, random_state=0)
     if solver == "nystrom":
-        common["n_landmarks"] = 50
+        common["backend_options"] = {"n_landmarks": 50}
     reference = MKKMRK.paper(3, **common).fit(np.asarray(zarr_x[...], dtype=np.float64))
     def persisted() -> da.Array:
         # The dask-ml idiom: X.persist() under the user's client; its chunks are already in

@@ -821,7 +821,8 @@ def test_auto_fits_exactly_where_nystrom_would_pass_over_all_pairs(client, monke
     assert above.solver_ == "nystrom" and "n > 300" in above.solver_reason_
     # its own options: without the local part the pass is cheaper (200 products per pair
     # instead of 600), its limit higher (517)
-    plain = MKKMRK(3, backend_options={"local_threshold": 0}, **params).fit(X)
+    plain = MKKMRK(3, **dict(params, backend_options={"n_landmarks": 200,
+                                                      "local_threshold": 0})).fit(X)
     assert plain.solver_ == "exact"
     # Only for kernels no narrower than the default's: a width given by c (or sigma) has no
     # known relation to the median distance, and exact stays up to EXACT_MAX_N.
