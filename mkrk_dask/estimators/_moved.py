@@ -45,6 +45,7 @@ def _route(params: dict, moved: dict) -> dict:
         out["backend_options"] = {**(params.get("backend_options") or {}), **given}
     return out
 
+
 def plan_params(params: dict, stacklevel: int = 2) -> dict:
     """An estimator's ``get_params()`` as the plan reads it: every option in
     ``backend_options``. A moved keyword that is set gives one :class:`FutureWarning` (naming
