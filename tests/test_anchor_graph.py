@@ -220,3 +220,27 @@ def test_saved_and_loaded_without_pickle(tmp_path):
     np.testing.assert_array_equal(loaded.labels_, model.labels_)
     np.testing.assert_array_equal(loaded.predict(views), model.labels_)
     np.testing.assert_array_equal(loaded.transform(views), model.transform(views))
+
+
+def test_clustered_eigenvalues_fall_back_to_the_dense_solver_early():
+    """Eigenvalues packed against 1 (a graph of many almost disconnected parts, as data with
+    many equal rows give): Lanczos gives up within the dense solver's cost, and the dense
+    eigenpairs are exact (against the spectrum the graph was built with)."""
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+    from scipy.stats import ortho_group
+
+    from mkrk_dask.estimators._anchor_graph import _lanczos_restarts, _top_eigenpairs
+
+    m = 300
+    values = np.r_[1.0, 1.0, 1.0 - np.geomspace(5e-7, 0.5, m - 2)]
+    Q = ortho_group.rvs(m, random_state=0)
+    F = sp.csr_matrix(np.sqrt(values)[:, None] * Q.T)  # F^T F = Q diag(values) Q^T
+    small = (F.T @ F).tocsc()
+    with pytest.raises(ArpackNoConvergence):
+        eigsh(small, k=3, which="LA", ncv=20, maxiter=_lanczos_restarts(small, 20),
+              v0=np.ones(m) / np.sqrt(m))
+    top, projection = _top_eigenpairs(F, 2)
+    np.testing.assert_allclose(top, values[:3], atol=1e-12)
+    U = F @ projection
+    np.testing.assert_allclose(U.T @ U, np.eye(2), atol=1e-8)
+    np.testing.assert_allclose(F @ (F.T @ U), U * top[:2], atol=1e-8)
