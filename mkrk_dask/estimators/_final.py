@@ -53,7 +53,7 @@ def final_embedding(plan: FitPlan, backend: Any, result: Any) -> tuple[Any, np.n
             else:
                 raise ValueError(f"n_components={rank}, but the kernels with nonzero weight "
                                  f"have only {limit} Nystrom components; use more landmarks "
-                                 "(backend_options n_landmarks) or fewer components")
+                                 "(backend_options={'n_landmarks': ...}) or fewer components")
         top = backend.top_k(result.weights, rank)
         top.weights = np.array(result.weights)
     vectors = backend.draft_embedding(top)  # n x r, owned here
