@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from sklearn.cluster import MiniBatchKMeans
+from sklearn.utils import check_random_state
 
 from .choices import GRAPH_GEOMETRIES as GEOMETRIES  # noqa: F401 - re-exported
 from .cluster import current_client
 from .kernels import row_sq_norms
+from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
 from .scales import sample_rows, unit_rows
 from .validation import is_lazy
@@ -36,6 +38,10 @@ __all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "g
 ANCHOR_SAMPLE_ROWS = 100_000
 #: rows per block of the distances to the anchors (a block x m temporary)
 BLOCK_ROWS = 8192
+#: rows per mini-batch of the anchors' k-means
+BATCH_ROWS = 4096
+#: most rows the anchors' k-means++ seeding draws from (scikit-learn's ``init_size``)
+SEED_ROWS = 3 * BATCH_ROWS
 
 
 @dataclass
@@ -162,8 +168,17 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
         raise ValueError(f"view {index}: the data contain NaN or infinity (found in the rows "
                          "the anchors are learned from); clean them first")
     m = min(n_anchors, view.shape[0] // 2)
-    anchors = MiniBatchKMeans(m, n_init=1, batch_size=4096, max_iter=max_iter,
-                              random_state=random_state).fit(rows).cluster_centers_
+    rng = check_random_state(random_state)
+    # seeded as scikit-learn's mini-batch k-means seeds itself (greedy k-means++ on at most
+    # three batches of rows), by our own loop: scikit-learn's checks at each of a thousand
+    # steps were most of a small fit's graph
+    seed_rows = (np.sort(rng.choice(rows.shape[0], SEED_ROWS, replace=False))
+                 if rows.shape[0] > SEED_ROWS else slice(None))
+    pool = rows[seed_rows]
+    init = pool[kmeanspp_order(pool, m, rng, local_trials=2 + int(np.log(m)))]
+    anchors = MiniBatchKMeans(m, init=init.toarray() if sp.issparse(init) else init, n_init=1,
+                              batch_size=BATCH_ROWS, max_iter=max_iter,
+                              random_state=rng).fit(rows).cluster_centers_
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
     nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular, index=index)
     # the median squared distance; a positive width where most rows sit on an anchor

@@ -63,9 +63,16 @@ def take_rows(X: Any, indices: np.ndarray) -> Any:
     return rows[inverse]
 
 
-def _kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState) -> np.ndarray:
+def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
+                   local_trials: int = 1) -> np.ndarray:
     """Indices into ``pool`` in k-means++ (D^2) order; falls back to uniform draws among the
-    unchosen rows once every remaining row coincides with a chosen one."""
+    unchosen rows once every remaining row coincides with a chosen one.
+
+    ``local_trials > 1`` is the greedy k-means++ of scikit-learn's ``kmeans_plusplus``: that
+    many rows are drawn at each step and the one that lowers the potential most is kept.
+    Here a step is a few array operations; scikit-learn's validates its inputs at every step,
+    which was most of the time of a thousand seeds on a few thousand rows.
+    """
     size = pool.shape[0]
     sq = row_sq_norms(pool)
     chosen = np.empty(n_select, dtype=np.int64)
@@ -74,24 +81,31 @@ def _kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState) -> np.
     chosen[0] = first
     taken[first] = True
 
-    def sq_dist_to(index: int) -> np.ndarray:
-        inner = inner_products(pool, pool[index:index + 1]).ravel()
-        return np.maximum(sq + sq[index] - 2.0 * inner, 0.0)
+    def sq_dist_to(index: Any) -> np.ndarray:
+        rows = np.atleast_1d(index)
+        inner = np.asarray(inner_products(pool, pool[rows])).T
+        return np.maximum(sq[rows][:, None] + sq[None, :] - 2.0 * inner, 0.0)
 
-    closest = sq_dist_to(first)
+    closest = sq_dist_to(first)[0]
     for t in range(1, n_select):
         weights = np.where(taken, 0.0, closest)
         total = weights.sum()
         if total > 0:
-            pick = int(np.searchsorted(np.cumsum(weights), rng.uniform(0, total)))
-            pick = min(pick, size - 1)
-            if taken[pick]:  # round-off at the boundary of the cumulative sum
-                pick = int(np.flatnonzero(~taken & (weights > 0))[0])
+            draws = rng.uniform(0, total) if local_trials == 1 else rng.uniform(
+                0, total, size=local_trials)
+            picks = np.minimum(np.searchsorted(np.cumsum(weights), draws), size - 1)
+            picks = np.atleast_1d(picks)
+            if taken[picks].any():  # round-off at the boundary of the cumulative sum
+                picks = np.where(taken[picks], np.flatnonzero(~taken & (weights > 0))[0],
+                                 picks)
+            candidates = np.minimum(closest[None, :], sq_dist_to(picks))
+            best = int(np.argmin(candidates.sum(axis=1))) if picks.size > 1 else 0
+            pick, closest = int(picks[best]), candidates[best]
         else:
             pick = int(rng.choice(np.flatnonzero(~taken)))
+            closest = np.minimum(closest, sq_dist_to(pick)[0])
         chosen[t] = pick
         taken[pick] = True
-        closest = np.minimum(closest, sq_dist_to(pick))
     return chosen
 
 
@@ -137,7 +151,7 @@ def select_landmarks(
     pool = take_rows(X, pool_idx)
     if not sp.issparse(pool):
         pool = np.asarray(pool, dtype=np.float64)
-    return pool_idx[_kmeanspp_order(pool, r, rng)]
+    return pool_idx[kmeanspp_order(pool, r, rng)]
 
 
 def landmark_transform(W: np.ndarray, rel_floor: float = DEFAULT_REL_FLOOR,

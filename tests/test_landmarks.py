@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import zarr
 
 from mkrk_dask.kernels import KernelSpec, kernel_blocks, resolve_kernels
-from mkrk_dask.landmarks import landmark_transform, select_landmarks, take_rows
+from mkrk_dask.landmarks import kmeanspp_order, landmark_transform, select_landmarks, take_rows
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,43 @@ def test_kmeanspp_on_duplicates_still_returns_distinct_rows():
     idx = select_landmarks(X, 10, "kmeans++", random_state=0)
     assert len(np.unique(idx)) == 10
     assert len(np.unique(X[idx, 0])) == 3
+
+
+def _potential(X, idx):
+    d2 = ((X[:, None, :] - X[idx][None, :, :]) ** 2).sum(axis=2)
+    return d2.min(axis=1).sum()
+
+
+def _plain_d2_order(X, n_select, rng):
+    """Reference D^2 seeding, written from the definition (one draw per step)."""
+    chosen = [int(rng.randint(len(X)))]
+    for _ in range(1, n_select):
+        w = ((X[:, None, :] - X[chosen][None, :, :]) ** 2).sum(axis=2).min(axis=1)
+        chosen.append(min(int(np.searchsorted(np.cumsum(w), rng.uniform(0, w.sum()))),
+                          len(X) - 1))
+    return np.array(chosen)
+
+
+def test_one_trial_seeding_is_plain_d2_sampling(X):
+    got = kmeanspp_order(X, 30, np.random.RandomState(7))
+    np.testing.assert_array_equal(got, _plain_d2_order(X, 30, np.random.RandomState(7)))
+
+
+def test_local_trials_pick_the_draw_that_lowers_the_potential_most():
+    # Greedy k-means++ (scikit-learn's): of the draws of a step, the one kept leaves the
+    # smallest sum of squared distances to the seeds, so over seeds it covers the rows better.
+    rng = np.random.default_rng(1)
+    X = np.vstack([rng.normal(0, 0.3, (60, 3)) + 4 * rng.normal(size=3) for _ in range(12)])
+    plain = [_potential(X, kmeanspp_order(X, 12, np.random.RandomState(s))) for s in range(12)]
+    greedy = [_potential(X, kmeanspp_order(X, 12, np.random.RandomState(s), local_trials=6))
+              for s in range(12)]
+    assert np.mean(greedy) < 0.8 * np.mean(plain)
+    for s in range(3):
+        idx = kmeanspp_order(X, 40, np.random.RandomState(s), local_trials=4)
+        assert len(np.unique(idx)) == 40
+    dup = np.repeat(np.arange(3.0)[:, None], 20, axis=0)
+    idx = kmeanspp_order(dup, 10, np.random.RandomState(0), local_trials=4)
+    assert len(np.unique(idx)) == 10 and len(np.unique(dup[idx, 0])) == 3
 
 
 def test_take_rows_numpy_sparse_dask_zarr_agree(X, tmp_path):
