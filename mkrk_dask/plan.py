@@ -459,8 +459,11 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
         decisions.append(Decision("n_components", str(rank_used), "given", auto=False))
     anchors = min(GRAPH_ANCHORS, n // GRAPH_ROWS_PER_ANCHOR)
     graph_possible = anchors >= max(k, GRAPH_NEIGHBORS)
+    # A row's nearest anchors should lie in its own cluster: with fewer anchors a cluster
+    # (on average) than neighbours, the graph joins every row to other clusters too.
+    graph_local = anchors >= k * GRAPH_NEIGHBORS
     if _is_auto(clustering):
-        used = "graph" if _is_auto(step) and graph_possible else "kmeans"
+        used = "graph" if _is_auto(step) and graph_local else "kmeans"
         sample = ("" if n <= GRAPH_SAMPLE_ROWS else
                   f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
                   "others")
@@ -469,7 +472,11 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
                f"its NMI with the k-means partition reaches {GRAPH_MIN_AGREEMENT}"
                if used == "graph"
                else "k-means (an explicit final step: the paper's configuration)"
-               if graph_possible else f"k-means (too few rows for a graph of {k} clusters)")
+               if not _is_auto(step) and graph_possible
+               else f"k-means ({anchors} anchors, {anchors / k:.1f} a cluster, fewer than the "
+               f"{GRAPH_NEIGHBORS} nearest each row is joined to: too few rows a cluster for a "
+               "local graph)" if graph_possible
+               else f"k-means (too few rows for a graph of {k} clusters)")
         decisions.append(Decision("final partition", used, why))
     else:
         used = clustering if (clustering == "kmeans" or graph_possible) else "kmeans"

@@ -254,6 +254,10 @@ def alternate(
                 threshold = tol if tol_mode == "absolute" else tol * max(abs(history[-2]), 1e-300)
                 converged = abs(change) < threshold
             converged |= bool(update.converged)
+            # the weights the last H-step was made at: the next H-step would give the same
+            # eigenvectors, residuals and weights again (a fixed point; at MKKM-RK's default
+            # every kernel represents itself and this is the first iteration)
+            converged |= pending is None and np.array_equal(weights, top.weights)
             if checkpoint is not None:
                 saved_top = pending if pending is not None else top
                 kind, arrays = backend.encode_top(saved_top)

@@ -57,6 +57,23 @@ def test_every_auto_is_resolved_with_its_reason():
     assert big.dtype == "float32" and "plain Nystrom" in big.decision("dtype").reason
 
 
+def test_the_graph_needs_more_anchors_a_cluster_than_neighbours():
+    # 10 nearest anchors of a row must fit in its cluster's share of the anchors (n / 2 of
+    # them): 20 rows a cluster on average; below, the graph would join rows across clusters.
+    from mkrk_dask.plan import GRAPH_NEIGHBORS, GRAPH_ROWS_PER_ANCHOR
+
+    k = 5
+    rows_needed = k * GRAPH_NEIGHBORS * GRAPH_ROWS_PER_ANCHOR
+    enough = MKKMRK(k).plan(DIGITS[:rows_needed])
+    assert enough.final_clustering == "graph" and enough.graph_anchors == k * GRAPH_NEIGHBORS
+    few = MKKMRK(k).plan(DIGITS[:rows_needed - 2])
+    assert few.final_clustering == "kmeans" and few.graph_anchors == 0
+    assert "too few rows a cluster for a local graph" in few.decision("final partition").reason
+    # asked for, the graph is still built where it can be (at least k and 10 anchors)
+    given = MKKMRK(k, final_clustering="graph").plan(DIGITS[:rows_needed - 2])
+    assert given.final_clustering == "graph" and given.graph_anchors == rows_needed // 2 - 1
+
+
 def test_columns_in_different_units_are_standardised():
     plan = MKKMRK(3).plan(WINE)
     scaling = plan.scaling[0]
