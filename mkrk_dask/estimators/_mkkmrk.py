@@ -71,8 +71,10 @@ class MKKMRK(MultipleKernelKMeans):
         them that labels the others), which follows curved clusters where k-means assumes
         convex ones; the refinement is kept where its NMI with the k-means partition reaches
         0.5 (not a different answer, such as nearly every row in one cluster beside tiny
-        ones). ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default),
-        ``"kmeans"`` with an explicit step (the paper's configuration). What was kept:
+        ones). ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default)
+        where there are at least 10 anchors a cluster (20 rows a cluster on average: fewer,
+        and a row's nearest anchors reach into other clusters), ``"kmeans"`` otherwise and
+        with an explicit step (the paper's configuration). What was kept:
         ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``.
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
