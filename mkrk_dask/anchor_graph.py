@@ -40,7 +40,8 @@ ANCHOR_SAMPLE_ROWS = 100_000
 BLOCK_ROWS = 8192
 #: rows per mini-batch of the anchors' k-means
 BATCH_ROWS = 4096
-#: most rows the anchors' k-means++ seeding draws from (scikit-learn's ``init_size``)
+#: most rows the anchors' k-means++ seeding draws from, or three an anchor (scikit-learn's
+#: ``init_size``)
 SEED_ROWS = 3 * BATCH_ROWS
 
 
@@ -170,10 +171,11 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
     m = min(n_anchors, view.shape[0] // 2)
     rng = check_random_state(random_state)
     # seeded as scikit-learn's mini-batch k-means seeds itself (greedy k-means++ on at most
-    # three batches of rows), by our own loop: scikit-learn's checks at each of a thousand
-    # steps were most of a small fit's graph
-    seed_rows = (np.sort(rng.choice(rows.shape[0], SEED_ROWS, replace=False))
-                 if rows.shape[0] > SEED_ROWS else slice(None))
+    # three batches of rows, or three rows an anchor), by our own loop: scikit-learn's checks
+    # at each of a thousand steps were most of a small fit's graph
+    pool_size = max(SEED_ROWS, 3 * m)
+    seed_rows = (np.sort(rng.choice(rows.shape[0], pool_size, replace=False))
+                 if rows.shape[0] > pool_size else slice(None))
     pool = rows[seed_rows]
     init = pool[kmeanspp_order(pool, m, rng, local_trials=2 + int(np.log(m)))]
     anchors = MiniBatchKMeans(m, init=init.toarray() if sp.issparse(init) else init, n_init=1,

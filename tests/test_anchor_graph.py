@@ -244,3 +244,16 @@ def test_clustered_eigenvalues_fall_back_to_the_dense_solver_early():
     U = F @ projection
     np.testing.assert_allclose(U.T @ U, np.eye(2), atol=1e-8)
     np.testing.assert_allclose(F @ (F.T @ U), U * top[:2], atol=1e-8)
+
+
+def test_more_anchors_than_the_seeding_sample(monkeypatch):
+    # The anchors' k-means++ seeds from a sample of rows (scikit-learn's init_size); where
+    # the anchors outnumber it, the sample grows to three rows an anchor, as scikit-learn's.
+    import mkrk_dask.anchor_graph
+
+    monkeypatch.setattr(mkrk_dask.anchor_graph, "SEED_ROWS", 40)
+    X, y = _blobs(600)
+    model = AnchorGraphClustering(4, n_anchors=150, random_state=0).fit(X)
+    anchors = model.view_graphs_[0].anchors
+    assert anchors.shape == (150, 5) and len(np.unique(anchors, axis=0)) == 150
+    assert normalized_mutual_info_score(y, model.labels_) > 0.9
