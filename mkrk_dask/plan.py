@@ -467,16 +467,19 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
         sample = ("" if n <= GRAPH_SAMPLE_ROWS else
                   f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
                   "others")
-        why = (f"k-means partition refined by spectral clustering on the anchor graph of the "
-               f"final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), kept where "
-               f"its NMI with the k-means partition reaches {GRAPH_MIN_AGREEMENT}"
-               if used == "graph"
-               else "k-means (an explicit final step: the paper's configuration)"
-               if not _is_auto(step) and graph_possible
-               else f"k-means ({anchors} anchors, {anchors / k:.1f} a cluster, fewer than the "
-               f"{GRAPH_NEIGHBORS} nearest each row is joined to: too few rows a cluster for a "
-               "local graph)" if graph_possible
-               else f"k-means (too few rows for a graph of {k} clusters)")
+        if used == "graph":
+            why = (f"k-means partition refined by spectral clustering on the anchor graph of "
+                   f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
+                   f"kept where its NMI with the k-means partition reaches "
+                   f"{GRAPH_MIN_AGREEMENT}")
+        elif not graph_possible:
+            why = f"k-means (too few rows for a graph of {k} clusters)"
+        elif not _is_auto(step):
+            why = "k-means (an explicit final step: the paper's configuration)"
+        else:
+            why = (f"k-means ({anchors} anchors, {anchors / k:.1f} a cluster, fewer than the "
+                   f"{GRAPH_NEIGHBORS} nearest each row is joined to: too few rows a cluster "
+                   "for a local graph)")
         decisions.append(Decision("final partition", used, why))
     else:
         used = clustering if (clustering == "kmeans" or graph_possible) else "kmeans"
