@@ -41,7 +41,7 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "resolve_options", "requested_dtype"]
 
 #: the default kernels' geometries (:func:`auto_kernels`)
-GEOMETRIES = ("euclidean", "angular", "mixed")
+GEOMETRIES = ("euclidean", "measurements", "angular", "mixed")
 #: share of zero entries from which non-negative data count as intensities or counts (an
 #: image's dark pixels, a document's absent words)
 ANGULAR_MIN_ZEROS = 0.1
@@ -291,9 +291,11 @@ def _preprocessing(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, st
 def _geometry(rows: Any) -> tuple[str, str]:
     """``"angular"`` (the cosine kernel and Gaussians of the angle between rows) for
     intensities and counts: non-negative rows with many zeros (dark pixels, absent words),
-    whose length is mostly their overall level, and whose directions differ; ``"euclidean"``
-    (the cosine kernel and Euclidean Gaussians) otherwise, with the reason. Measurements
-    (lengths, weights, concentrations) rarely read zero, and their size is information."""
+    whose length is mostly their overall level, and whose directions differ;
+    ``"measurements"`` (Euclidean Gaussians, the cosine and one Gaussian of the angle) for
+    other non-negative rows of different directions: lengths, weights, concentrations rarely
+    read zero, and both their size and their proportions are information; ``"euclidean"``
+    (the cosine kernel and Euclidean Gaussians) otherwise, with the reason."""
     from .scales import ROUND_OFF, unit_rows
 
     low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
@@ -303,9 +305,6 @@ def _geometry(rows: Any) -> tuple[str, str]:
                              "nothing): cosine and Euclidean Gaussians")
     size = rows.shape[0] * rows.shape[1]
     zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
-    if zeros < ANGULAR_MIN_ZEROS:
-        return "euclidean", (f"non-negative measurements ({zeros:.0%} zero entries, fewer than "
-                             f"{ANGULAR_MIN_ZEROS:.0%}): cosine and Euclidean Gaussians")
     units = unit_rows(rows, zero_rows="keep")
     spread = (units.max(axis=0).toarray() - units.min(axis=0).toarray() if sp.issparse(units)
               else np.ptp(units, axis=0))
@@ -314,20 +313,35 @@ def _geometry(rows: Any) -> tuple[str, str]:
     if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
         return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
                              "cosine and Euclidean Gaussians")
+    if zeros < ANGULAR_MIN_ZEROS:
+        return "measurements", (f"non-negative measurements ({zeros:.0%} zero entries, fewer "
+                                f"than {ANGULAR_MIN_ZEROS:.0%}): Euclidean Gaussians for their "
+                                "sizes, cosine and a Gaussian of the angle for their "
+                                "proportions")
     return "angular", (f"intensities or counts (non-negative, {zeros:.0%} zero entries: a row's "
                        "length is mostly its overall level): cosine and Gaussians of the angle "
                        "between rows")
 
 
+#: the default's Gaussians per geometry: (family, widths in multiples of the median distance).
+#: Measurements get one angular Gaussian beside the cosine: their rows nearly all point one
+#: way (every cosine close to 1, so the cosine kernel is nearly constant), and a Gaussian at
+#: the median angle reads their proportions at the data's own scale, as the Euclidean ones
+#: read their sizes
+_GAUSSIANS = {"euclidean": (("gaussian", WIDTHS),),
+              "measurements": (("gaussian", WIDTHS), ("angular", (1.0,))),
+              "angular": (("angular", WIDTHS),),
+              "mixed": (("gaussian", WIDTHS), ("angular", WIDTHS))}
+
+
 def auto_kernels(geometries: list[str]) -> list[KernelSpec]:
     """The default kernels, per view: cosine and Gaussians at :data:`WIDTHS` times the median
-    distance (Euclidean; ``"mixed"`` adds the angular ones)."""
-    families = {"euclidean": ["gaussian"], "angular": ["angular"],
-                "mixed": ["gaussian", "angular"]}
+    distance (Euclidean; ``"angular"``: of the angle; ``"measurements"``: Euclidean and one
+    of the angle at the median; ``"mixed"``: both at every width)."""
     return [spec for view, geometry in enumerate(geometries) for spec in
             [KernelSpec("linear", view=view)]
-            + [KernelSpec(family, m=m, view=view) for family in families[geometry]
-               for m in WIDTHS]]
+            + [KernelSpec(family, m=m, view=view) for family, widths in _GAUSSIANS[geometry]
+               for m in widths]]
 
 
 def smooth_kernels(specs: Any) -> bool:

@@ -106,13 +106,32 @@ def _families(X, **params):
     return [s.family for s in MKKMRK(3, **params).plan(X).kernels]
 
 
+def test_measurements_grouped_by_their_proportions():
+    # Three groups of the same sizes (a common factor from 1 to 3) that differ only in their
+    # proportions, as species in body measurements. The Euclidean Gaussians see the sizes and
+    # split along them; the angular Gaussian of the measurements' dictionary sees the groups.
+    rng = np.random.default_rng(1)
+    groups = np.repeat([0, 1, 2], 100)
+    shapes = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.5, 2.5]])[groups]
+    X = shapes * rng.uniform(1, 3, (300, 1)) * np.exp(0.05 * rng.standard_normal((300, 3)))
+    assert MKKMRK(3).plan(X).decision("kernels").reason.startswith("non-negative measurements")
+    found = [adjusted_rand_score(groups, MKKMRK(3, random_state=seed).fit(X).labels_)
+             for seed in range(2)]
+    sizes_only = [adjusted_rand_score(groups, MKKMRK(3, kernels=auto_kernels(["euclidean"]),
+                                                     random_state=seed).fit(X).labels_)
+                  for seed in range(2)]
+    assert min(found) > 0.95 and max(sizes_only) < 0.5
+
+
 def test_kernels_follow_the_data():
     # intensities (non-negative, many zeros): cosine and the Gaussians of the angle
     assert _families(DIGITS) == ["linear"] + ["angular"] * 3
-    # non-negative measurements with no zeros: their size is information, Euclidean
+    # non-negative measurements with no zeros: their size is information (Euclidean), and
+    # so are their proportions (one Gaussian of the angle)
     sizes = 1.0 + DIGITS[:, :3] + 5 * np.random.default_rng(0).random((len(DIGITS), 3))
     plan = MKKMRK(3).plan(sizes)
-    assert _families(sizes) == ["linear"] + ["gaussian"] * 3
+    assert _families(sizes) == ["linear"] + ["gaussian"] * 3 + ["angular"]
+    assert [s.m for s in plan.kernels] == [None, 0.5, 1.0, 2.0, 1.0]
     assert "measurements (0% zero entries" in plan.decision("kernels").reason
     # negative values: angles mean nothing
     plan = MKKMRK(3).plan(DIGITS - DIGITS.mean(axis=0))
