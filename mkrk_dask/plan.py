@@ -10,7 +10,8 @@ print it. What the plan decides:
   the columns' standard deviations on a sample of rows (:func:`column_scaling`);
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
   times the median pairwise distance, of the Euclidean distance or, for intensities and counts
-  (non-negative with many zeros), of the angle between rows (:func:`auto_kernels`). No
+  (non-negative with many zeros), of the angle between rows; other non-negative data
+  (measurements) add one Gaussian of the angle at the median (:func:`auto_kernels`). No
   candidate dictionaries are fitted;
 - **solver, dtype and backend options**: the backend from n, m and the machine's memory and
   disk (:mod:`mkrk_dask.auto`), the storage precision, and every ``"auto"`` of the Nystrom

@@ -36,7 +36,7 @@ def test_fit_writes_every_output(digits_npz: Path, tmp_path: Path,
     assert np.load(out / "labels.npy").shape == (150,)
     assert np.isclose(np.load(out / "weights.npy").sum(), 1.0)
     m = np.load(out / "weights.npy").size  # the default dictionary
-    assert np.load(out / "Y.npy").shape == (m, m) and m in (4, 7)  # 7: the mixed one
+    assert np.load(out / "Y.npy").shape == (m, m) and m == 4  # digits: intensities, 4 kernels
     assert result["objective_history"] == np.load(out / "objective.npy").tolist()
     assert (out / "labels.csv").read_text().splitlines()[0] == "label"
     assert set(json.loads((out / "metrics.json").read_text())) == {"acc", "nmi", "purity"}

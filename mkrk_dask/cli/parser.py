@@ -257,7 +257,8 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
                             "a power such as 2^-10 (default 1, normalised; --paper: 2^-15)")
     g.add_argument("--kernels", nargs="+", metavar="SPEC", default=None,
                    help="'auto' (default: cosine and Gaussians at 0.5, 1, 2 x the median "
-                        "distance, angular ones too for non-negative data), 'paper' (the "
+                        "distance, of the angle for intensities and counts; measurements add "
+                        "one of the angle), 'paper' (the "
                         "12 kernels of the paper) or kernel specifications such as cosine "
                         "'polynomial(a=1,b=2)' 'gaussian(m=1)' 'gaussian(c=0.1)' "
                         "'angular(m=0.5)' 'gaussian(sigma=3)@1' (@v: the kernel reads view v)")

@@ -47,7 +47,8 @@ class MKKMRK(MultipleKernelKMeans):
     kernels : "auto", "paper", "precomputed" or list, default="auto"
         ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
         distance of a sample: Gaussians of the angle between rows for intensities and counts
-        (non-negative, at least 10% zero entries), Euclidean ones otherwise (see :meth:`plan`).
+        (non-negative, at least 10% zero entries), Euclidean ones otherwise; other non-negative
+        data (measurements) add one Gaussian of the angle at the median (see :meth:`plan`).
         ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
         ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
         (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
