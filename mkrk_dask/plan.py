@@ -251,7 +251,8 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     standard deviations of its non-constant columns spread over more than
     :data:`SCALE_SPREAD_LIMIT` (largest over median): columns in different units (a length in
     mm beside one in km), where the Euclidean distance, and every kernel built on it, would
-    see the largest-scale columns only. Centre and scale come from the sample (a fixed seed),
+    see the largest-scale columns only. Its binary columns (one-hot factors, flags) then stay
+    0 or 1. Centre and scale come from the sample (a fixed seed),
     so the transform is known before any pass over the data.
     """
     if sp.issparse(view):
@@ -269,11 +270,16 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
         return ColumnScaling("none"), (f"the columns' standard deviations spread by "
                                        f"{spread:.3g}x (<= {SCALE_SPREAD_LIMIT:g}x: one unit): "
                                        "kept as given")
-    center = rows.mean(axis=0)
-    scale = np.where(varying, std, 1.0)
+    # Binary columns keep their unit (presence, 0 or 1) beside standardised numbers: scaled
+    # to unit variance, a category of rate p would put its rows 1 / sqrt(p (1 - p)) apart
+    # (4.6 at 5%), so the rare categories of one-hot factors would outweigh every number.
+    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
+    center = np.where(binary, 0.0, rows.mean(axis=0))
+    scale = np.where(varying & ~binary, std, 1.0)
+    kept = f"; {int(binary.sum())} binary columns kept as 0/1" if binary.any() else ""
     return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
             f"the columns' standard deviations spread by {spread:.3g}x (> "
-            f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised")
+            f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
 
 
 def _preprocessing(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:

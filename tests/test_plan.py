@@ -95,7 +95,29 @@ def test_columns_in_different_units_are_standardised():
     assert MKKMRK(3).plan(sp.csr_matrix(WINE)).scaling[0].method == "none"
     # and a column of a thousand times the others' scale, beside binary ones: standardised
     mixed = np.hstack([binary, 1000 * rng.random((300, 1))])
-    assert column_scaling(mixed)[0].method == "standardize"
+    scaling, reason = column_scaling(mixed)
+    assert scaling.method == "standardize" and "20 binary columns kept as 0/1" in reason
+    # the binary columns keep their 0/1 (a presence), the number is standardised
+    np.testing.assert_array_equal(scaling.center[:20], 0.0)
+    np.testing.assert_array_equal(scaling.scale[:20], 1.0)
+    np.testing.assert_array_equal(np.asarray(scaling.apply(mixed))[:, :20], binary)
+    assert scaling.scale[20] == pytest.approx(mixed[:, 20].std())
+
+
+def test_rare_categories_do_not_outweigh_the_numbers():
+    # Two groups in two numeric columns of different units, beside ten rare flags (4% each)
+    # unrelated to them. Scaled to unit variance, a rare flag puts its rows 5 apart, and the
+    # flags decide the partition; kept as 0/1, the numbers do.
+    rng = np.random.default_rng(0)
+    groups = np.repeat([0, 1], 150)
+    numbers = np.c_[170 + 12 * groups + 5 * rng.standard_normal(300),
+                    0.1 * (60 + 12 * groups + 5 * rng.standard_normal(300))]
+    X = np.hstack([numbers, (rng.random((300, 10)) < 0.04).astype(float)])
+    found = adjusted_rand_score(groups, MKKMRK(2, random_state=0).fit(X).labels_)
+    every_column = (X - X.mean(0)) / X.std(0)
+    flags_win = adjusted_rand_score(groups, MKKMRK(2, preprocessing="none", random_state=0)
+                                    .fit(every_column).labels_)
+    assert found > 0.7 and flags_win < 0.2
 
 
 def test_the_fit_clusters_the_standardised_columns_and_predicts_through_them(tmp_path):
