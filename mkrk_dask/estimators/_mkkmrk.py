@@ -84,7 +84,8 @@ class MKKMRK(MultipleKernelKMeans):
     preprocessing : {"auto", "none", "standardize"}, default="auto"
         The columns of every dense view: ``"auto"`` standardises them where their standard
         deviations (on a sample of rows) spread over more than 10x, columns in different units
-        (binary and sparse views are kept as given); ``"standardize"`` always, ``"none"``
+        (their binary columns stay 0/1; binary and sparse views are kept as given);
+        ``"standardize"`` always, every column, ``"none"``
         never (the paper's configuration). ``predict`` and ``transform`` apply the same
         transform; ``plan_`` records it.
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
