@@ -34,7 +34,7 @@ from mkrk_dask.kernels import (
     row_sq_norms,
     symmetrize,
 )
-from mkrk_dask.plan import auto_kernels
+from mkrk_dask.plan import GEOMETRIES, auto_kernels
 from mkrk_dask.scales import median_scales
 
 from _common import PeakRSS, dense_views, fmt_bytes, load_or_skip, now, results_dir, write_report
@@ -66,7 +66,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--n", type=int, nargs="+", default=[4000, 8000, 12000])
     parser.add_argument("--geometry", default="angular",
-                        choices=["angular", "euclidean", "mixed"])
+                        choices=list(GEOMETRIES))
     parser.add_argument("--paper-max-n", type=int, default=4000,
                         help="the paper's 12 kernels only up to this n (both builds' kernels "
                              "are held at once: 2 x 96 n^2 bytes)")

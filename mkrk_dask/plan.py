@@ -262,8 +262,8 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     varying = std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
     if not varying.any():
         return ColumnScaling("none"), "no column varies"
-    values = rows[:, varying]
-    if np.all((values == 0) | (values == 1)):
+    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
+    if np.array_equal(binary, varying):
         return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
     spread = float(std[varying].max() / np.median(std[varying]))
     if spread <= SCALE_SPREAD_LIMIT:
@@ -273,7 +273,6 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     # Binary columns keep their unit (presence, 0 or 1) beside standardised numbers: scaled
     # to unit variance, a category of rate p would put its rows 1 / sqrt(p (1 - p)) apart
     # (4.6 at 5%), so the rare categories of one-hot factors would outweigh every number.
-    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
     center = np.where(binary, 0.0, rows.mean(axis=0))
     scale = np.where(varying & ~binary, std, 1.0)
     kept = f"; {int(binary.sum())} binary columns kept as 0/1" if binary.any() else ""
