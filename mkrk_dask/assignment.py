@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 from sklearn.cluster import KMeans
 
+from ._threads import single_blas_thread
 from .choices import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES, FINAL_STEPS  # noqa: F401 - re-exported
 
 __all__ = ["unit_rows", "final_rows", "graph_rows", "assign_clusters", "FINAL_STEPS",
@@ -84,17 +85,18 @@ def assign_clusters(H: np.ndarray, n_clusters: int, *, n_init: int = 10, max_ite
     model = KMeans(n_clusters=n_clusters, n_init=n_init, max_iter=max_iter,
                    random_state=random_state, copy_x=False)
     rows = np.asarray(H, dtype=dtype)
-    if step == "spectral" or not _unit(step, rows) or not rows.flags.writeable:
-        # the spectral step's H is the loop's own eigenvectors: a unit copy, as ever
-        return model.fit_predict(final_rows(rows, step, dtype))
-    # The features' unit rows in place, then their lengths given back, for the same reason:
-    # the caller's rows come back equal to within rounding, as from copy_x=False.
-    norms = _row_norms(rows)
-    np.divide(rows, norms, out=rows, where=norms > 0)
-    try:
-        return model.fit_predict(rows)
-    finally:
-        np.multiply(rows, norms, out=rows, where=norms > 0)
+    with single_blas_thread():  # k-means++'s distances too (its Lloyd steps limit their own)
+        if step == "spectral" or not _unit(step, rows) or not rows.flags.writeable:
+            # the spectral step's H is the loop's own eigenvectors: a unit copy, as ever
+            return model.fit_predict(final_rows(rows, step, dtype))
+        # The features' unit rows in place, then their lengths given back, for the same
+        # reason: the caller's rows come back equal to within rounding, as from copy_x=False.
+        norms = _row_norms(rows)
+        np.divide(rows, norms, out=rows, where=norms > 0)
+        try:
+            return model.fit_predict(rows)
+        finally:
+            np.multiply(rows, norms, out=rows, where=norms > 0)
 
 
 def repeated_assignments(H: np.ndarray, n_clusters: int, n_repeats: int, *, n_init: int = 10,

@@ -40,6 +40,9 @@ DEFAULT_REL_FLOOR = 1e-10
 #: Off: 1e-3 and 1e-4 moved the weights of the paper's kernels by up to 0.021 and 0.020 from
 #: the exact ones (NMI within 1.0 point; bench_nystrom_paper.py), over the 0.02 bar
 DEFAULT_RANK_TOL = 0.0
+#: most rows of a k-means++ pool whose squared distances are tabulated at once (a table of
+#: at most 32 MiB)
+TABLE_POOL_ROWS = 2048
 
 
 def take_rows(X: Any, indices: np.ndarray) -> Any:
@@ -71,7 +74,10 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
     ``local_trials > 1`` is the greedy k-means++ of scikit-learn's ``kmeans_plusplus``: that
     many rows are drawn at each step and the one that lowers the potential most is kept.
     Here a step is a few array operations; scikit-learn's validates its inputs at every step,
-    which was most of the time of a thousand seeds on a few thousand rows.
+    which was most of the time of a thousand seeds on a few thousand rows. A pool of at most
+    :data:`TABLE_POOL_ROWS` rows has its squared distances computed once, as one product
+    (a step then reads rows of the table): at hundreds of seeds on such a pool (the anchors
+    of a small fit's graph), one product per step was half the seeding's time.
     """
     size = pool.shape[0]
     sq = row_sq_norms(pool)
@@ -86,17 +92,29 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
         inner = np.asarray(inner_products(pool, pool[rows])).T
         return np.maximum(sq[rows][:, None] + sq[None, :] - 2.0 * inner, 0.0)
 
-    closest = sq_dist_to(first)[0]
+    if size <= TABLE_POOL_ROWS and n_select > 1:
+        # in place: the formula's n x n temporaries cost more than the product
+        table = np.asarray(inner_products(pool, pool), dtype=np.float64)
+        table *= -2.0
+        table += sq[:, None]
+        table += sq[None, :]
+        np.maximum(table, 0.0, out=table)
+
+        def sq_dist_to(index: Any) -> np.ndarray:  # noqa: F811 - the table's rows instead
+            return table[np.atleast_1d(index)]
+
+    # a chosen row's distance is 0 (its own), so the D^2 weights need no mask of taken rows
+    closest = sq_dist_to(first)[0].copy()
+    closest[first] = 0.0
     for t in range(1, n_select):
-        weights = np.where(taken, 0.0, closest)
-        total = weights.sum()
+        cumulative = np.cumsum(closest)
+        total = cumulative[-1]
         if total > 0:
             draws = rng.uniform(0, total) if local_trials == 1 else rng.uniform(
                 0, total, size=local_trials)
-            picks = np.minimum(np.searchsorted(np.cumsum(weights), draws), size - 1)
-            picks = np.atleast_1d(picks)
+            picks = np.atleast_1d(np.minimum(np.searchsorted(cumulative, draws), size - 1))
             if taken[picks].any():  # round-off at the boundary of the cumulative sum
-                picks = np.where(taken[picks], np.flatnonzero(~taken & (weights > 0))[0],
+                picks = np.where(taken[picks], np.flatnonzero(~taken & (closest > 0))[0],
                                  picks)
             candidates = np.minimum(closest[None, :], sq_dist_to(picks))
             best = int(np.argmin(candidates.sum(axis=1))) if picks.size > 1 else 0
@@ -104,6 +122,7 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
         else:
             pick = int(rng.choice(np.flatnonzero(~taken)))
             closest = np.minimum(closest, sq_dist_to(pick)[0])
+        closest[pick] = 0.0
         chosen[t] = pick
         taken[pick] = True
     return chosen

@@ -142,3 +142,16 @@ def test_rank_tol_zero_keeps_every_eigenvalue_above_the_floor():
     L = rng.normal(size=(30, 4))
     W = kernel_blocks(resolve_kernels([KernelSpec("gaussian", c=1.0)], [8.0]), L, L)[0]
     assert landmark_transform(W, rank_tol=0.0)[1].size == landmark_transform(W)[1].size
+
+
+def test_a_tabulated_pool_seeds_as_one_product_a_step_does(monkeypatch):
+    # A small pool's distances come from one table; a larger one's, from a product per step.
+    # The same draws give the same seeds either way.
+    from mkrk_dask import landmarks
+
+    X = np.random.default_rng(3).normal(size=(300, 5))
+    tabulated = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
+    monkeypatch.setattr(landmarks, "TABLE_POOL_ROWS", 0)
+    stepwise = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
+    np.testing.assert_array_equal(tabulated, stepwise)
+    assert len(np.unique(tabulated)) == 60

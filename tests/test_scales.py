@@ -4,6 +4,7 @@ bounds the truth."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import scipy.sparse as sp
 from scipy.spatial.distance import pdist
 
@@ -40,3 +41,26 @@ def test_estimated_scale_is_a_lower_bound_within_a_factor_two(client):
     assert out[0]["method"] == "estimate"
     assert truth / 2 <= out[0]["value"] <= truth * (1 + 1e-9)
     assert out[0]["lower_bound"] <= truth * (1 + 1e-9) <= out[0]["upper_bound"] * (1 + 2e-9)
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 64, 65])
+def test_median_distance_is_the_median_over_the_pairs(n):
+    # Even and odd numbers of pairs: the median of every pair's squared distance, as numpy
+    # takes it over the upper triangle (the diagonal and the mirror image left out).
+    from mkrk_dask.scales import _median_distance
+
+    rows = np.random.default_rng(n).normal(size=(n, 3)) * [1.0, 10.0, 0.1]
+    assert _median_distance(rows) == pytest.approx(np.sqrt(np.median(pdist(rows) ** 2)),
+                                                   rel=1e-12)
+
+
+def test_median_distance_of_mostly_equal_rows_is_that_of_the_distinct_pairs():
+    from mkrk_dask.scales import _median_distance
+
+    base = np.random.default_rng(0).normal(size=(2, 4))
+    rows = np.vstack([np.repeat(base[:1], 30, axis=0), base[1:]])  # 435 of 465 pairs equal
+    sq = pdist(rows) ** 2
+    assert np.median(sq) == 0.0
+    assert _median_distance(rows) == pytest.approx(np.sqrt(np.median(sq[sq > 0])), rel=1e-12)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        _median_distance(rows[:1])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import threading
 import time
@@ -69,16 +70,15 @@ def test_one_core_is_a_plain_loop(monkeypatch):
 
 
 def test_local_threads_inside_the_same_limit_does_not_set_it_again(monkeypatch):
-    import threadpoolctl
-
     calls = []
-    real = threadpoolctl.threadpool_limits
+    real = _threads._controller()
 
-    def counting(*args, **kwargs):
-        calls.append(kwargs.get("limits", args[0] if args else None))
-        return real(*args, **kwargs)
+    class Counting:
+        def limit(self, *, limits, user_api=None):
+            calls.append(limits)
+            return real.limit(limits=limits, user_api=user_api)
 
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", counting)
+    monkeypatch.setattr(_threads, "_controller", Counting)
     before = _blas_threads()
     with _threads.local_threads(1):
         with _threads.local_threads(1), _threads.local_threads(None):
@@ -203,3 +203,16 @@ def test_syrk_upper_is_the_raw_blas_routine_called_without_the_gil():
 def test_syrk_upper_refuses_what_blas_cannot_take(F, out):
     with pytest.raises(ValueError, match="syrk_upper needs a C-contiguous"):
         _lapack.syrk_upper(F, out)
+
+
+def test_single_blas_thread_limits_blas_and_leaves_openmp():
+    def openmp() -> list[int]:
+        return sorted(i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp")
+
+    before_blas, before_openmp = _blas_threads(), openmp()
+    with _threads.single_blas_thread():
+        assert set(_blas_threads()) == {1}
+        assert openmp() == before_openmp
+    assert _blas_threads() == before_blas
+    with _threads.local_threads(1):  # every library on one thread already: nothing to do
+        assert isinstance(_threads.single_blas_thread(), contextlib.nullcontext)
