@@ -189,26 +189,25 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         else:
             anchor_seed, kmeans_seed = (int(s) for s in check_random_state(
                 self.random_state).randint(2**31 - 1, size=2))
-        # small BLAS calls throughout (ARPACK on at most a thousand anchors): one thread
+        graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
+                                               self.geometry, anchor_seed, index,
+                                               self.anchor_max_iter)
+                                for index, v in enumerate(views)), strict=True)
+        F = graph_factor(list(factors))
+        # ARPACK's BLAS calls are on vectors of the anchors' count: one thread
         with single_blas_thread():
-            graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
-                                                   self.geometry, anchor_seed, index,
-                                                   self.anchor_max_iter)
-                                    for index, v in enumerate(views)), strict=True)
-            F = graph_factor(list(factors))
             top, self.projection_ = _top_eigenpairs(F, k)
-            self.eigenvalues_ = top
-            if np.sum(top >= 1.0 - DISCONNECTED_TOL) > k:
-                warnings.warn(
-                    f"the anchor graph has more than n_clusters={k} disconnected parts, so "
-                    "which of them are joined is arbitrary; use fewer anchors or more "
-                    "neighbours (n_anchors, n_neighbors)", DisconnectedGraphWarning,
-                    stacklevel=2)
-            self.embedding_ = np.asarray(F @ self.projection_)
-            labels = assign_clusters(self.embedding_, k, n_init=self.n_init,
-                                     random_state=kmeans_seed, step="spectral")
-            self.cluster_centers_, self.labels_, _ = lloyd_centres(self.embedding_, labels, k,
-                                                                  step="spectral")
+        self.eigenvalues_ = top
+        if np.sum(top >= 1.0 - DISCONNECTED_TOL) > k:
+            warnings.warn(
+                f"the anchor graph has more than n_clusters={k} disconnected parts, so which "
+                "of them are joined is arbitrary; use fewer anchors or more neighbours "
+                "(n_anchors, n_neighbors)", DisconnectedGraphWarning, stacklevel=2)
+        self.embedding_ = np.asarray(F @ self.projection_)
+        labels = assign_clusters(self.embedding_, k, n_init=self.n_init,
+                                 random_state=kmeans_seed, step="spectral")
+        self.cluster_centers_, self.labels_, _ = lloyd_centres(self.embedding_, labels, k,
+                                                              step="spectral")
         self.view_graphs_ = list(graphs)
         self.geometry_ = ["angular" if g.angular else "euclidean" for g in graphs]
         return self

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._threads import single_blas_thread
 from ..assignment import FINAL_CLUSTERINGS, assign_clusters, graph_rows
 from ..exceptions import DisconnectedGraphWarning
 from ..plan import GRAPH_ANCHOR_ITERATIONS, GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
@@ -98,8 +99,10 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
         fitted_rows = rows[sample]
     else:
         fitted_rows = rows
-    with warnings.catch_warnings():
-        # disconnected parts are judged by the agreement below
+    with warnings.catch_warnings(), single_blas_thread():
+        # disconnected parts are judged by the agreement below; the final rows have 2k
+        # columns at most, so that every product of the graph is thin: a second BLAS thread
+        # only waits (digits' graph: 0.19-0.25 s against 0.27-0.36 s with two)
         warnings.simplefilter("ignore", DisconnectedGraphWarning)
         graph.fit(graph_rows(fitted_rows, plan.final_step))
     del fitted_rows
