@@ -28,8 +28,8 @@ import scipy.sparse as sp
 if TYPE_CHECKING:
     from .kernels import KernelSpec
 
-__all__ = ["row_sq_norms", "inner_products", "kernel_diagonal", "kernel_blocks",
-           "fill_kernel_blocks", "direction_roots", "WIDTHED_FAMILIES"]
+__all__ = ["row_sq_norms", "inner_products", "self_sq_distances", "kernel_diagonal",
+           "kernel_blocks", "fill_kernel_blocks", "direction_roots", "WIDTHED_FAMILIES"]
 
 #: the families with a width (``sigma``): Gaussians of the Euclidean or the angular distance
 WIDTHED_FAMILIES = ("gaussian", "angular")
@@ -50,6 +50,17 @@ def inner_products(Xa: Any, Xb: Any) -> np.ndarray:
         product = Xa @ Xb.T
         return product.toarray() if sp.issparse(product) else np.asarray(product)
     return np.asarray(Xa) @ np.asarray(Xb).T
+
+
+def self_sq_distances(X: Any, sq_norms: np.ndarray) -> np.ndarray:
+    """The ``(n, n)`` squared distances between the rows of X, from their inner products and
+    squared norms, clipped at 0 against round-off; formed in place (one n x n array, where
+    the formula's temporaries were three more)."""
+    d2 = np.asarray(inner_products(X, X), dtype=np.float64)
+    d2 *= -2.0
+    d2 += sq_norms[:, None]
+    d2 += sq_norms[None, :]
+    return np.maximum(d2, 0.0, out=d2)
 
 
 def _integer_power(base: np.ndarray, exponent: int, out: np.ndarray | None = None

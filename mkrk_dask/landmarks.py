@@ -28,6 +28,7 @@ from sklearn.utils import check_random_state
 
 from ._compute import compute_here
 from .choices import LANDMARK_METHODS  # noqa: F401 - re-exported
+from .kernel_evaluation import self_sq_distances
 from .kernels import inner_products, row_sq_norms
 
 __all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
@@ -93,12 +94,7 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
         return np.maximum(sq[rows][:, None] + sq[None, :] - 2.0 * inner, 0.0)
 
     if size <= TABLE_POOL_ROWS and n_select > 1:
-        # in place: the formula's n x n temporaries cost more than the product
-        table = np.asarray(inner_products(pool, pool), dtype=np.float64)
-        table *= -2.0
-        table += sq[:, None]
-        table += sq[None, :]
-        np.maximum(table, 0.0, out=table)
+        table = self_sq_distances(pool, sq)
 
         def sq_dist_to(index: Any) -> np.ndarray:  # noqa: F811 - the table's rows instead
             return table[np.atleast_1d(index)]

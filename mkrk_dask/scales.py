@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._malloc import trims_heap
-from .kernel_evaluation import direction_roots
+from .kernel_evaluation import direction_roots, self_sq_distances
 from .kernels import (
     KernelSpec,
     block_max_sq_distance,
@@ -104,13 +104,7 @@ def _median_distance(rows: Any) -> float:
         raise ValueError(f"n_samples={n}: a kernel width relative to the median "
                          "pairwise distance needs at least 2 samples")
     sq = row_sq_norms(rows)
-    # The squared distances in place of the inner products: one n x n array, where the
-    # formula's temporaries and the upper triangle's indices were three more and most of
-    # the time of a small fit's widths.
-    d2 = np.asarray(inner_products(rows, rows), dtype=np.float64)
-    d2 *= -2.0
-    d2 += sq[:, None]
-    d2 += sq[None, :]
+    d2 = self_sq_distances(rows, sq)
     # Distances within the round-off of this formula are zero (equal rows, or the unit rows
     # of one-column data), not a scale to build a width on.
     d2[d2 <= ROUND_OFF * float(sq.max(initial=0.0))] = 0.0
