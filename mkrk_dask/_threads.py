@@ -27,9 +27,8 @@ _HELD = threading.local()
 
 def local_threads(threads: int | None) -> Any:
     """BLAS/OpenMP threads of this process for a ``with`` block (None: as they are). Inside
-    a block of this thread that already holds the same limit nothing is done: threadpoolctl
-    inspects the loaded libraries on each entry (milliseconds), which an eigensolver called
-    once per iteration would otherwise pay every time."""
+    a block of this thread that already holds the same limit nothing is done: an eigensolver
+    called once per iteration would otherwise set and restore the limits every time."""
     if threads is None or getattr(_HELD, "threads", None) == threads:
         return contextlib.nullcontext()
     return _holding(threads)
@@ -48,8 +47,8 @@ def single_blas_thread() -> Any:
     For work made of many small BLAS calls (ARPACK on a graph of a thousand anchors, k-means
     on an embedding of a few thousand rows): a second BLAS thread only waits there, and the
     idle threads of numpy's and SciPy's OpenBLAS (two copies of it) and of OpenMP spin beside
-    each other on a small machine. On scikit-learn's digits (2 cores) the graph's
-    eigensolver took 0.02 s with one BLAS thread, 0.1 s without, right after a k-means.
+    each other on a small machine; right after a k-means, the graph's eigensolver on
+    scikit-learn's digits took several times as long with two BLAS threads as with one.
     """
     if held_threads() == 1:  # already one thread for every library
         return contextlib.nullcontext()
@@ -59,8 +58,8 @@ def single_blas_thread() -> Any:
 @functools.cache
 def _controller() -> Any:
     """threadpoolctl's view of the thread pools of the libraries loaded, taken once: taking it
-    inspects every loaded library (3 ms here), which each of a small fit's half-dozen
-    limits paid before. The package's imports load numpy's, SciPy's and scikit-learn's pools
+    inspects every loaded library, which each of a small fit's half-dozen limits paid
+    before. The package's imports load numpy's, SciPy's and scikit-learn's pools
     (scikit-learn keeps one such controller too)."""
     from threadpoolctl import ThreadpoolController
 

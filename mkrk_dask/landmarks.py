@@ -88,16 +88,14 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
     chosen[0] = first
     taken[first] = True
 
+    table = self_sq_distances(pool, sq) if 1 < n_select and size <= TABLE_POOL_ROWS else None
+
     def sq_dist_to(index: Any) -> np.ndarray:
         rows = np.atleast_1d(index)
+        if table is not None:
+            return table[rows]
         inner = np.asarray(inner_products(pool, pool[rows])).T
         return np.maximum(sq[rows][:, None] + sq[None, :] - 2.0 * inner, 0.0)
-
-    if size <= TABLE_POOL_ROWS and n_select > 1:
-        table = self_sq_distances(pool, sq)
-
-        def sq_dist_to(index: Any) -> np.ndarray:  # noqa: F811 - the table's rows instead
-            return table[np.atleast_1d(index)]
 
     # a chosen row's distance is 0 (its own), so the D^2 weights need no mask of taken rows
     closest = sq_dist_to(first)[0].copy()
