@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import eigh
+from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
 from sklearn.utils import check_random_state
@@ -40,6 +41,17 @@ def _lanczos_restarts(small: sp.spmatrix, ncv: int) -> int:
     return max(1, int(products // ncv))
 
 
+def _connected_parts(small: sp.spmatrix) -> int:
+    """Connected parts of the graph ``small`` among its nodes with an edge (a node without
+    one, an anchor no row chose, has eigenvalue 0): the multiplicity of its eigenvalue 1."""
+    linked = small.diagonal() > 0
+    if not linked.any():
+        return 0
+    edges = small[linked][:, linked].tocsr()
+    edges.eliminate_zeros()  # a weight that underflowed is no edge
+    return int(connected_components(edges, directed=False, return_labels=False))
+
+
 def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The k + 1 largest eigenvalues of ``F F^T`` (decreasing) and the map ``P`` of rows of F
     to the top k eigenvectors (``U = F P``), from the smaller of ``F^T F`` and ``F F^T``."""
@@ -47,7 +59,10 @@ def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     small = F.T @ F if m <= n else F @ F.T
     side = small.shape[0]
     values = vectors = None
-    if side > 4 * (k + 1):
+    # Lanczos from one start vector finds one vector of a repeated eigenvalue, the others
+    # only by round-off: on a graph of several parts (eigenvalue 1, once a part) how many
+    # it found changed between machines. The dense solver finds each of them.
+    if side > 4 * (k + 1) and _connected_parts(small) <= 1:
         # Lanczos on the sparse matrix: the k + 1 largest of many (a dense eigensolver's
         # O(side^3) was most of a fit at a thousand anchors), given at most the dense
         # solver's work: where eigenvalues cluster at 1 (a graph of many disconnected parts,
