@@ -65,9 +65,9 @@ def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     if side > 4 * (k + 1) and _connected_parts(small) <= 1:
         # Lanczos on the sparse matrix: the k + 1 largest of many (a dense eigensolver's
         # O(side^3) was most of a fit at a thousand anchors), given at most the dense
-        # solver's work: where eigenvalues cluster at 1 (a graph of many disconnected parts,
-        # such as data with many equal rows) it may not converge, and ARPACK's own limit (ten
-        # times the side in restarts) made the fallback most of a small fit's time
+        # solver's work: where eigenvalues cluster near 1 (parts joined by a few weak edges)
+        # it may not converge, and ARPACK's own limit (ten times the side in restarts) made
+        # the fallback most of a small fit's time
         ncv = min(side, max(2 * (k + 1) + 1, 20))
         try:
             values, vectors = eigsh(small.tocsc(), k=k + 1, which="LA", ncv=ncv,
