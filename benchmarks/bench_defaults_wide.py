@@ -19,7 +19,9 @@ Data: the seven sets of ``../shared/datasets`` (``mkrk_dask.datasets.load_datase
 scikit-learn's bundled iris, wine, breast_cancer and digits (``sklearn:<name>``, read as they
 are), and the tabular sets of :mod:`_tabular` (``kernlab:spam``, ``MASS:crabs``...: columns in
 different units, counts, categorical features; needs ``apt-get install r-cran-kernlab
-r-cran-mass`` and ``pip install -e ".[bench]"``).
+r-cran-mass`` and ``pip install -e ".[bench]"``). ``--datasets holdout`` runs instead the
+hold-out sets of :data:`_tabular.HOLDOUT` (added after the default's rules were set; not in a
+plain run, whose bars they would change after the fact).
 
 Two more parts of the same run:
 
@@ -59,11 +61,13 @@ from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 
 from _common import dense_views, load_or_skip, now, results_dir, write_report
 from _peers import PEERS, SPECTRAL_MAX_N
-from _tabular import TABULAR, describe, load_tabular
+from _tabular import HOLDOUT, TABULAR, describe, load_tabular
 
 SHARED = ("jaffe", "orl", "tr11", "coil20", "uci_mfeat", "usps", "fashion_mnist")
 SKLEARN = ("sklearn:iris", "sklearn:wine", "sklearn:breast_cancer", "sklearn:digits")
 DATASETS = (*SHARED, *SKLEARN, *TABULAR)
+#: ``--datasets holdout``: every hold-out set
+HOLDOUT_GROUP = "holdout"
 METHODS = ("default", *PEERS)
 FASHION = "fashion_mnist"
 #: the bars of issue 48
@@ -83,7 +87,7 @@ def load(name: str, data_dir: str | None) -> tuple[list[np.ndarray], np.ndarray,
         X, y = getattr(sklearn.datasets, f"load_{name.split(':', 1)[1]}")(return_X_y=True)
         X = np.asarray(X, dtype=np.float64)
         return [X], np.asarray(y), {"kinds": "scikit-learn's bundled copy, as it is"}
-    if name in TABULAR:
+    if name in TABULAR or name in HOLDOUT:
         try:
             X, y, info = load_tabular(name)
         except (FileNotFoundError, ImportError) as exc:
@@ -308,7 +312,8 @@ def _per_dataset(results: dict) -> list[str]:
 
 
 def report(results: dict, cost: dict | None) -> str:
-    tabular = [describe(name, out["info"]) for name, out in results.items() if name in TABULAR]
+    tabular = [describe(name, out["info"]) for name, out in results.items()
+               if name in TABULAR or name in HOLDOUT]
     data = (["| set | n | d | k | columns | label | kinds |", "|---|---|---|---|---|---|---|",
              *tabular] if tabular else ["No tabular set in this run."])
     return "\n".join([
@@ -317,7 +322,7 @@ def report(results: dict, cost: dict | None) -> str:
         "## Summary", "", *_summary(results), "",
         "## Cost on digits", "", *_cost(cost), "",
         "## Fashion-MNIST (70,000 x 784)", "", *_fashion(results), "",
-        "## Tabular data sets (R packages kernlab and MASS)", "",
+        "## Tabular data sets (R packages kernlab, MASS and datasets)", "",
         "Factors one-hot, rows with a missing value dropped, the label column dropped.", "",
         *data, "", "## Per data set", "", *_per_dataset(results)])
 
@@ -325,7 +330,8 @@ def report(results: dict, cost: dict | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS),
-                        help=f"any of {', '.join(DATASETS)}")
+                        help=f"any of {', '.join(DATASETS)}, {', '.join(HOLDOUT)}, or "
+                             f"{HOLDOUT_GROUP!r} (all of the hold-out sets)")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
     parser.add_argument("--no-fashion", action="store_true",
                         help="leave out Fashion-MNIST (70,000 rows: the slow part)")
@@ -341,9 +347,12 @@ def main() -> None:
                         help="the Markdown report's path (default results/defaults/"
                              "defaults_wide.md; the JSON beside it)")
     args = parser.parse_args()
-    unknown = sorted(set(args.datasets) - set(DATASETS))
+    args.datasets = [d for name in args.datasets
+                     for d in (HOLDOUT if name == HOLDOUT_GROUP else (name,))]
+    unknown = sorted(set(args.datasets) - set(DATASETS) - set(HOLDOUT))
     if unknown:
-        parser.error(f"unknown data set(s) {', '.join(unknown)}; one of {', '.join(DATASETS)}")
+        parser.error(f"unknown data set(s) {', '.join(unknown)}; one of {', '.join(DATASETS)}, "
+                     f"{', '.join(HOLDOUT)} or {HOLDOUT_GROUP!r}")
     started = now()
     md = Path(args.report) if args.report else results_dir("defaults") / "defaults_wide.md"
     raw = md.with_suffix(".json")
