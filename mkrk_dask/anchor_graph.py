@@ -29,7 +29,7 @@ from .cluster import current_client
 from .kernels import row_sq_norms
 from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
-from .scales import sample_rows, unit_rows
+from .scales import directions_differ, sample_rows, unit_rows
 from .validation import is_lazy
 
 __all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "graph_factor"]
@@ -149,10 +149,14 @@ def _factor(nearest: np.ndarray, sq_dist: np.ndarray, width: float,
                          shape=(n, m))
 
 
-def _is_non_negative(view: Any) -> bool:
-    """Whether no value of the view is negative (a lazy view: judged on a sample of rows, as
-    the default dictionary's geometry is)."""
-    return float((sample_rows(view) if is_lazy(view) else view).min()) >= 0
+def _auto_is_angular(view: Any) -> bool:
+    """Whether ``geometry="auto"`` takes the angle: no value of the view is negative, and its
+    rows point in more than one direction (one column, or proportional ones, would put every
+    row on one point). A lazy view is judged on a sample of rows, as the default
+    dictionary's geometry is; the directions on a sample at any size."""
+    if float((sample_rows(view) if is_lazy(view) else view).min()) < 0:
+        return False
+    return directions_differ(sample_rows(view))
 
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
@@ -163,7 +167,7 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
 
     ``n_anchors`` is capped at half the rows, so that an anchor stands for two rows at least.
     """
-    angular = geometry == "angular" or (geometry == "auto" and _is_non_negative(view))
+    angular = geometry == "angular" or (geometry == "auto" and _auto_is_angular(view))
     rows = _geometry_rows(sample_rows(view, ANCHOR_SAMPLE_ROWS), angular)
     if not np.isfinite(rows.data if sp.issparse(rows) else rows).all():
         raise ValueError(f"view {index}: the data contain NaN or infinity (found in the rows "

@@ -302,7 +302,7 @@ def _geometry(rows: Any) -> tuple[str, str]:
     other non-negative rows of different directions: lengths, weights, concentrations rarely
     read zero, and both their size and their proportions are information; ``"euclidean"``
     (the cosine kernel and Euclidean Gaussians) otherwise, with the reason."""
-    from .scales import ROUND_OFF, unit_rows
+    from .scales import directions_differ
 
     low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
         initial=0.0)))
@@ -311,10 +311,7 @@ def _geometry(rows: Any) -> tuple[str, str]:
                              "nothing): cosine and Euclidean Gaussians")
     size = rows.shape[0] * rows.shape[1]
     zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
-    units = unit_rows(rows, zero_rows="keep")
-    spread = (units.max(axis=0).toarray() - units.min(axis=0).toarray() if sp.issparse(units)
-              else np.ptp(units, axis=0))
-    if float(np.max(spread, initial=0.0)) <= ROUND_OFF:
+    if not directions_differ(rows):
         return "euclidean", "the rows all point the same way: cosine and Euclidean Gaussians"
     if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
         return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "

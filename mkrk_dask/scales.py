@@ -41,6 +41,7 @@ from .passes import (
 )
 
 __all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows", "unit_rows",
+           "directions_differ",
            "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS", "ROUND_OFF"]
 
 #: default largest n whose largest pairwise distance is computed exactly on Dask
@@ -93,6 +94,19 @@ def unit_rows(rows: Any, zero_rows: str = "own") -> Any:
     own = zero[:, None].astype(np.float64)
     return sp.hstack([unit, sp.csr_matrix(own)]).tocsr() if sp.issparse(rows) else np.hstack(
         [unit, own])
+
+
+def directions_differ(rows: Any) -> bool:
+    """Whether the non-zero rows point in more than one direction. Where they do not (one
+    column, or proportional columns), every angle between them is zero: the angle has
+    nothing to tell (an all-zero row has no direction and counts for neither)."""
+    units = unit_rows(rows, zero_rows="keep")
+    units = units[row_sq_norms(rows) > 0]
+    if units.shape[0] < 2:
+        return False
+    spread = (units.max(axis=0).toarray() - units.min(axis=0).toarray() if sp.issparse(units)
+              else np.ptp(units, axis=0))
+    return float(np.max(spread, initial=0.0)) > ROUND_OFF
 
 
 def _median_distance(rows: Any) -> float:

@@ -76,6 +76,29 @@ def test_every_part_of_a_disconnected_graph_is_in_the_spectrum(layout):
     np.testing.assert_allclose(model.eigenvalues_, values[:k + 1], atol=1e-10)
 
 
+@pytest.mark.parametrize("sizes, k", [((300, 250, 40), 3), ((2, 2, 0), 4),
+                                       ((30,) * 12 + (0,), 3)])
+def test_a_graph_of_several_parts_is_solved_part_by_part(sizes, k):
+    """F F^T over several parts (F block-diagonal; a size of 0 stands for anchors without a
+    row): its top eigenpairs, taken part by part (Lanczos in the large parts), are those of
+    the whole, against a dense eigendecomposition. Parts large enough for Lanczos, more parts
+    than eigenpairs asked for, and fewer eigenpairs in the parts than asked for."""
+    from scipy.linalg import eigh
+
+    from mkrk_dask.estimators._anchor_graph import _top_eigenpairs
+
+    rng = np.random.default_rng(0)
+    blocks = [sp.random(2 * c, c, density=0.2, random_state=rng) + sp.eye(2 * c, c)
+              if c else sp.csr_matrix((3, 3)) for c in sizes]
+    F = sp.block_diag(blocks).tocsr()
+    top, projection = _top_eigenpairs(F, k)
+    reference = eigh((F.T @ F).toarray(), eigvals_only=True)[::-1]
+    np.testing.assert_allclose(top, np.maximum(reference[:k + 1], 0), rtol=1e-9, atol=1e-12)
+    U = F @ projection
+    np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-8)
+    np.testing.assert_allclose(F @ (F.T @ U), U * top[:k], rtol=1e-7, atol=1e-8)
+
+
 def test_passes_scikit_learn_checks():
     # the checks' data are small and clustered: graphs with more parts than clusters warn
     with warnings.catch_warnings():
@@ -89,6 +112,22 @@ def test_auto_geometry_follows_the_sign_of_the_data():
         "euclidean"]
     positive = AnchorGraphClustering(4, n_anchors=60, random_state=0).fit(X - X.min())
     assert positive.geometry_ == ["angular"]
+
+
+def test_auto_geometry_of_one_column_is_euclidean():
+    # Counts in one column (R's InsectSprays is such a set): every non-zero row points the
+    # same way, so the angle would put them all on one point (the fit failed with "fewer
+    # distinct rows than clusters"). Six groups of counts, some zero.
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(6), 20)
+    counts = rng.poisson(np.array([0.5, 6, 14, 25, 40, 60])[groups])[:, None].astype(float)
+    assert (counts == 0).any()
+    model = AnchorGraphClustering(6, n_anchors=30, random_state=0).fit(counts)
+    assert model.geometry_ == ["euclidean"]
+    # the groups overlap (Poisson counts): KMeans on the column gets 0.61
+    assert normalized_mutual_info_score(groups, model.labels_) > 0.6
+    with pytest.raises(ValueError, match="fewer distinct directions"):
+        AnchorGraphClustering(6, n_anchors=30, geometry="angular", random_state=0).fit(counts)
 
 
 def test_multiview_graph_is_the_average_of_the_views():

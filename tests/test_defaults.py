@@ -146,6 +146,9 @@ def test_kernels_follow_the_data():
     column = (1.0 + 4.0 * groups + np.random.default_rng(0).random(120))[:, None]
     assert np.ptp(unit_rows(column, zero_rows="keep")) > 0
     assert "Euclidean" in MKKMRK(3).plan(column).decision("kernels").reason
+    # ... and so with counts that read zero: a zero row has no direction to differ by
+    counts = np.vstack([column, [[0.0]]])
+    assert "point the same way" in MKKMRK(3).plan(counts).decision("kernels").reason
     # the k-means partition of the final rows finds the three groups (the graph step can
     # split such tight groups along their spread: docs, "Defaults", what the graph costs)
     model = MKKMRK(3, final_clustering="kmeans", random_state=0).fit(column)

@@ -30,6 +30,8 @@ __all__ = ["AnchorGraphClustering"]
 
 #: eigenvalues of the graph this close to 1 count a part with no edge to the rest
 DISCONNECTED_TOL = 1e-8
+#: eigenvalues (at most 1) below this are round-off of zero: the graph's rank is below it
+RANK_TOL = 1e-10
 
 
 def _lanczos_restarts(small: sp.spmatrix, ncv: int) -> int:
@@ -41,15 +43,73 @@ def _lanczos_restarts(small: sp.spmatrix, ncv: int) -> int:
     return max(1, int(products // ncv))
 
 
-def _connected_parts(small: sp.spmatrix) -> int:
-    """Connected parts of the graph ``small`` among its nodes with an edge (a node without
-    one, an anchor no row chose, has eigenvalue 0): the multiplicity of its eigenvalue 1."""
+def _connected_parts(small: sp.spmatrix) -> tuple[int, np.ndarray]:
+    """The connected parts of the graph ``small`` among its nodes with an edge: their count
+    (the multiplicity of eigenvalue 1) and each node's part, -1 for a node without an edge
+    (an anchor no row chose: its eigenvalue is 0)."""
     linked = small.diagonal() > 0
+    parts = np.full(small.shape[0], -1)
     if not linked.any():
-        return 0
+        return 0, parts
     edges = small[linked][:, linked].tocsr()
     edges.eliminate_zeros()  # a weight that underflowed is no edge
-    return int(connected_components(edges, directed=False, return_labels=False))
+    count, labels = connected_components(edges, directed=False)
+    parts[linked] = labels
+    return int(count), parts
+
+
+def _top_of_connected(small: sp.spmatrix, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` largest eigenpairs (any order) of a graph of one connected part, where
+    eigenvalue 1 is simple and Lanczos from one start vector finds every one of them."""
+    side = small.shape[0]
+    if side > 4 * count:
+        # Lanczos on the sparse matrix: the largest few of many (a dense eigensolver's
+        # O(side^3) was most of a fit at a thousand anchors), given at most the dense
+        # solver's work: where eigenvalues cluster near 1 (parts joined by a few weak edges)
+        # it may not converge, and ARPACK's own limit (ten times the side in restarts) made
+        # the fallback most of a small fit's time
+        ncv = min(side, max(2 * count + 1, 20))
+        try:
+            return eigsh(small.tocsc(), k=count, which="LA", ncv=ncv,
+                         maxiter=_lanczos_restarts(small, ncv),
+                         v0=np.ones(side) / np.sqrt(side))
+        except ArpackNoConvergence:
+            pass
+    dense = small.toarray()
+    values, vectors = eigh(dense, subset_by_index=[max(side - count, 0), side - 1])
+    if len(values) < min(count, side):
+        # LAPACK's syevr can return fewer of a subset than asked where eigenvalues
+        # cluster: the full spectrum has them all
+        values, vectors = eigh(dense)
+        values, vectors = values[-count:], vectors[:, -count:]
+    return values, vectors
+
+
+def _top_by_parts(small: sp.spmatrix, count: int, parts: np.ndarray,
+                  n_parts: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``count`` largest eigenpairs of a graph of several parts, from each part's own:
+    the matrix is block-diagonal over its parts, so its spectrum is theirs together. Each
+    part's eigenvalue 1 is then found once (one start vector finds one of a repeated
+    eigenvalue, and which one depended on round-off), and a large part keeps Lanczos."""
+    small = small.tocsr()
+    found = []  # (value, part, column of that part's vectors)
+    blocks = []
+    for part in range(n_parts):
+        nodes = np.flatnonzero(parts == part)
+        values, vectors = _top_of_connected(small[nodes][:, nodes], min(count, nodes.size))
+        blocks.append((nodes, vectors))
+        found += [(float(v), part, j) for j, v in enumerate(values)]
+    # largest first; ties (eigenvalue 1 in more parts than asked for) in the parts' order
+    found.sort(key=lambda item: (-item[0], item[1], item[2]))
+    chosen = found[:count]
+    # fewer eigenpairs in the parts than asked for: nodes without an edge have eigenvalue 0
+    spare = np.flatnonzero(parts < 0)[:count - len(chosen)]
+    vectors = np.zeros((small.shape[0], len(chosen) + spare.size))
+    for col, (_, part, j) in enumerate(chosen):
+        nodes, block = blocks[part]
+        vectors[nodes, col] = block[:, j]
+    vectors[spare, len(chosen) + np.arange(spare.size)] = 1.0
+    return np.array([v for v, _, _ in chosen] + [0.0] * spare.size), vectors
 
 
 def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -57,38 +117,18 @@ def _top_eigenpairs(F: sp.csr_matrix, k: int) -> tuple[np.ndarray, np.ndarray]:
     to the top k eigenvectors (``U = F P``), from the smaller of ``F^T F`` and ``F F^T``."""
     n, m = F.shape
     small = F.T @ F if m <= n else F @ F.T
-    side = small.shape[0]
-    values = vectors = None
-    # Lanczos from one start vector finds one vector of a repeated eigenvalue, the others
-    # only by round-off: on a graph of several parts (eigenvalue 1, once a part) how many
-    # it found changed between machines. The dense solver finds each of them.
-    if side > 4 * (k + 1) and _connected_parts(small) <= 1:
-        # Lanczos on the sparse matrix: the k + 1 largest of many (a dense eigensolver's
-        # O(side^3) was most of a fit at a thousand anchors), given at most the dense
-        # solver's work: where eigenvalues cluster near 1 (parts joined by a few weak edges)
-        # it may not converge, and ARPACK's own limit (ten times the side in restarts) made
-        # the fallback most of a small fit's time
-        ncv = min(side, max(2 * (k + 1) + 1, 20))
-        try:
-            values, vectors = eigsh(small.tocsc(), k=k + 1, which="LA", ncv=ncv,
-                                    maxiter=_lanczos_restarts(small, ncv),
-                                    v0=np.ones(side) / np.sqrt(side))
-        except ArpackNoConvergence:
-            values = None
-    if values is None:
-        dense = small.toarray()
-        values, vectors = eigh(dense, subset_by_index=[max(side - k - 1, 0), side - 1])
-        if len(values) < min(k + 1, side):
-            # LAPACK's syevr can return fewer of a subset than asked where eigenvalues
-            # cluster (many disconnected parts at 1): the full spectrum has them all
-            values, vectors = eigh(dense)
-            values, vectors = values[-(k + 1):], vectors[:, -(k + 1):]
-    order = np.argsort(values)
+    n_parts, parts = _connected_parts(small)
+    if n_parts > 1:
+        values, vectors = _top_by_parts(small, k + 1, parts, n_parts)
+    else:
+        values, vectors = _top_of_connected(small, min(k + 1, small.shape[0]))
+    order = np.argsort(values, kind="stable")
     values, vectors = values[order], vectors[:, order]
     values, vectors = np.maximum(values[::-1], 0.0), vectors[:, ::-1]
-    if len(values) < k or not values[k - 1] > 0:
+    if len(values) < k or not values[k - 1] > RANK_TOL:
         raise ValueError(f"the anchor graph has fewer than n_clusters={k} non-zero "
-                         "eigenvalues (fewer distinct rows than clusters)")
+                         "eigenvalues (fewer distinct rows than clusters; with "
+                         "geometry='angular', fewer distinct directions)")
     if m <= n:  # vectors are V: U = F V diag(sigma)^-1
         return values, vectors[:, :k] / np.sqrt(values[:k])[None, :]
     # vectors are U: V diag(sigma)^-1 = F^T U diag(sigma)^-2
@@ -123,7 +163,8 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     geometry : {"auto", "angular", "euclidean"}, default="auto"
         Distances between the rows (``"angular"``: between the rows scaled to unit length).
         ``"auto"``: angular for a view with no negative value (intensities, counts,
-        histograms, where a row's norm is mostly its overall level), Euclidean otherwise.
+        histograms, where a row's norm is mostly its overall level) whose rows point in
+        more than one direction (not a single column), Euclidean otherwise.
     n_init : int, default=10
         Restarts of the final k-means.
     anchor_max_iter : int, default=100
