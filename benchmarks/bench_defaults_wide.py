@@ -145,7 +145,10 @@ def fit_peer(name, views, y, k, seeds, **bind) -> dict:
             # the narrow paper kernels' Nystrom warnings, a disconnected kNN graph: the scores
             # say what they cost
             warnings.simplefilter("ignore")
-            labels = method(views, k, seed)
+            try:
+                labels = method(views, k, seed)
+            except ValueError as exc:  # a peer that cannot fit these data: reported as such
+                return {"skipped": f"failed (seed {seed}): {exc}"}
         runs.append((*_score(y, labels), time.perf_counter() - start))
     return _record(runs)
 
