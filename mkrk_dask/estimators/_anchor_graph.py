@@ -94,8 +94,11 @@ def _top_by_parts(small: sp.spmatrix, count: int, parts: np.ndarray,
     small = small.tocsr()
     found = []  # (value, part, column of that part's vectors)
     blocks = []
+    # each part's nodes in increasing order, from one sort (a graph may have thousands)
+    by_part = np.argsort(parts, kind="stable")
+    bounds = np.searchsorted(parts[by_part], np.arange(n_parts + 1))
     for part in range(n_parts):
-        nodes = np.flatnonzero(parts == part)
+        nodes = by_part[bounds[part]:bounds[part + 1]]
         values, vectors = _top_of_connected(small[nodes][:, nodes], min(count, nodes.size))
         blocks.append((nodes, vectors))
         found += [(float(v), part, j) for j, v in enumerate(values)]
