@@ -154,9 +154,10 @@ def _auto_is_angular(view: Any) -> bool:
     rows point in more than one direction (one column, or proportional ones, would put every
     row on one point). A lazy view is judged on a sample of rows, as the default
     dictionary's geometry is; the directions on a sample at any size."""
-    if float((sample_rows(view) if is_lazy(view) else view).min()) < 0:
+    sample = sample_rows(view)  # one read of a lazy view serves both questions
+    if float((sample if is_lazy(view) else view).min()) < 0:
         return False
-    return directions_differ(sample_rows(view))
+    return directions_differ(sample)
 
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
