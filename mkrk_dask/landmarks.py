@@ -89,13 +89,21 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
     taken[first] = True
 
     table = self_sq_distances(pool, sq) if 1 < n_select and size <= TABLE_POOL_ROWS else None
+    # one work buffer for every step: a step's candidates are rows of it, as C-ordered rows
+    # (the candidates' distances as columns of a transposed product were read across
+    # memory, and made temporaries at every step: four times slower at 11,000 rows)
+    buffer = np.empty((max(local_trials, 1), size))
 
     def sq_dist_to(index: Any) -> np.ndarray:
         rows = np.atleast_1d(index)
+        out = buffer[:rows.size]
         if table is not None:
-            return table[rows]
-        inner = np.asarray(inner_products(pool, pool[rows])).T
-        return np.maximum(sq[rows][:, None] + sq[None, :] - 2.0 * inner, 0.0)
+            return np.take(table, rows, axis=0, out=out)
+        twice_inner = np.asarray(inner_products(pool[rows], pool))
+        twice_inner *= 2.0
+        np.add(sq[rows][:, None], sq[None, :], out=out)
+        out -= twice_inner
+        return np.maximum(out, 0.0, out=out)
 
     # a chosen row's distance is 0 (its own), so the D^2 weights need no mask of taken rows
     closest = sq_dist_to(first)[0].copy()
@@ -110,12 +118,14 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
             if taken[picks].any():  # round-off at the boundary of the cumulative sum
                 picks = np.where(taken[picks], np.flatnonzero(~taken & (closest > 0))[0],
                                  picks)
-            candidates = np.minimum(closest[None, :], sq_dist_to(picks))
+            candidates = sq_dist_to(picks)
+            np.minimum(closest[None, :], candidates, out=candidates)
             best = int(np.argmin(candidates.sum(axis=1))) if picks.size > 1 else 0
-            pick, closest = int(picks[best]), candidates[best]
+            pick = int(picks[best])
+            closest[:] = candidates[best]
         else:
             pick = int(rng.choice(np.flatnonzero(~taken)))
-            closest = np.minimum(closest, sq_dist_to(pick)[0])
+            np.minimum(closest, sq_dist_to(pick)[0], out=closest)
         closest[pick] = 0.0
         chosen[t] = pick
         taken[pick] = True
