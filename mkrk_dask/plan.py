@@ -57,8 +57,11 @@ GRAPH_NEIGHBORS = 10
 #: the graph's partition is kept only if its NMI with the k-means partition reaches this: a
 #: refinement of it, not a different answer (one cluster of nearly every row beside tiny ones)
 GRAPH_MIN_AGREEMENT = 0.5
-#: anchors of the final graph, at most ...
-GRAPH_ANCHORS = 1000
+#: anchors of the final graph, at most ... More anchors follow the final rows more finely,
+#: and cost more (seeding, the mini-batch k-means and the nearest-anchor pass all grow with
+#: them): at 2,000 the graph costs less than the fit it refines on 11,000 to 70,000 images
+#: (``docs/defaults.rst``)
+GRAPH_ANCHORS = 2000
 #: passes of the anchors' mini-batch k-means (they need only cover the final rows)
 GRAPH_ANCHOR_ITERATIONS = 10
 #: ... and at most one per this many rows

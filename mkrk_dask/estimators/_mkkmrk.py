@@ -67,7 +67,7 @@ class MKKMRK(MultipleKernelKMeans):
     final_clustering : {"auto", "graph", "kmeans"}, default="auto"
         How the final rows are partitioned. ``"kmeans"``: k-means, the paper's. ``"graph"``:
         the k-means partition is refined by spectral clustering on the anchor graph of the
-        final rows (:class:`~mkrk_dask.AnchorGraphClustering`, at most 1,000 anchors and one
+        final rows (:class:`~mkrk_dask.AnchorGraphClustering`, at most 2,000 anchors and one
         per two rows, 10 nearest, Euclidean; above 100,000 rows built on a uniform sample of
         them that labels the others), which follows curved clusters where k-means assumes
         convex ones; the refinement is kept where its NMI with the k-means partition reaches
