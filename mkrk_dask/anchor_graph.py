@@ -26,6 +26,7 @@ from sklearn.utils import check_random_state
 
 from .choices import GRAPH_GEOMETRIES as GEOMETRIES  # noqa: F401 - re-exported
 from .cluster import current_client
+from .kernel_evaluation import sq_distances
 from .kernels import row_sq_norms
 from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
@@ -88,11 +89,10 @@ def _block_nearest(block: Any, anchors: np.ndarray, anchor_sq: np.ndarray, s: in
     step = max(1, DISTANCE_ENTRIES // max(anchors.shape[0], 1))
     for a in range(0, rows.shape[0], step):
         part_rows = rows[a:a + step]
-        sq = (row_sq_norms(part_rows)[:, None] + anchor_sq[None, :]
-              - 2.0 * np.asarray(part_rows @ anchors.T))
+        sq = sq_distances(part_rows, anchors, row_sq_norms(part_rows), anchor_sq)
         part = np.argpartition(sq, s - 1, axis=1)[:, :s]
         out[a:a + step, :s] = part
-        out[a:a + step, s:] = np.maximum(np.take_along_axis(sq, part, axis=1), 0.0)
+        out[a:a + step, s:] = np.take_along_axis(sq, part, axis=1)
     return out
 
 

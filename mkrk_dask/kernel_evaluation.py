@@ -28,7 +28,7 @@ import scipy.sparse as sp
 if TYPE_CHECKING:
     from .kernels import KernelSpec
 
-__all__ = ["row_sq_norms", "inner_products", "self_sq_distances", "kernel_diagonal",
+__all__ = ["row_sq_norms", "inner_products", "sq_distances", "self_sq_distances", "kernel_diagonal",
            "kernel_blocks", "fill_kernel_blocks", "direction_roots", "WIDTHED_FAMILIES"]
 
 #: the families with a width (``sigma``): Gaussians of the Euclidean or the angular distance
@@ -50,6 +50,18 @@ def inner_products(Xa: Any, Xb: Any) -> np.ndarray:
         product = Xa @ Xb.T
         return product.toarray() if sp.issparse(product) else np.asarray(product)
     return np.asarray(Xa) @ np.asarray(Xb).T
+
+
+def sq_distances(Xa: Any, Xb: Any, sq_a: np.ndarray, sq_b: np.ndarray, *,
+                 out: np.ndarray | None = None) -> np.ndarray:
+    """The ``(a, b)`` squared distances between the rows of Xa and of Xb (either may be scipy
+    sparse) from their squared norms and inner products, ``(|x|^2 + |y|^2) - 2 x.y``, clipped
+    at 0 against round-off; into ``out`` where given (a work buffer reused across calls)."""
+    twice_inner = np.asarray(inner_products(Xa, Xb), dtype=np.float64)
+    twice_inner *= 2.0  # exact: the same bits as the formula written out
+    out = np.add(sq_a[:, None], sq_b[None, :], out=out)
+    out -= twice_inner
+    return np.maximum(out, 0.0, out=out)
 
 
 def self_sq_distances(X: Any, sq_norms: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ from .kernel_evaluation import (
     kernel_blocks,
     kernel_diagonal,
     row_sq_norms,
+    sq_distances,
 )
 
 __all__ = [
@@ -251,7 +252,7 @@ def block_max_sq_distance(Xa: Any, Xb: Any, sq_norms_a: np.ndarray | None = None
     """
     sq_a = row_sq_norms(Xa) if sq_norms_a is None else sq_norms_a
     sq_b = row_sq_norms(Xb) if sq_norms_b is None else sq_norms_b
-    return float((sq_a[:, None] + sq_b[None, :] - 2.0 * inner_products(Xa, Xb)).max())
+    return float(sq_distances(Xa, Xb, sq_a, sq_b).max())
 
 
 def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:

@@ -28,8 +28,8 @@ from sklearn.utils import check_random_state
 
 from ._compute import compute_here
 from .choices import LANDMARK_METHODS  # noqa: F401 - re-exported
-from .kernel_evaluation import self_sq_distances
-from .kernels import inner_products, row_sq_norms
+from .kernel_evaluation import self_sq_distances, sq_distances
+from .kernels import row_sq_norms
 
 __all__ = ["LANDMARK_METHODS", "select_landmarks", "take_rows", "landmark_transform",
            "allocate_ranks", "DEFAULT_REL_FLOOR", "DEFAULT_RANK_TOL"]
@@ -99,11 +99,7 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
         out = buffer[:rows.size]
         if table is not None:
             return np.take(table, rows, axis=0, out=out)
-        twice_inner = np.asarray(inner_products(pool[rows], pool))
-        twice_inner *= 2.0
-        np.add(sq[rows][:, None], sq[None, :], out=out)
-        out -= twice_inner
-        return np.maximum(out, 0.0, out=out)
+        return sq_distances(pool[rows], pool, sq[rows], sq, out=out)
 
     # a chosen row's distance is 0 (its own), so the D^2 weights need no mask of taken rows
     closest = sq_dist_to(first)[0].copy()

@@ -19,11 +19,10 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._malloc import trims_heap
-from .kernel_evaluation import direction_roots, self_sq_distances
+from .kernel_evaluation import direction_roots, self_sq_distances, sq_distances
 from .kernels import (
     KernelSpec,
     block_max_sq_distance,
-    inner_products,
     max_pairwise_distance,
     medians_needed,
     row_sq_norms,
@@ -178,8 +177,7 @@ def _pair_max_task(a: tuple, b: tuple, same: bool) -> float:
 def _farthest_task(block: tuple, point: np.ndarray, point_sq: float) -> tuple[float, np.ndarray]:
     """The row of the block farthest from ``point`` and its squared distance."""
     rows = read_rows(*block)
-    sq = np.maximum(row_sq_norms(rows) + point_sq
-                    - 2.0 * inner_products(rows, point[None, :]).ravel(), 0.0)
+    sq = sq_distances(rows, point[None, :], row_sq_norms(rows), np.array([point_sq])).ravel()
     i = int(np.argmax(sq))
     # a copy: a view would keep the whole block alive with the farthest point
     row = rows[i].toarray().ravel() if sp.issparse(rows) else np.array(rows[i]).ravel()
@@ -213,7 +211,7 @@ def _estimated_max_distance(client: Any, source: RowSource, rng: np.random.Rando
     sample = take_rows(source.X, sample_idx)
     sample = sample.toarray() if sp.issparse(sample) else np.asarray(sample, dtype=np.float64)
     sq = row_sq_norms(sample)
-    d2 = sq[:, None] + sq[None, :] - 2.0 * sample @ sample.T
+    d2 = sq_distances(sample, sample, sq, sq)
     i, _ = np.unravel_index(np.argmax(d2), d2.shape)
     sample_max = math.sqrt(max(float(d2.max()), 0.0))
     point = sample[i]
