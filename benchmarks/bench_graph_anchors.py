@@ -72,6 +72,8 @@ def main() -> None:
     parser.add_argument("--caps", nargs="+", type=int, default=[1000, 2000, 3000])
     parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
+    if min(args.caps) < 1 or args.seeds < 1:
+        parser.error("--caps and --seeds take positive integers")
     warnings.simplefilter("ignore")
     started = now()
     lines = [f"`MKKMRK(k).fit` with `mkrk_dask.plan.GRAPH_ANCHORS` set to each cap (the "
