@@ -1,0 +1,143 @@
+"""Can the final step be chosen without labels? Three criteria against the two steps, one run.
+
+The default clusters the unit rows of the features ``V sqrt(mu)`` of the learned kernel's top
+2k eigenpairs (``"features"``); the paper clusters the unit rows of its top k eigenvectors
+(``"spectral"``). Both come from the same eigendecomposition, so the default could make
+both partitions for one more k-means and keep one, if something other than the labels said
+which. Each wins on some data sets by many points (issue 48's wide benchmark), so this
+benchmark asks whether a label-free criterion picks the winner.
+
+For every data set and seed it fits ``MKKMRK(k)``, takes its ``embedding_`` (the features),
+makes the k-means partition of each step's unit rows (the library's ``assign_clusters``,
+the same seed), and scores each partition by:
+
+- **stability**: the mean NMI between 6 single-start k-means runs of the same rows (a
+  partition the rows hold firmly is found every time);
+- **silhouette**: scikit-learn's silhouette of the partition on its own unit rows;
+- **kernel k-means**: the share of the learned kernel's trace (approximated by the
+  features) that the partition's cluster means keep, ``sum_c |sum_{i in c} f_i|^2 / |c|``
+  over ``sum_i |f_i|^2``.
+
+A criterion picks the step whose partition scores higher. The report gives each step's NMI
+and each criterion's, and counts the data sets where each rule is within 0.5 NMI of the
+better step (labels used only to score).
+
+Usage (from ``benchmarks/``)::
+
+    python bench_step_criteria.py                 # the wide and hold-out sets but USPS: ~5 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+from sklearn.cluster import KMeans
+from sklearn.metrics import silhouette_score
+
+from mkrk_dask import MKKMRK
+from mkrk_dask.assignment import assign_clusters, final_rows
+from mkrk_dask.metrics import normalized_mutual_info
+
+from _common import now, write_report
+from _tabular import HOLDOUT
+from bench_defaults_wide import DATASETS, load
+
+STEPS = ("features", "spectral")
+CRITERIA = ("stability", "silhouette", "kernel k-means")
+RULES = (*STEPS, *CRITERIA)
+STABILITY_RUNS = 6
+WITHIN = 0.5
+
+
+def _stability(rows: np.ndarray, k: int, seed: int) -> float:
+    runs = [KMeans(k, n_init=1, random_state=seed * 100 + r).fit(rows).labels_
+            for r in range(STABILITY_RUNS)]
+    return float(np.mean([normalized_mutual_info(runs[i], runs[j])
+                          for i in range(len(runs)) for j in range(i + 1, len(runs))]))
+
+
+def _silhouette(rows: np.ndarray, labels: np.ndarray) -> float:
+    return float(silhouette_score(rows, labels)) if np.unique(labels).size > 1 else -1.0
+
+
+def _kernel_share(features: np.ndarray, labels: np.ndarray) -> float:
+    kept = sum(float(np.sum(features[labels == c].sum(axis=0) ** 2)) / np.sum(labels == c)
+               for c in np.unique(labels))
+    return kept / float(np.sum(features ** 2))
+
+
+def run(name: str, seeds: int) -> dict | None:
+    loaded = load(name, None)
+    if loaded is None:
+        return None
+    views, y, _ = loaded
+    k = int(np.unique(y).size)
+    nmi = {rule: [] for rule in (*RULES, "default")}
+    for seed in range(seeds):
+        model = MKKMRK(k, random_state=seed).fit(views)
+        features = np.array(model.embedding_, dtype=np.float64)
+        mu = np.sum(features ** 2, axis=0)
+        vectors = features[:, :k] / np.sqrt(np.maximum(mu[:k], np.finfo(float).tiny))
+        rows = {"features": final_rows(features, "features"),
+                "spectral": final_rows(vectors, "spectral")}
+        labels = {step: assign_clusters(rows[step], k, step=step,
+                                        random_state=np.random.RandomState(seed))
+                  for step in STEPS}
+        score = {step: normalized_mutual_info(y, labels[step]) for step in STEPS}
+        crit = {"stability": {s: _stability(rows[s], k, seed) for s in STEPS},
+                "silhouette": {s: _silhouette(rows[s], labels[s]) for s in STEPS},
+                "kernel k-means": {s: _kernel_share(features, labels[s]) for s in STEPS}}
+        for step in STEPS:
+            nmi[step].append(score[step])
+        for name_c, values in crit.items():
+            nmi[name_c].append(score[max(STEPS, key=values.get)])
+        nmi["default"].append(normalized_mutual_info(y, model.labels_))
+        print(name, seed, {r: round(100 * v[-1], 2) for r, v in nmi.items()}, flush=True)
+    return {"n": int(views[0].shape[0]), "k": k,
+            "nmi": {r: 100 * float(np.mean(v)) for r, v in nmi.items()}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
+    parser.add_argument("--datasets", nargs="+", default=default_sets)
+    parser.add_argument("--seeds", type=int, default=3)
+    args = parser.parse_args()
+    if args.seeds < 1:
+        parser.error("--seeds takes a positive integer")
+    warnings.simplefilter("ignore")
+    started = now()
+    results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
+    head = " | ".join(RULES)
+    lines = [f"`MKKMRK(k).fit` per data set and seed ({args.seeds} seeds); each step's k-means "
+             "partition from the fit's own eigendecomposition (`embedding_`); NMI in percent, "
+             "mean over the seeds. A criterion's column is the NMI of the step it picked. "
+             "*default*: the fit's labels (the features step, refined by its graph where "
+             "kept).", "",
+             f"| data set | n | k | {head} | default |",
+             "|---|---|---|" + "---|" * (len(RULES) + 1)]
+    within = dict.fromkeys(RULES, 0)
+    for name, res in results.items():
+        v = res["nmi"]
+        better = max(v[s] for s in STEPS)
+        for rule in RULES:
+            within[rule] += v[rule] >= better - WITHIN
+        cells = " | ".join(f"{v[r]:.2f}" for r in RULES)
+        lines.append(f"| {name} | {res['n']:,} | {res['k']} | {cells} | {v['default']:.2f} |")
+    gaps = {s: [n for n, r in results.items() if r["nmi"][s] < max(r["nmi"][t] for t in STEPS)
+                - WITHIN] for s in STEPS}
+    lines += ["", f"Within {WITHIN} NMI of the better step, of {len(results)} data sets:", ""]
+    lines += [f"- {rule}: {within[rule]}" for rule in RULES]
+    lines += ["", f"The features step is more than {WITHIN} below the spectral one on "
+              f"{len(gaps['features'])} ({', '.join(gaps['features']) or 'none'}); the spectral "
+              f"step below the features one on {len(gaps['spectral'])} "
+              f"({', '.join(gaps['spectral']) or 'none'})."]
+    path = write_report("defaults", "step_criteria", "Choosing the final step without labels",
+                        "\n".join(lines), started=started)
+    print(open(path).read())
+
+
+if __name__ == "__main__":
+    main()
