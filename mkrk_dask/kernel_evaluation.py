@@ -101,6 +101,24 @@ def kernel_diagonal(spec: KernelSpec, sq_norms: np.ndarray) -> np.ndarray:
     return np.ones_like(sq_norms)  # gaussian, angular
 
 
+def _power_overflows(spec: KernelSpec, sq_a: np.ndarray, sq_b: np.ndarray,
+                     dtype: Any) -> bool:
+    """Whether a polynomial's values ``(x.y + a)^b`` can exceed ``dtype``'s range on these rows
+    (``|x.y| <= max |x|^2``): rows of norm about 3e38 at degree 4 in float64, far sooner in
+    float32. Checked on logarithms, which cannot overflow."""
+    largest = spec.a + float(max(sq_a.max(initial=0.0), sq_b.max(initial=0.0)))
+    return largest > 1 and spec.b * math.log(largest) >= math.log(np.finfo(dtype).max) - 1
+
+
+def _normalise(block: np.ndarray, diag_a: np.ndarray, diag_b: np.ndarray, work: Any) -> None:
+    """``block / sqrt(diag_a diag_b^T)`` in place, the all-zero rows (diagonal 0) given a
+    direction of their own."""
+    (root_a, zero_a), (root_b, zero_b) = direction_roots(diag_a), direction_roots(diag_b)
+    block /= root_a.astype(work, copy=False)[:, None]
+    block /= root_b.astype(work, copy=False)[None, :]
+    _own_directions(block, zero_a, zero_b, 1.0)
+
+
 def direction_roots(diag: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(sqrt(diag) with 1 where diag is 0, where diag is 0)``: what normalising by the
     self-similarities divides by, and the all-zero rows, which have a direction of their own
@@ -254,6 +272,7 @@ def kernel_blocks(
         if not spec.is_resolved:
             raise ValueError(f"kernel {spec.name} needs resolve_kernels() before evaluation")
         cols = needed[p]
+        scaled = False  # a polynomial normalised before its power (see below)
         full = out[p] if buffers is None else buffers.setdefault(spec.family,
                                                                  np.empty(shape[1:]))
         block = full[:, :cols]
@@ -266,6 +285,15 @@ def kernel_blocks(
             np.copyto(block, inner[:, :cols])
         elif spec.family == "polynomial":
             np.add(inner[:, :cols], spec.a, out=block)
+            scaled = _power_overflows(spec, sq_a, sq_b[:cols], block.dtype)
+            if scaled and not normalize:
+                raise ValueError(
+                    f"{spec.name}: rows with squared norms up to "
+                    f"{float(max(sq_a.max(initial=0), sq_b.max(initial=0))):.3g} make its "
+                    f"values overflow {np.dtype(block.dtype).name}; rescale the data or "
+                    "normalise the kernels")
+            if scaled:  # the base normalised first (its diagonal is |x|^2 + a): powers <= 1
+                _normalise(block, spec.a + sq_a, spec.a + sq_b[:cols], work)
             _integer_power(block, int(spec.b), out=block)
         elif spec.family == "angular":
             if chord is None:
@@ -292,12 +320,10 @@ def kernel_blocks(
                 np.maximum(sq_dist, 0.0, out=sq_dist)
             np.multiply(sq_dist[:, :cols], -0.5 / spec.sigma**2, out=block)
             np.exp(block, out=block)
-        if normalize and spec.family not in _WIDTHED:
-            (root_a, zero_a), (root_b, zero_b) = (direction_roots(kernel_diagonal(spec, sq_a)),
-                                                  direction_roots(kernel_diagonal(spec, sq_b)))
-            block /= root_a.astype(work, copy=False)[:, None]
-            block /= root_b[:cols].astype(work, copy=False)[None, :]
-            _own_directions(block, zero_a, zero_b[:cols], 1.0)
+        if normalize and spec.family not in _WIDTHED and not (
+                spec.family == "polynomial" and scaled):
+            _normalise(block, kernel_diagonal(spec, sq_a), kernel_diagonal(spec, sq_b[:cols]),
+                       work)
         if buffers is not None:
             out[p, :, :cols] = block
     return out

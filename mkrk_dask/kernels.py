@@ -269,6 +269,16 @@ def max_pairwise_distance(X: Any, block_rows: int = 2048) -> float:
     return math.sqrt(max(best, 0.0))
 
 
+def _with_width(spec: KernelSpec, sigma: float, scale: str) -> KernelSpec:
+    """``spec`` with the absolute width ``sigma`` its relative one gives on this view; a width
+    outside the range a kernel takes is the data's scale (values near the float limits), named
+    as such rather than as a bad width."""
+    if not (math.isfinite(sigma) and 1e-150 <= sigma <= 1e150):
+        raise ValueError(f"view {spec.view}: {scale}, so {spec.name} would be {sigma:.3g} "
+                         "wide, outside [1e-150, 1e150]; rescale the data")
+    return replace(spec, sigma=sigma)
+
+
 def resolve_kernels(
     specs: Sequence[KernelSpec], max_distances: Sequence[float],
     medians: dict[tuple[int, str], float] | None = None,
@@ -292,13 +302,14 @@ def resolve_kernels(
             if not D > 0:
                 raise ValueError(f"view {spec.view}: the median pairwise distance of the sampled "
                                  f"rows is {D}, so the relative width of {spec.name} is zero")
-            spec = replace(spec, sigma=spec.m * D)
+            spec = _with_width(spec, spec.m * D, f"the median pairwise distance of the "
+                               f"sampled rows is {D:.3g}")
         elif spec.family == "gaussian" and spec.sigma is None:
             M = float(max_distances[spec.view])
             if not M > 0:
                 raise ValueError(f"view {spec.view}: all rows are identical (largest pairwise "
                                  f"distance {M}), so the relative width of {spec.name} is zero")
-            spec = replace(spec, sigma=spec.c * M)
+            spec = _with_width(spec, spec.c * M, f"the largest pairwise distance is {M:.3g}")
         resolved.append(spec)
     return resolved
 

@@ -330,3 +330,45 @@ def test_single_precision_options(X):
         kernel_blocks(specs, X, X, out=np.empty((4, 40, 40)), precision="single")
     with pytest.raises(ValueError, match="precision must be 'double' or 'single'"):
         kernel_blocks(specs, X, X, precision="half")
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("scale", [1e-3, 1e12, 1e45, 1e100])
+def test_normalised_polynomials_of_large_rows_stay_finite(precision, scale):
+    """``(x.y + a)^b`` overflows long before the data do (rows of norm 3e38 at degree 4 in
+    float64, 1e5 in float32); normalised, its values are at most 1, and they are: against
+    scikit-learn's polynomial kernel normalised in float64 on the data rescaled to unit
+    size (``a`` rescaled with them), where nothing overflows."""
+    rng = np.random.default_rng(5)
+    Z = rng.normal(size=(30, 6))
+    X = Z * scale
+    if precision == "single" and scale > 1e30:
+        pytest.skip("float32 data of this size overflow when squared")
+    specs = [KernelSpec("polynomial", a=a, b=b) for a in (0.0, 1.0) for b in (2, 4)]
+    K = kernel_blocks(specs, X, X[::2], precision=precision)
+    assert np.isfinite(K).all()
+    tol = 1e-4 if precision == "single" else 1e-10
+    for p, spec in enumerate(specs):
+        a = spec.a / scale**2  # (x.y + a) = scale^2 (z.w + a / scale^2)
+        full = polynomial_kernel(Z, degree=spec.b, gamma=1.0, coef0=a)
+        expected = full / np.sqrt(np.outer(np.diag(full), np.diag(full)))
+        np.testing.assert_allclose(K[p], expected[:, ::2], rtol=tol, atol=tol,
+                                   err_msg=spec.name)
+
+
+def test_unnormalised_polynomial_overflow_is_a_clear_error():
+    X = np.random.default_rng(5).normal(size=(10, 3)) * 1e45
+    with pytest.raises(ValueError, match=r"polynomial\(a=1,b=4\): rows with squared norms up to "
+                                         r".* make its values overflow float64; rescale"):
+        kernel_blocks([KernelSpec("polynomial", a=1, b=4)], X, X, normalize=False)
+
+
+def test_a_width_out_of_range_names_the_data_scale():
+    """Data whose median distance is near 1e150 give widths a kernel cannot take: the error
+    says that the data's scale is the cause."""
+    X = np.random.default_rng(5).normal(size=(50, 3)) * 1e150
+    family = [KernelSpec("gaussian", m=0.5)]
+    with pytest.raises(ValueError, match=r"view 0: the median pairwise distance of the sampled "
+                                         r"rows is .*e\+150, so gaussian\(m=0.5\) would be "
+                                         r".* wide, outside \[1e-150, 1e150\]; rescale the data"):
+        resolve_kernels(family, [1.0], median_scales([X], family))
