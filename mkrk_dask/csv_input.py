@@ -85,6 +85,24 @@ def _index(key: str | int, names: list[str] | None, width: int, path: Path) -> i
     raise ValueError(f"{path}: no column {key!r} ({known})")
 
 
+def _csv_problem(message: str) -> str:
+    """numpy's reason a CSV is no table of numbers, in parentheses, and what to do about it:
+    an empty cell is a missing value; text is a column of names or categories, to leave out
+    or take as the labels (numpy's own advice, ``usecols``, is no option of the command)."""
+    reason = message.split("; use `usecols`")[0].rstrip(".")
+    if "could not convert string ''" in message:
+        hint = "; the cell is empty: fill in or drop the rows with missing values"
+    elif "could not convert string" in message:
+        hint = ("; a column of text: leave it out (--drop-columns NAME, or --columns; "
+                "drop_columns= or columns= in Python) or take it as the labels "
+                "(--label-column NAME)")
+    elif "number of columns changed" in message:
+        hint = "; every row needs the same number of fields"
+    else:
+        hint = ""
+    return f"({reason}){hint}"
+
+
 def read_csv(path: Path, columns: CsvColumns | None = None
              ) -> tuple[np.ndarray, np.ndarray | None]:
     """Comma-separated numbers as float64 rows (UTF-8; a byte order mark is ignored; a first
@@ -122,7 +140,8 @@ def read_csv(path: Path, columns: CsvColumns | None = None
                 X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64,
                                usecols=None if use == list(range(width)) else use)
             except ValueError as err:
-                raise ValueError(f"{path}: expected comma-separated numbers ({err})") from err
+                raise ValueError(f"{path}: expected comma-separated numbers "
+                                 f"{_csv_problem(str(err))}") from err
             y = None
             if label is not None:
                 handle.seek(start)

@@ -101,3 +101,21 @@ def test_cli_fit_reads_the_label_column(iris_csv: Path, run_mkrk) -> None:
     # the species were read as labels for the metrics (iris clusters well on its 4 features)
     metrics = json.loads((iris_csv.parent / "fit" / "metrics.json").read_text())
     assert metrics["nmi"] > 0.7
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a,b,color\n1,2,red\n3,4,blue\n",
+     r"column 3\); a column of text: leave it out \(--drop-columns NAME"),
+    ("a,b\n1,2\n3,\n", r"row 1, column 2\); the cell is empty: fill in or drop the rows"),
+    ("1,2,3\n4,5\n", r"changed from 3 to 2 at row 2\); every row needs the same number of "
+                     r"fields$"),
+])
+def test_a_cell_that_is_no_number_says_what_to_do(tmp_path: Path, text: str,
+                                                  message: str) -> None:
+    """Text, an empty cell or a short row: numpy's reason, then what the user can do (not
+    numpy's advice to use ``usecols``, which the command does not have), in one line."""
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as caught:
+        load_input(path)
+    assert "\n" not in str(caught.value) and "usecols" not in str(caught.value)
