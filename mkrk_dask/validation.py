@@ -161,9 +161,11 @@ def check_views(X: Any) -> list[Any]:
     return checked
 
 
-def check_magnitude(view: Any, index: int | None = None) -> None:
+def check_magnitude(view: Any, index: int | None = None, *, underflow: bool = True) -> None:
     """Values whose squares overflow (or all underflow) float64 make every kernel meaningless
-    (infinite or zero distances): name it instead of failing later."""
+    (infinite or zero distances): name it instead of failing later. ``underflow=False`` for
+    new rows: a few rows near the origin are points like others, data that are all so small
+    are not."""
     values = view.data if sp.issparse(view) else view
     if values.size == 0:
         return
@@ -177,7 +179,7 @@ def check_magnitude(view: Any, index: int | None = None) -> None:
         raise ValueError(f"{prefix}values up to {largest:.3g} overflow float64 when squared "
                          "(the kernels need squared norms); rescale the data, e.g. divide it "
                          "by its largest absolute value")
-    if 0 < largest < 1e-150:
+    if underflow and 0 < largest < 1e-150:
         raise ValueError(f"{prefix}values of at most {largest:.3g} underflow float64 when "
                          "squared; rescale the data")
 
@@ -277,13 +279,13 @@ def check_feature_views(estimator: Any, X: Any, *, reset: bool) -> list[Any]:
     """An estimator's feature input as a list of views: dask and Zarr views checked without
     reading them (:func:`check_lazy_views`), lists of views by :func:`check_views`, one matrix
     by scikit-learn (which records ``n_features_in_`` and ``feature_names_in_`` when ``reset``
-    and words the errors), with :func:`check_magnitude` where it is fitted on."""
+    and words the errors), with :func:`check_magnitude` (for new rows, of their overflow only:
+    rows whose squares overflow would get infinite distances, and the embedding NaN)."""
     if any(is_lazy(v) for v in (X if is_multiview(X) else [X])):
         return check_lazy_views(X)
     if is_multiview(X):
         return check_views(X)
     view = validate_matrix(estimator, X, reset=reset, accept_sparse="csr", dtype=np.float64,
                            ensure_min_samples=1)
-    if reset:
-        check_magnitude(view)
+    check_magnitude(view, underflow=reset)
     return [view]

@@ -20,7 +20,7 @@ import pytest
 import scipy.io
 import zarr
 
-from mkrk_dask import MKKMRK, lambda_search
+from mkrk_dask import MKKMRK, AnchorGraphClustering, SimpleMKKM, lambda_search
 from mkrk_dask.cli import main
 from mkrk_dask.io import load_array_file, load_input, read_labels
 
@@ -92,6 +92,23 @@ def test_predict_on_missing_values_is_one_line() -> None:
         with pytest.raises(ValueError) as caught:
             method(np.where(np.eye(5, 3) > 0, np.nan, X[:5]))
         _one_line(caught.value, "Input X contains NaN")
+
+
+@pytest.mark.parametrize("make", [lambda: MKKMRK(2, random_state=0),
+                                  lambda: SimpleMKKM(2, random_state=0),
+                                  lambda: AnchorGraphClustering(2, random_state=0)],
+                         ids=["MKKMRK", "SimpleMKKM", "AnchorGraphClustering"])
+def test_new_rows_whose_squares_overflow_are_one_line(make: Callable) -> None:
+    """New rows are checked as the training rows are: values whose squares overflow would
+    give infinite distances (AnchorGraphClustering's transform was NaN). Rows near the
+    origin among others are points like any, and are embedded."""
+    model = make().fit(X)
+    for method in (model.predict, model.transform, model.score):
+        with pytest.raises(ValueError) as caught:
+            method(X[:5] * 1e200)
+        _one_line(caught.value, "values up to 9.35e+199 overflow float64 when squared")
+    tiny = model.transform(X[:5] * 1e-200)
+    assert np.isfinite(tiny).all() and model.predict(X[:5] * 1e-200).shape == (5,)
 
 
 @pytest.mark.parametrize("lams, kwargs, message", [
