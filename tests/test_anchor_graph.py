@@ -309,6 +309,37 @@ def test_clustered_eigenvalues_fall_back_to_the_dense_solver_early():
     np.testing.assert_allclose(F @ (F.T @ U), U * top[:2], atol=1e-8)
 
 
+def test_lanczos_on_a_sparse_path_stops_within_the_dense_solvers_work(monkeypatch):
+    """A graph with few stored entries a row and eigenvalues packed against 1 (the anchors of
+    one-column data make a path): Lanczos's products, each costing ARPACK's reverse
+    communication besides its stored entries, stop within what the dense solver costs
+    (which used to allow a hundred times more: seconds a part), and the eigenpairs are the
+    dense solver's."""
+    from scipy.linalg import eigh
+
+    import mkrk_dask.estimators._anchor_graph as module
+
+    side = 1000
+    path = sp.diags([np.full(side - 1, 0.25), np.full(side, 0.5), np.full(side - 1, 0.25)],
+                    [-1, 0, 1]).tocsc()
+    products = []
+    real_eigsh = module.eigsh
+
+    def counting_eigsh(A, **kwargs):
+        operator = sp.linalg.LinearOperator(
+            A.shape, matvec=lambda x: (products.append(1), A @ x)[1], dtype=A.dtype)
+        return real_eigsh(operator, **kwargs)
+
+    monkeypatch.setattr(module, "eigsh", counting_eigsh)
+    values, vectors = module._top_of_connected(path, 4)
+    per_product = module.SPARSE_ENTRY_COST * path.nnz + module.LANCZOS_PRODUCT_COST
+    ncv = 20
+    assert 0 < len(products) * per_product <= side ** 3 + ncv * per_product
+    expected = eigh(path.toarray(), eigvals_only=True)[-4:]
+    np.testing.assert_allclose(np.sort(values), expected, atol=1e-10)
+    np.testing.assert_allclose(path @ vectors, vectors * values, atol=1e-8)
+
+
 def test_more_anchors_than_the_seeding_sample(monkeypatch):
     # The anchors' k-means++ seeds from a sample of rows (scikit-learn's init_size); where
     # the anchors outnumber it, the sample grows to three rows an anchor, as scikit-learn's.
