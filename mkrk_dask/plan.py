@@ -42,7 +42,7 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "resolve_options", "requested_dtype"]
 
 #: the default kernels' geometries (:func:`auto_kernels`)
-GEOMETRIES = ("euclidean", "measurements", "angular", "mixed")
+GEOMETRIES = ("euclidean", "measurements", "angular", "mixed", "column")
 #: share of zero entries from which non-negative data count as intensities or counts (an
 #: image's dark pixels, a document's absent words)
 ANGULAR_MIN_ZEROS = 0.1
@@ -304,9 +304,15 @@ def _geometry(rows: Any) -> tuple[str, str]:
     ``"measurements"`` (Euclidean Gaussians, the cosine and one Gaussian of the angle) for
     other non-negative rows of different directions: lengths, weights, concentrations rarely
     read zero, and both their size and their proportions are information; ``"euclidean"``
-    (the cosine kernel and Euclidean Gaussians) otherwise, with the reason."""
+    (the cosine kernel and Euclidean Gaussians) otherwise; ``"column"`` (Euclidean Gaussians
+    alone) for a view of one column, where the cosine kernel only tells signs apart (data
+    with negative values: three blobs on a line at 0, 4 and 8 got NMI 67 against k-means's
+    88) or zeros from the rest. With the reason."""
     from .scales import directions_differ
 
+    if rows.shape[1] == 1:
+        return "column", ("one column (the angle of a single number is its sign, or nothing "
+                          "where all share it): Euclidean Gaussians only")
     low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
         initial=0.0)))
     if low < 0:
@@ -337,15 +343,19 @@ def _geometry(rows: Any) -> tuple[str, str]:
 _GAUSSIANS = {"euclidean": (("gaussian", WIDTHS),),
               "measurements": (("gaussian", WIDTHS), ("angular", (1.0,))),
               "angular": (("angular", WIDTHS),),
-              "mixed": (("gaussian", WIDTHS), ("angular", WIDTHS))}
+              "mixed": (("gaussian", WIDTHS), ("angular", WIDTHS)),
+              "column": (("gaussian", WIDTHS),)}
+#: geometries without the cosine kernel
+_NO_COSINE = ("column",)
 
 
 def auto_kernels(geometries: list[str]) -> list[KernelSpec]:
     """The default kernels, per view: cosine and Gaussians at :data:`WIDTHS` times the median
     distance (Euclidean; ``"angular"``: of the angle; ``"measurements"``: Euclidean and one
-    of the angle at the median; ``"mixed"``: both at every width)."""
+    of the angle at the median; ``"mixed"``: both at every width; ``"column"``: Euclidean, no
+    cosine)."""
     return [spec for view, geometry in enumerate(geometries) for spec in
-            [KernelSpec("linear", view=view)]
+            [KernelSpec("linear", view=view)] * (geometry not in _NO_COSINE)
             + [KernelSpec(family, m=m, view=view) for family, widths in _GAUSSIANS[geometry]
                for m in widths]]
 
@@ -457,7 +467,10 @@ def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
     return choice, reason, stored, dtype_reason
 
 
-def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str, int]:
+def _final(params: dict, n: int, k: int, *, line: bool = False
+           ) -> tuple[list[Decision], str, int, str, int]:
+    """The final step, its rank and the final partition; ``line``: the data are one number
+    (one view of one column)."""
     step, rank, clustering = params["final_step"], params["n_components"], \
         params["final_clustering"]
     decisions = []
@@ -483,7 +496,7 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
     # (on average) than neighbours, the graph joins every row to other clusters too.
     graph_local = anchors >= k * GRAPH_NEIGHBORS
     if _is_auto(clustering):
-        used = "graph" if _is_auto(step) and graph_local else "kmeans"
+        used = "graph" if _is_auto(step) and graph_local and not line else "kmeans"
         sample = ("" if n <= GRAPH_SAMPLE_ROWS else
                   f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
                   "others")
@@ -496,6 +509,12 @@ def _final(params: dict, n: int, k: int) -> tuple[list[Decision], str, int, str,
             why = f"k-means (too few rows for a graph of {k} clusters)"
         elif not _is_auto(step):
             why = "k-means (an explicit final step: the paper's configuration)"
+        elif line:
+            # three groups on a line at 0, 4 and 8 (200 rows each): the graph split off 8
+            # rows of a tail and joined two groups on two seeds of three (NMI 64 against 89)
+            why = ("k-means (one column: the rows lie on a line, whose anchor graph is a "
+                   "path, and a path's spectral cuts fall at its sparse tails, not between "
+                   "the groups)")
         else:
             why = (f"k-means ({anchors} anchors, {anchors / k:.1f} a cluster, fewer than the "
                    f"{GRAPH_NEIGHBORS} nearest each row is joined to: too few rows a cluster "
@@ -556,7 +575,8 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     decisions.append(Decision("dtype", dtype, dtype_reason, auto=_is_auto(requested_dtype(params))))
     options = resolve_options(solver, params, n, m, dtype,
                               strict=not _is_auto(params["solver"]))
-    final, step, rank, clustering, anchors = _final(params, n, k)
+    line = n_views == 1 and int(data[0].shape[1]) == 1
+    final, step, rank, clustering, anchors = _final(params, n, k, line=line)
     decisions += final
     iterations = int(params.get("max_iter", 100))
     # SimpleMKKM's line search makes an H-step per trial point (docs/methods.rst measures

@@ -141,18 +141,21 @@ def test_kernels_follow_the_data():
     reason = MKKMRK(3).plan(unit).decision("kernels").reason
     assert _families(unit) == ["linear"] + ["gaussian"] * 3 and "unit-length" in reason
     # One positive column: every row points the same way, though scaling a row to unit
-    # length leaves some at 1 - 1e-16 (the angular kernels would have a zero width).
+    # length leaves some at 1 - 1e-16 (the angular kernels would have a zero width); the
+    # cosine kernel of one column says nothing (or, with zeros, only which rows are zero)
     groups = np.repeat([0, 1, 2], 40)
     column = (1.0 + 4.0 * groups + np.random.default_rng(0).random(120))[:, None]
     assert np.ptp(unit_rows(column, zero_rows="keep")) > 0
-    assert "Euclidean" in MKKMRK(3).plan(column).decision("kernels").reason
-    # ... and so with counts that read zero: a zero row has no direction to differ by
     counts = np.vstack([column, [[0.0]]])
-    assert "point the same way" in MKKMRK(3).plan(counts).decision("kernels").reason
-    # the k-means partition of the final rows finds the three groups (the graph step can
-    # split such tight groups along their spread: docs, "Defaults", what the graph costs)
-    model = MKKMRK(3, final_clustering="kmeans", random_state=0).fit(column)
-    assert [s.family for s in model.kernels_] == ["linear"] + ["gaussian"] * 3
+    for data in (column, counts):
+        plan = MKKMRK(3).plan(data)
+        assert "one column" in plan.decision("kernels").reason
+        assert [s.family for s in plan.kernels] == ["gaussian"] * 3
+        assert plan.final_clustering == "kmeans"
+    # the k-means partition of the final rows finds the three groups (a graph of a line is
+    # a path, whose cuts can split such tight groups along their spread)
+    model = MKKMRK(3, random_state=0).fit(column)
+    assert [s.family for s in model.kernels_] == ["gaussian"] * 3
     assert adjusted_rand_score(groups, model.labels_) == 1.0
     with pytest.raises(ValueError, match="median pairwise distance of the sampled rows is 0.0"):
         MKKMRK(3, kernels=["angular(m=1)"]).fit(column)

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits, load_iris, load_wine
-from sklearn.metrics import adjusted_rand_score
+from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
 
 import mkrk_dask.kernel_evaluation
 from mkrk_dask import MKKMRK, FitPlan
@@ -211,3 +211,27 @@ def test_no_warning_on_gaussian_blobs_with_the_defaults(n):
     kmeans = KMeans(5, n_init=10, random_state=0).fit_predict(unit)
     assert adjusted_rand_score(y, kmeans) > 0.99
     assert adjusted_rand_score(y, model.labels_) > (0.9 if n <= 20_000 else 0.7)
+
+
+def test_one_signed_column_is_clustered_like_kmeans():
+    """Three groups on a line around 0, 4 and 8: the cosine kernel of one signed column is
+    the sign (it cut the first group in two: NMI 67 against k-means's 88 at 5,000 rows),
+    and the anchor graph of a line is a path, whose spectral cuts split off sparse tails
+    (8 rows of one, two groups joined: NMI 64 on two seeds of three at 600). The plan takes
+    the Gaussians alone and keeps k-means, and says why."""
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(3), 200)
+    X = rng.normal(size=(600, 1)) + 4.0 * groups[:, None]
+    plan = MKKMRK(3).plan(X)
+    assert [s.name for s in plan.kernels] == ["gaussian(m=0.5)", "gaussian(m=1)",
+                                              "gaussian(m=2)"]
+    assert "one column" in plan.decision("kernels").reason
+    assert "a path" in plan.decision("final partition").reason
+    kmeans = KMeans(3, n_init=10, random_state=0).fit_predict(X)
+    for seed in range(3):
+        labels = MKKMRK(3, random_state=seed).fit(X).labels_
+        assert normalized_mutual_info_score(groups, labels) >= (
+            normalized_mutual_info_score(groups, kmeans) - 0.005)
+    # two columns are no line: the cosine and the graph stay
+    plan = MKKMRK(3).plan(np.c_[X, rng.normal(size=600)])
+    assert plan.kernels[0].family == "linear" and plan.final_clustering == "graph"
