@@ -252,11 +252,11 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     Sparse views (counts, word weights) and views of binary columns are kept as given: their
     columns share a unit (a count, a presence). A dense view is standardised where the
     standard deviations of its non-constant columns spread over more than
-    :data:`SCALE_SPREAD_LIMIT` (largest over median): columns in different units (a length in
-    mm beside one in km), where the Euclidean distance, and every kernel built on it, would
-    see the largest-scale columns only. Its binary columns (one-hot factors, flags) then stay
-    0 or 1. Centre and scale come from the sample (a fixed seed),
-    so the transform is known before any pass over the data.
+    :data:`SCALE_SPREAD_LIMIT` (largest over median; of two columns, larger over smaller):
+    columns in different units (a length in mm beside one in km), where the Euclidean
+    distance, and every kernel built on it, would see the largest-scale columns only. Its
+    binary columns (one-hot factors, flags) then stay 0 or 1. Centre and scale come from the
+    sample (a fixed seed), so the transform is known before any pass over the data.
     """
     if sp.issparse(view):
         return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
@@ -268,7 +268,10 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
     if np.array_equal(binary, varying):
         return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
-    spread = float(std[varying].max() / np.median(std[varying]))
+    # largest over the median column; of two, over the other (the median of two is their
+    # mean, never below half the larger: two columns in any units would stay as given)
+    scales = std[varying]
+    spread = float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
     if spread <= SCALE_SPREAD_LIMIT:
         return ColumnScaling("none"), (f"the columns' standard deviations spread by "
                                        f"{spread:.3g}x (<= {SCALE_SPREAD_LIMIT:g}x: one unit): "

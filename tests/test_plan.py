@@ -102,6 +102,13 @@ def test_columns_in_different_units_are_standardised():
     np.testing.assert_array_equal(scaling.scale[:20], 1.0)
     np.testing.assert_array_equal(np.asarray(scaling.apply(mixed))[:, :20], binary)
     assert scaling.scale[20] == pytest.approx(mixed[:, 20].std())
+    # two columns: the larger scale against the other (their median is their mean, which
+    # no column exceeds by more than 2x): metres beside millimetres are standardised,
+    # centimetres beside millimetres (5x) are not
+    pair = rng.normal(size=(200, 2)) * [1.0, 1000.0]
+    scaling, reason = column_scaling(pair)
+    assert scaling.method == "standardize" and "spread by 1" in reason
+    assert column_scaling(pair * [1.0, 0.005])[0].method == "none"
 
 
 def test_rare_categories_do_not_outweigh_the_numbers():
