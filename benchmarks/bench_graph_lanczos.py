@@ -27,7 +27,7 @@ import warnings
 import numpy as np
 
 import mkrk_dask.estimators._anchor_graph as anchor_graph
-from mkrk_dask import AnchorGraphClustering, MKKMRK
+from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import now, write_report
