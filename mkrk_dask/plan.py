@@ -48,7 +48,8 @@ GEOMETRIES = ("euclidean", "measurements", "angular", "mixed", "column")
 ANGULAR_MIN_ZEROS = 0.1
 #: Gaussian widths of the default kernels, in multiples of the median pairwise distance
 WIDTHS = (0.5, 1.0, 2.0)
-#: columns whose standard deviations spread over more than this factor (largest over median)
+#: columns whose standard deviations spread over more than this factor (largest over median;
+#: of two columns, larger over smaller)
 #: are in different units: the default standardises them. An order of magnitude: columns of
 #: one unit (pixels, word weights, lengths in cm) spread by a few times at most
 SCALE_SPREAD_LIMIT = 10.0

@@ -48,7 +48,8 @@ class MKKMRK(MultipleKernelKMeans):
         ``"auto"``: per view, cosine and Gaussians at 0.5, 1 and 2 times the median pairwise
         distance of a sample: Gaussians of the angle between rows for intensities and counts
         (non-negative, at least 10% zero entries), Euclidean ones otherwise; other non-negative
-        data (measurements) add one Gaussian of the angle at the median (see :meth:`plan`).
+        data (measurements) add one Gaussian of the angle at the median; a view of one column
+        gets the three Euclidean Gaussians alone (see :meth:`plan`).
         ``"paper"``: the paper's 12 kernels on every view. ``"precomputed"``: ``X`` is an
         ``(m, n, n)`` array or a list of ``(n, n)`` kernels. A list: kernel specifications
         (:class:`~mkrk_dask.KernelSpec`, strings such as ``"gaussian(c=0.1)@1"``, or dicts).
@@ -74,8 +75,9 @@ class MKKMRK(MultipleKernelKMeans):
         0.5 (not a different answer, such as nearly every row in one cluster beside tiny
         ones). ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default)
         where there are at least 10 anchors a cluster (20 rows a cluster on average: fewer,
-        and a row's nearest anchors reach into other clusters), ``"kmeans"`` otherwise and
-        with an explicit step (the paper's configuration). What was kept:
+        and a row's nearest anchors reach into other clusters) and more than one column (the
+        graph of points on a line is a path, cut at its sparse tails), ``"kmeans"``
+        otherwise and with an explicit step (the paper's configuration). What was kept:
         ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``.
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
