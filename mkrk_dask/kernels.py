@@ -300,8 +300,13 @@ def resolve_kernels(
         if spec.sigma is None and spec.m is not None:
             D = float((medians or {}).get((spec.view, spec.family), 0.0))
             if not D > 0:
+                # the median falls back to the distinct pairs' where most rows repeat: zero
+                # means every sampled row (or its direction, for angular) is the same
+                same = ("points the same way" if spec.family == "angular" else "is the same")
                 raise ValueError(f"view {spec.view}: the median pairwise distance of the sampled "
-                                 f"rows is {D}, so the relative width of {spec.name} is zero")
+                                 f"rows is {D} (every row of the sample {same}), so the "
+                                 f"relative width of {spec.name} is zero; leave such a view "
+                                 "out, or give it kernels without a relative width")
             spec = _with_width(spec, spec.m * D, f"the median pairwise distance of the "
                                f"sampled rows is {D:.3g}")
         elif spec.family == "gaussian" and spec.sigma is None:

@@ -86,6 +86,20 @@ def test_estimator_fit(params: dict, data, error: type, message: str) -> None:
     _one_line(caught.value, message)
 
 
+def test_a_constant_view_is_named_as_such() -> None:
+    """The default's widths are relative to a view's median distance: on a constant view (or,
+    for the angle, one whose rows all point one way) that is 0, and the error says why and
+    what to do, in one line."""
+    with pytest.raises(ValueError) as caught:
+        MKKMRK(2).fit([X, np.ones((40, 3))])
+    _one_line(caught.value, "view 1: the median pairwise distance of the sampled rows is 0.0 "
+                            "(every row of the sample is the same)")
+    assert "leave such a view out" in str(caught.value)
+    with pytest.raises(ValueError) as caught:
+        MKKMRK(2, kernels=["angular(m=1)"]).fit(X[:, :1] + 1.0)
+    _one_line(caught.value, "(every row of the sample points the same way)")
+
+
 def test_predict_on_missing_values_is_one_line() -> None:
     model = MKKMRK(2, random_state=0).fit(X)
     for method in (model.predict, model.transform):
