@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -289,6 +290,28 @@ def exact_benchmark_parser(description: str, *, lam: float, repeats: int,
                              "e.g. 'default,1' (threadpoolctl)")
     parser.add_argument("--out", default=str(results_dir("exact") / f"{report}.md"))
     return parser
+
+
+def dataset_seed_parser(description: str, datasets: Sequence[str],
+                        seeds: int) -> argparse.ArgumentParser:
+    """The arguments of a benchmark run per data set and seed (its own are added by the
+    caller): ``--datasets`` and ``--seeds``; :func:`positive_args` parses them."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--datasets", nargs="+", default=list(datasets))
+    parser.add_argument("--seeds", type=int, default=seeds)
+    return parser
+
+
+def positive_args(parser: argparse.ArgumentParser, *names: str) -> argparse.Namespace:
+    """The parsed arguments, with a one-line usage error where one of ``names`` (an integer
+    or a list of them) is below 1."""
+    args = parser.parse_args()
+    values = [v for name in names for v in np.atleast_1d(getattr(args, name))]
+    if min(values) < 1:
+        flags = " and ".join(f"--{name}" for name in names)
+        parser.error(f"{flags} take positive integers" if len(names) > 1
+                     else f"{flags} takes a positive integer")
+    return args
 
 
 def thread_limits(spec: str) -> list[tuple[str, int | None]]:

@@ -20,7 +20,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -29,7 +28,7 @@ import numpy as np
 import mkrk_dask.plan as plan_module
 from mkrk_dask import MKKMRK
 
-from _common import now, write_report
+from _common import dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import _score, load
 
 DATASETS = ("usps", "fashion_mnist", "kernlab:spam")
@@ -67,13 +66,9 @@ def run(name: str, caps: list[int], seeds: int) -> dict | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
+    parser = dataset_seed_parser(__doc__.split("\n")[0], DATASETS, 5)
     parser.add_argument("--caps", nargs="+", type=int, default=[1000, 2000, 3000])
-    parser.add_argument("--seeds", type=int, default=5)
-    args = parser.parse_args()
-    if min(args.caps) < 1 or args.seeds < 1:
-        parser.error("--caps and --seeds take positive integers")
+    args = positive_args(parser, "caps", "seeds")
     warnings.simplefilter("ignore")
     started = now()
     lines = [f"`MKKMRK(k).fit` with `mkrk_dask.plan.GRAPH_ANCHORS` set to each cap (the "

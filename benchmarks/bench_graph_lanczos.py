@@ -20,7 +20,6 @@ Usage (from ``benchmarks/``)::
 
 from __future__ import annotations
 
-import argparse
 import time
 import warnings
 
@@ -30,7 +29,7 @@ import mkrk_dask.estimators._anchor_graph as anchor_graph
 from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import now, write_report
+from _common import dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import load
 
 BUDGETS = {"entries only (before cacc10e)": (1, 0),
@@ -77,12 +76,7 @@ def run(name: str, seeds: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", default=list(DATASETS))
-    parser.add_argument("--seeds", type=int, default=3)
-    args = parser.parse_args()
-    if args.seeds < 1:
-        parser.error("--seeds takes a positive integer")
+    args = positive_args(dataset_seed_parser(__doc__.split("\n")[0], DATASETS, 3), "seeds")
     warnings.simplefilter("ignore")
     started = now()
     lines = [f"{args.seeds} seeds, the two budgets interleaved within each seed. blobs:d: "

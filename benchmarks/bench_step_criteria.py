@@ -29,7 +29,6 @@ Usage (from ``benchmarks/``)::
 
 from __future__ import annotations
 
-import argparse
 import warnings
 
 import numpy as np
@@ -40,7 +39,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.assignment import assign_clusters, final_rows
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import now, write_report
+from _common import dataset_seed_parser, now, positive_args, write_report
 from _tabular import HOLDOUT
 from bench_defaults_wide import DATASETS, load
 
@@ -100,13 +99,8 @@ def run(name: str, seeds: int) -> dict | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
-    parser.add_argument("--datasets", nargs="+", default=default_sets)
-    parser.add_argument("--seeds", type=int, default=3)
-    args = parser.parse_args()
-    if args.seeds < 1:
-        parser.error("--seeds takes a positive integer")
+    args = positive_args(dataset_seed_parser(__doc__.split("\n")[0], default_sets, 3), "seeds")
     warnings.simplefilter("ignore")
     started = now()
     results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
