@@ -60,6 +60,16 @@ _WIDTHED = WIDTHED_FAMILIES
 PAPER_GAUSSIAN_FACTORS = (0.01, 0.05, 0.1, 1.0, 10.0, 50.0, 100.0)
 
 
+#: widths (and relative widths) a kernel takes: beyond them, the squared distances over
+#: the squared width leave float64's range
+WIDTH_RANGE = (1e-150, 1e150)
+_WIDTH_TEXT = "[1e-150, 1e150]"  # as the errors print it
+
+
+def _in_width_range(value: float) -> bool:
+    return math.isfinite(value) and WIDTH_RANGE[0] <= value <= WIDTH_RANGE[1]
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     """One base kernel: a family, its parameters, and the view it reads.
@@ -119,8 +129,8 @@ class KernelSpec:
                 raise ValueError("an angular kernel takes m (relative to the median distance "
                                  "of the unit rows) or sigma, not c")
             for label, value in (("c", self.c), ("m", self.m), ("sigma", self.sigma)):
-                if value is not None and not (math.isfinite(value) and 1e-150 <= value <= 1e150):
-                    raise ValueError(f"gaussian {label} must be in [1e-150, 1e150], got {value}")
+                if value is not None and not _in_width_range(value):
+                    raise ValueError(f"gaussian {label} must be in {_WIDTH_TEXT}, got {value}")
         if int(self.view) != self.view or self.view < 0:
             raise ValueError(f"view must be a non-negative integer, got {self.view}")
 
@@ -273,9 +283,9 @@ def _with_width(spec: KernelSpec, sigma: float, scale: str) -> KernelSpec:
     """``spec`` with the absolute width ``sigma`` its relative one gives on this view; a width
     outside the range a kernel takes is the data's scale (values near the float limits), named
     as such rather than as a bad width."""
-    if not (math.isfinite(sigma) and 1e-150 <= sigma <= 1e150):
+    if not _in_width_range(sigma):
         raise ValueError(f"view {spec.view}: {scale}, so {spec.name} would be {sigma:.3g} "
-                         "wide, outside [1e-150, 1e150]; rescale the data")
+                         f"wide, outside {_WIDTH_TEXT}; rescale the data")
     return replace(spec, sigma=sigma)
 
 
