@@ -310,8 +310,9 @@ def _geometry(rows: Any) -> tuple[str, str]:
     read zero, and both their size and their proportions are information; ``"euclidean"``
     (the cosine kernel and Euclidean Gaussians) otherwise; ``"column"`` (Euclidean Gaussians
     alone) for a view of one column, where the cosine kernel only tells signs apart (data
-    with negative values: three blobs on a line at 0, 4 and 8 got NMI 67 against k-means's
-    88) or zeros from the rest. With the reason."""
+    with negative values: it cut a group at the origin, ``blobs:1`` of
+    ``benchmarks/results/defaults/graph_lanczos_18b1997.md``) or zeros from the rest. With
+    the reason."""
     from .scales import directions_differ
 
     if rows.shape[1] == 1:
@@ -514,8 +515,8 @@ def _final(params: dict, n: int, k: int, *, line: bool = False
         elif not _is_auto(step):
             why = "k-means (an explicit final step: the paper's configuration)"
         elif line:
-            # three groups on a line at 0, 4 and 8 (200 rows each): the graph split off 8
-            # rows of a tail and joined two groups on two seeds of three (NMI 64 against 89)
+            # three groups on a line: the graph split off a few rows of a tail and joined two
+            # groups (tests/test_plan.py checks such data against k-means)
             why = ("k-means (one column: the rows lie on a line, whose anchor graph is a "
                    "path, and a path's spectral cuts fall at its sparse tails, not between "
                    "the groups)")

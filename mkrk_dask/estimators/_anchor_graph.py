@@ -36,9 +36,9 @@ RANK_TOL = 1e-10
 
 #: a Lanczos product's cost in the dense eigensolver's multiply-adds: per stored entry of the
 #: sparse matrix (scattered reads, against BLAS's blocked ones), and per product (ARPACK's
-#: reverse communication through scipy's Python wrappers, about 40 us). Measured on a 2-core
-#: VM, one BLAS thread: a dense top-4 of a 1,000-node path graph took 91 ms, an ARPACK
-#: restart of 20 products 0.7 to 1.0 ms at 300 to 3,000 stored entries
+#: reverse communication through scipy's Python wrappers, a fixed cost). Set from timings of
+#: a dense top-4 of path graphs against ARPACK restarts on a 2-core VM, one BLAS thread;
+#: ``benchmarks/bench_graph_lanczos.py`` measures what the budget does to whole fits
 SPARSE_ENTRY_COST = 10
 LANCZOS_PRODUCT_COST = 400_000
 
