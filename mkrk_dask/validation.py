@@ -6,6 +6,7 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,8 @@ from .choices import LAM_SCALINGS, TOL_MODES  # noqa: F401 - re-exported
 __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_clusters",
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
-           "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS"]
+           "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS",
+           "check_numeric_columns"]
 
 
 
@@ -147,12 +149,13 @@ def check_views(X: Any) -> list[Any]:
     views = list(X) if is_multiview(X) else [X]
     checked = []
     for index, view in enumerate(views):
+        prefix = f"view {index}: " if len(views) > 1 else ""
         try:
+            check_numeric_columns(view)
             checked.append(check_array(view, accept_sparse="csr", dtype=np.float64,
                                        ensure_min_samples=1))
         except ValueError as err:
-            prefix = f"view {index}: " if len(views) > 1 else ""
-            raise ValueError(f"{prefix}{err}") from None
+            raise ValueError(f"{prefix}{_one_line(err)}") from None
     lengths = {v.shape[0] for v in checked}
     if len(lengths) > 1:
         raise ValueError(f"all views must have the same number of rows, got {sorted(lengths)}")
@@ -189,19 +192,60 @@ def validate_matrix(estimator: Any, X: Any, **kwargs: Any) -> Any:
     missing values, the first line and what to do (scikit-learn's runs on for a paragraph
     about supervised learners); otherwise its sentences without the data it prints (a 1-D or
     complex X is printed whole), so the phrases its estimator checks match remain."""
+    check_numeric_columns(X)
     try:
         return validate_data(estimator, X, **kwargs)
     except ValueError as err:
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-        if len(lines) <= 1:
+        if len(str(err).strip().splitlines()) <= 1:
             raise
-        if "NaN" in lines[0]:
-            message = f"{lines[0]} Impute or drop the samples with missing values first."
-        else:
-            sentences = [lines[0].removesuffix(":") + "."] if lines[0].endswith(":") else lines[:1]
-            message = " ".join(sentences + [line for line in lines[1:]
-                                            if not line.startswith(("array=", "["))])
-        raise ValueError(message) from None
+        raise ValueError(_one_line(err)) from None
+
+
+#: the start of a line of an array scikit-learn prints in an error (``array=[...``, a row
+#: ``[ 1.5 ...``, or a wrapped row that goes on with numbers)
+_ARRAY_LINE = re.compile(r"^(array=|\[|[-+.\d]|nan|inf)")
+
+
+def _one_line(err: ValueError) -> str:
+    """A scikit-learn validation error in one line: for missing values, the first line and
+    what to do (scikit-learn's runs on for a paragraph about supervised learners); otherwise
+    its sentences without the data it prints (a 1-D or complex X is printed whole, over as
+    many lines as it takes), so the phrases its estimator checks match remain."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    if len(lines) <= 1:
+        return " ".join(lines)
+    if "NaN" in lines[0]:
+        return f"{lines[0]} Impute or drop the samples with missing values first."
+    sentences = [lines[0].removesuffix(":") + "."] if lines[0].endswith(":") else lines[:1]
+    return " ".join(sentences + [line for line in lines[1:] if not _ARRAY_LINE.match(line)])
+
+
+def check_numeric_columns(X: Any) -> None:
+    """Name the columns of a data frame that hold no numbers (categories, text, dates):
+    scikit-learn's own error names only a cast that failed ("could not convert string to
+    float"), not the column. Booleans and numbers of any kind (nullable ones too) pass;
+    anything else than a data frame is left to scikit-learn's checks."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns") or not hasattr(dtypes, "items"):
+        return
+    bad = []
+    for name, dtype in dtypes.items():
+        if dtype.kind in "biuf":  # numpy's and pandas' numeric and boolean kinds
+            continue
+        if dtype.kind == "O":
+            try:
+                np.asarray(X[name], dtype=np.float64)
+                continue
+            except (TypeError, ValueError):
+                pass
+        bad.append(f"{name!r} ({dtype})")
+    if bad:
+        which = "column " if len(bad) == 1 else "columns "
+        it = "it" if len(bad) == 1 else "them"
+        raise ValueError(f"{which}{', '.join(bad[:5])}{' ...' if len(bad) > 5 else ''} "
+                         f"{'holds' if len(bad) == 1 else 'hold'} no numbers; encode {it} "
+                         "as numbers first (a category as one 0/1 column per value, e.g. "
+                         f"pandas.get_dummies; a date as a number) or leave {it} out")
 
 
 def _describe(constraint: Any) -> str:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.io
 import zarr
@@ -75,6 +76,9 @@ def _one_line(err: BaseException, message: str) -> None:
     ({}, np.arange(3000.0), ValueError, "got 1D array instead. Reshape your data"),
     ({}, [], ValueError, "got 1D array instead. Reshape your data"),
     ({}, X + 1j, ValueError, "Complex data not supported"),
+    # rows wider than a printed line wrap onto lines that start with a number
+    ({}, np.tile(X, 4) + 1j, ValueError, "Complex data not supported"),
+    ({}, [X, X + 1j], ValueError, "view 1: Complex data not supported"),
     ({}, X * 1e200, ValueError, "overflow float64 when squared"),
     ({}, X * 1e-200, ValueError, "underflow float64 when squared"),
     ({"kernels": "precomputed"}, np.diag([1.0, 1.0, -1.0, 1.0]), ValueError,
@@ -98,6 +102,30 @@ def test_a_constant_view_is_named_as_such() -> None:
     with pytest.raises(ValueError) as caught:
         MKKMRK(2, kernels=["angular(m=1)"]).fit(X[:, :1] + 1.0)
     _one_line(caught.value, "(every row of the sample points the same way)")
+
+
+@pytest.mark.parametrize("column, shown", [
+    (lambda n: pd.Categorical(np.resize(["a", "b"], n)), "'c' (category)"),
+    (lambda n: np.resize(["a", "b"], n).astype(object), "'c' ("),  # object or str
+    (lambda n: pd.date_range("2020-01-01", periods=n), "'c' (datetime64"),
+], ids=["category", "text", "date"])
+def test_a_data_frame_column_without_numbers_is_named(column: Callable, shown: str) -> None:
+    """scikit-learn's own error names a cast that failed, not the column; the error names the
+    column and what to do, for one frame and for a frame among views. Numbers of any kind
+    (nullable integers, booleans, numbers stored as objects) pass."""
+    frame = pd.DataFrame(X, columns=["x", "y", "z"]).assign(c=column(len(X)))
+    for data, prefix in ((frame, ""), ([X, frame], "view 1: ")):
+        with pytest.raises(ValueError) as caught:
+            MKKMRK(2, random_state=0).fit(data)
+        _one_line(caught.value, f"{prefix}column {shown}")
+        assert "holds no numbers; encode it as numbers first" in str(caught.value)
+    numbers = pd.DataFrame(X, columns=["x", "y", "z"]).assign(
+        n=pd.array(np.arange(len(X)) % 3, dtype="Int64"), b=np.arange(len(X)) % 2 == 0,
+        o=(np.arange(len(X)) % 4).astype(object))
+    plain = np.c_[X, np.arange(len(X)) % 3, np.arange(len(X)) % 2 == 0, np.arange(len(X)) % 4]
+    fitted = MKKMRK(2, random_state=0).fit(numbers)
+    assert fitted.feature_names_in_.tolist() == ["x", "y", "z", "n", "b", "o"]
+    np.testing.assert_array_equal(fitted.labels_, MKKMRK(2, random_state=0).fit(plain).labels_)
 
 
 def test_predict_on_missing_values_is_one_line() -> None:
