@@ -76,6 +76,10 @@ def check_lazy_views(X: Any) -> list[Any]:
         if view.ndim != 2:
             raise ValueError(f"{prefix}expected a 2D array, got a {view.ndim}-D "
                              f"{type(view).__name__} of shape {tuple(view.shape)}")
+        if any(np.isnan(size) for size in view.shape):
+            raise ValueError(f"{prefix}the dask array's shape {tuple(view.shape)} is not known "
+                             "(chunk sizes unknown, as after boolean indexing); call "
+                             "X.compute_chunk_sizes() first")
         if np.dtype(view.dtype).kind not in "biuf":
             raise ValueError(f"{prefix}expected numbers, got dtype {view.dtype}")
         if view.shape[0] < 1 or view.shape[1] < 1:

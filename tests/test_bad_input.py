@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
@@ -27,6 +28,8 @@ from mkrk_dask.io import load_array_file, load_input, read_labels
 
 RNG = np.random.default_rng(0)
 X = RNG.random((40, 3))
+_DASK_X = da.from_array(X, chunks=(20, 3))
+_UNKNOWN_ROWS = _DASK_X[_DASK_X[:, 0] >= 0]
 
 
 def _one_line(err: BaseException, message: str) -> None:
@@ -80,6 +83,9 @@ def _one_line(err: BaseException, message: str) -> None:
     ({}, np.tile(X, 4) + 1j, ValueError, "Complex data not supported"),
     ({}, [X, X + 1j], ValueError, "view 1: Complex data not supported"),
     ({}, X * 1e200, ValueError, "overflow float64 when squared"),
+    # a dask array after boolean indexing: "cannot convert float NaN to integer" before
+    ({}, _UNKNOWN_ROWS, ValueError, "shape (nan, 3) is not known (chunk sizes unknown"),
+    ({}, [X, _UNKNOWN_ROWS], ValueError, "view 1: the dask array's shape (nan, 3)"),
     ({}, X * 1e-200, ValueError, "underflow float64 when squared"),
     ({"kernels": "precomputed"}, np.diag([1.0, 1.0, -1.0, 1.0]), ValueError,
      "positive semi-definite"),
