@@ -45,15 +45,14 @@ def _dense_reference(views, model):
 
 
 @pytest.mark.parametrize("geometry", ["euclidean", "angular"])
-@pytest.mark.parametrize("distance_entries", [None, 7 * 60])
-def test_spectrum_and_embedding_match_the_dense_graph(geometry, distance_entries,
-                                                      monkeypatch):
-    # distance_entries: the distances to the anchors formed 7 rows at a time within a block
-    # (every part of a block, the last one short), as a block of many rows and anchors is
-    if distance_entries is not None:
+@pytest.mark.parametrize("block_rows", [None, 7])
+def test_spectrum_and_embedding_match_the_dense_graph(geometry, block_rows, monkeypatch):
+    # block_rows: the rows' nearest anchors found 7 rows at a time (every block, the last one
+    # short), as a pass over many rows is
+    if block_rows is not None:
         import mkrk_dask.anchor_graph
 
-        monkeypatch.setattr(mkrk_dask.anchor_graph, "DISTANCE_ENTRIES", distance_entries)
+        monkeypatch.setattr(mkrk_dask.anchor_graph, "BLOCK_ROWS", block_rows)
     X, _ = _blobs()
     X = X - X.min() + 0.1 if geometry == "angular" else X
     k = 4
