@@ -58,6 +58,27 @@ def _column_key(text: str) -> str | int:
         return text
 
 
+#: what separates the values, in words
+_SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs"}
+
+
+def _separator(line: str) -> str:
+    """The values' separator, from the first line: semicolons (Excel's CSV where the decimal
+    mark is a comma) or tabs where the line has them, else commas."""
+    return next((sep for sep in (";", "\t") if sep in line), ",")
+
+
+def _fields(line: str, sep: str) -> list[str]:
+    """A line's fields, blanks and the double quotes around them (R's ``write.csv``) taken
+    off."""
+    return [f.strip().strip('"').strip() for f in line.rstrip("\r\n").split(sep)]
+
+
+def _decimal_comma(value: str) -> float:
+    """A number whose decimal mark may be a comma (``3,25``), in a file separated otherwise."""
+    return float(value.replace(",", "."))
+
+
 def _is_number(text: str) -> bool:
     try:
         float(text)
@@ -105,18 +126,27 @@ def _csv_problem(message: str) -> str:
 
 def read_csv(path: Path, columns: CsvColumns | None = None
              ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Comma-separated numbers as float64 rows (UTF-8; a byte order mark is ignored; a first
-    row in which no field is a number is a header and skipped), and the labels of
-    ``columns.label_column`` (numbers where all are, else strings), or None."""
+    """Numbers separated by commas (or by semicolons or tabs, as the first line shows; there a
+    decimal comma is read too) as float64 rows, and the labels of ``columns.label_column``
+    (numbers where all are, else strings), or None.
+
+    UTF-8; a byte order mark is ignored, and so are double quotes around a field. A first row
+    in which no field is a number is a header and skipped. A header whose first field alone
+    is blank names the columns after a first column of row names or numbers (what pandas'
+    ``to_csv`` and R's ``write.csv`` write): that column is no feature, unless ``columns``
+    names it.
+    """
     columns = columns or CsvColumns()
     # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
     with open(path, encoding="utf-8-sig") as handle:
         first = handle.readline()
-        names = [f.strip() for f in first.rstrip("\r\n").split(",")]
+        sep = _separator(first)
+        names = _fields(first, sep)
         header = _is_header(names)
         if not header:
             handle.seek(0)
         width = len(names)
+        row_names = header and width > 1 and not names[0] and all(names[1:])
         names = names if header else None
         label = (None if columns.label_column is None
                  else _index(columns.label_column, names, width, path))
@@ -124,6 +154,7 @@ def read_csv(path: Path, columns: CsvColumns | None = None
             use = [_index(c, names, width, path) for c in columns.columns]
         else:
             dropped = {_index(c, names, width, path) for c in columns.drop_columns}
+            dropped |= {0} if row_names else set()
             use = [c for c in range(width) if c not in dropped]
         if label is not None:
             if label in use and columns.columns is not None:
@@ -136,16 +167,20 @@ def read_csv(path: Path, columns: CsvColumns | None = None
         with warnings.catch_warnings():
             # An empty file is reported below, in one line, not as numpy's warning.
             warnings.filterwarnings("ignore", "loadtxt: input contained no data")
+            # numpy's own parser where commas separate; a converter (slower) elsewhere
+            convert = {} if sep == "," else {"converters": _decimal_comma}
             try:
-                X = np.loadtxt(handle, delimiter=",", ndmin=2, dtype=np.float64,
+                X = np.loadtxt(handle, delimiter=sep, ndmin=2, dtype=np.float64,
+                               quotechar='"', **convert,
                                usecols=None if use == list(range(width)) else use)
             except ValueError as err:
-                raise ValueError(f"{path}: expected comma-separated numbers "
+                raise ValueError(f"{path}: expected numbers separated by {_SEPARATORS[sep]} "
                                  f"{_csv_problem(str(err))}") from err
             y = None
             if label is not None:
                 handle.seek(start)
-                y = np.loadtxt(handle, delimiter=",", ndmin=1, dtype=str, usecols=label)
+                y = np.loadtxt(handle, delimiter=sep, ndmin=1, dtype=str, usecols=label,
+                               quotechar='"')
                 y = np.char.strip(y)
     if X.size == 0:
         raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")

@@ -223,7 +223,7 @@ def bad_files(tmp_path: Path, write_mat73: Callable[..., Path]) -> dict[str, Pat
     ("corrupt567.mat", "not a readable .mat file"),
     ("truncated73.mat", "not a readable MATLAB v7.3 (HDF5) file"),
     ("binary.csv", "not a readable .csv"),
-    ("text.csv", "expected comma-separated numbers"),
+    ("text.csv", "expected numbers separated by commas"),
     ("empty.csv", "no data rows"),
     ("data.txt", "unknown extension '.txt'"),
     ("two.npz", "expected an array 'X'"),

@@ -66,7 +66,7 @@ def test_without_a_header_columns_are_indices(tmp_path: Path) -> None:
     (CsvColumns(columns=(9,)), "column index 9 out of range"),
     (CsvColumns(columns=("id", "species"), label_column="species"),
      "both a feature and the label column"),
-    (CsvColumns(columns=("species",)), "expected comma-separated numbers"),
+    (CsvColumns(columns=("species",)), "expected numbers separated by commas"),
 ])
 def test_bad_columns(iris_csv: Path, columns: CsvColumns, message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -119,3 +119,35 @@ def test_a_cell_that_is_no_number_says_what_to_do(tmp_path: Path, text: str,
     with pytest.raises(ValueError, match=message) as caught:
         load_input(path)
     assert "\n" not in str(caught.value) and "usecols" not in str(caught.value)
+
+
+@pytest.mark.parametrize("text", [
+    "a;b\n1,5;2\n3;4,25\n",  # Excel where the decimal mark is a comma
+    "a\tb\n1.5\t2\n3\t4.25\n",
+    '"a","b"\n"1.5","2"\n3,4.25\n',  # quoted fields
+], ids=["semicolons", "tabs", "quotes"])
+def test_other_separators_and_quotes(tmp_path: Path, text: str) -> None:
+    """Semicolons (with decimal commas) or tabs, found from the first line, and double quotes
+    around fields: the same numbers as a plain CSV (semicolon files were refused before, with
+    a whole row taken for one field of text)."""
+    path = tmp_path / "other.csv"
+    path.write_text(text)
+    np.testing.assert_array_equal(load_input(path).X, [[1.5, 2.0], [3.0, 4.25]])
+
+
+@pytest.mark.parametrize("first", ["0,1,2", '"1","2","3"', '"car a","car b","car c"'],
+                         ids=["pandas index", "R row numbers", "R row names"])
+def test_a_first_column_of_row_names_is_no_feature(tmp_path: Path, first: str) -> None:
+    """A header whose first field alone is blank (pandas' ``to_csv``, R's ``write.csv``) names
+    the columns after the rows' names or numbers: that column was read as a feature (the row
+    numbers, silently) or refused as text. It is left out, unless ``columns`` names it."""
+    rows = [[1.5, 2.0], [3.0, 4.25], [0.5, 1.0]]
+    names = first.split(",")
+    path = tmp_path / "frame.csv"
+    path.write_text(',"a","b"\n' if '"' in first else ",a,b\n")
+    path.write_text(path.read_text() + "".join(
+        f"{name},{a},{b}\n" for name, (a, b) in zip(names, rows, strict=True)))
+    np.testing.assert_array_equal(load_input(path).X, rows)
+    if "car" not in first:
+        kept = load_input(path, columns=CsvColumns(columns=(0, "a")))
+        np.testing.assert_array_equal(kept.X[:, 1], [1.5, 3.0, 0.5])

@@ -82,19 +82,20 @@ def test_csv(tmp_path, header):
 def test_csv_non_numeric_body(tmp_path):
     path = tmp_path / "table.csv"
     path.write_text("a,b\n1,2\n3,x\n")
-    with pytest.raises(ValueError, match="comma-separated numbers"):
+    with pytest.raises(ValueError, match="numbers separated by commas"):
         load_array_file(path)
 
 
-@pytest.mark.parametrize("content, rows", [
-    (b"\xef\xbb\xbf1,2,3\n4,5,6\n", 2),  # Excel's "CSV UTF-8": a byte order mark, no header
-    (b"\xef\xbb\xbfa,b,c\n1,2,3\n", 1),
-    (b",a,b\n1,2,3\n", 1),  # a header with a blank name (a pandas index column)
+@pytest.mark.parametrize("content, shape", [
+    (b"\xef\xbb\xbf1,2,3\n4,5,6\n", (2, 3)),  # Excel's "CSV UTF-8": a byte order mark
+    (b"\xef\xbb\xbfa,b,c\n1,2,3\n", (1, 3)),
+    # a header whose first name alone is blank: a pandas index column, no feature
+    (b",a,b\n1,2,3\n", (1, 2)),
 ])
-def test_csv_header_only_when_no_field_is_a_number(tmp_path, content, rows):
+def test_csv_header_only_when_no_field_is_a_number(tmp_path, content, shape):
     path = tmp_path / "table.csv"
     path.write_bytes(content)
-    assert load_array_file(path).X.shape == (rows, 3)
+    assert load_array_file(path).X.shape == shape
 
 
 @pytest.mark.parametrize("first", ["5.1,,1.4", "5.1,x,1.4", ",,"])
@@ -102,7 +103,7 @@ def test_csv_first_row_with_a_missing_or_bad_value_is_data(tmp_path, first):
     # Such a row was taken for a header and dropped: 1 row loaded of 2, without a word.
     path = tmp_path / "table.csv"
     path.write_text(first + "\n4.9,3.0,1.4\n")
-    with pytest.raises(ValueError, match="expected comma-separated numbers .* at row 0"):
+    with pytest.raises(ValueError, match="expected numbers separated by commas .* at row 0"):
         load_array_file(path)
 
 
