@@ -186,8 +186,9 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
                  if rows.shape[0] > pool_size else slice(None))
     pool = rows[seed_rows]
     init = pool[kmeanspp_order(pool, m, rng, local_trials=2 + int(np.log(m)))]
+    # only the centres serve: the rows' labels (a last pass over them all) are not computed
     anchors = MiniBatchKMeans(m, init=init.toarray() if sp.issparse(init) else init, n_init=1,
-                              batch_size=BATCH_ROWS, max_iter=max_iter,
+                              batch_size=BATCH_ROWS, max_iter=max_iter, compute_labels=False,
                               random_state=rng).fit(rows).cluster_centers_
     anchors = np.ascontiguousarray(anchors, dtype=np.float64)
     nearest, sq_dist = nearest_anchors(view, anchors, n_neighbors, angular, index=index)
