@@ -38,7 +38,7 @@ from mkrk_dask.scales import sample_rows
 __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", "now",
            "write_report", "PeakRSS", "measured_child", "fmt_bytes", "dir_nbytes",
            "evict_from_page_cache", "read_rate", "scores", "median_rbf_gamma",
-           "reference_implementation", "load_or_skip", "dense_views"]
+           "reference_implementation", "load_or_skip", "dense_views", "blob_data", "BLOB_ROWS"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -334,3 +334,19 @@ def load_or_skip(name: str, data_dir: str | None) -> Any:
     except FileNotFoundError as exc:
         print(f"skipped: {exc}")
         return None
+
+
+#: rows of ``blobs:d`` (``blobs:d:n`` names another count)
+BLOB_ROWS = 5000
+
+
+def blob_data(name: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """``blobs:d`` or ``blobs:d:n``: ``([X], y)``, n rows (default :data:`BLOB_ROWS`) of three
+    unit Gaussian blobs in d columns, their centres 4 apart on the diagonal (fixed seed)."""
+    parts = name.split(":")
+    if parts[0] != "blobs" or len(parts) not in (2, 3):
+        raise ValueError(f"{name!r}: blobs:d or blobs:d:n")
+    d, n = int(parts[1]), int(parts[2]) if len(parts) == 3 else BLOB_ROWS
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), n // 3 + 1)[:n]
+    return [rng.normal(size=(n, d)) + 4.0 * y[:, None]], y

@@ -16,6 +16,10 @@ it when it is made; it is no parameter of the estimator).
 Usage::
 
     python benchmarks/bench_graph_anchors.py       # usps, Fashion-MNIST, spam: about 10 min
+    python benchmarks/bench_graph_anchors.py --datasets blobs:2:50000 blobs:10:20000 \
+        --caps 500 1000 2000 --report graph_anchors_blobs   # many rows of few columns
+
+``blobs:d:n`` is n rows of three Gaussian blobs in d columns (``_common.blob_data``).
 """
 
 from __future__ import annotations
@@ -28,17 +32,20 @@ import numpy as np
 import mkrk_dask.plan as plan_module
 from mkrk_dask import MKKMRK
 
-from _common import dataset_seed_parser, now, positive_args, write_report
+from _common import blob_data, dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import _score, load
 
 DATASETS = ("usps", "fashion_mnist", "kernlab:spam")
 
 
 def run(name: str, caps: list[int], seeds: int) -> dict | None:
-    loaded = load(name, None)
-    if loaded is None:
-        return None
-    views, y, _ = loaded
+    if name.startswith("blobs:"):
+        views, y = blob_data(name)
+    else:
+        loaded = load(name, None)
+        if loaded is None:
+            return None
+        views, y, _ = loaded
     k = len(np.unique(y))
     rows = {cap: [] for cap in caps}
     kept = dict.fromkeys(caps, 0)
@@ -68,6 +75,8 @@ def run(name: str, caps: list[int], seeds: int) -> dict | None:
 def main() -> None:
     parser = dataset_seed_parser(__doc__.split("\n")[0], DATASETS, 5)
     parser.add_argument("--caps", nargs="+", type=int, default=[1000, 2000, 3000])
+    parser.add_argument("--report", default="graph_anchors",
+                        help="the report's name in results/defaults (default: %(default)s)")
     args = positive_args(parser, "caps", "seeds")
     warnings.simplefilter("ignore")
     started = now()
@@ -90,7 +99,7 @@ def main() -> None:
                          f"{r['nmi']:.2f} | {', '.join(f'{v:.2f}' for v in r['per_seed'])} "
                          f"| {r['wall']:.1f} | {r['graph']:.1f} | {r['share']:.2f} | "
                          f"{r['kept']} of {args.seeds} |")
-    path = write_report("defaults", "graph_anchors", "The default's final graph at several "
+    path = write_report("defaults", args.report, "The default's final graph at several "
                         "anchor caps", "\n".join(lines), started=started)
     print(open(path).read())
 

@@ -29,22 +29,18 @@ import mkrk_dask.estimators._anchor_graph as anchor_graph
 from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import dataset_seed_parser, now, positive_args, write_report
+from _common import BLOB_ROWS, blob_data, dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import load
 
 BUDGETS = {"entries only (before cacc10e)": (1, 0),
            "entries and product (cacc10e)": (anchor_graph.SPARSE_ENTRY_COST,
                                              anchor_graph.LANCZOS_PRODUCT_COST)}
 DATASETS = ("blobs:1", "blobs:2", "blobs:5", "tr11", "sklearn:digits")
-BLOB_ROWS = 5000
 
 
 def _data(name: str):
     if name.startswith("blobs:"):
-        d = int(name.split(":")[1])
-        rng = np.random.default_rng(0)
-        y = np.repeat(np.arange(3), BLOB_ROWS // 3 + 1)[:BLOB_ROWS]
-        return [rng.normal(size=(BLOB_ROWS, d)) + 4.0 * y[:, None]], y
+        return blob_data(name)
     views, y, _ = load(name, None)
     return views, y
 
