@@ -78,8 +78,8 @@ def _block_nearest(block: Any, anchors: np.ndarray, s: int, angular: bool) -> np
     the squared distances to them, by scikit-learn's brute-force nearest neighbours: they
     form the distances to the anchors in small reused chunks and keep the nearest on a
     heap, on OpenMP threads. Our own distances to all anchors, cut down by ``argpartition``,
-    took 3.7 times as long at 50,000 rows of 10 columns and 2,000 anchors (most of it the
-    first touch of each new distance block)."""
+    took several times as long, most of it the first touch of each new block of distances
+    (the memory benchmark's graph, which labels every row so, in ``docs/defaults.rst``)."""
     rows = _geometry_rows(block, angular)
     index = NearestNeighbors(n_neighbors=s, algorithm="brute").fit(anchors)
     distances, nearest = index.kneighbors(rows)
