@@ -38,7 +38,8 @@ from mkrk_dask.scales import sample_rows
 __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", "now",
            "write_report", "PeakRSS", "measured_child", "fmt_bytes", "dir_nbytes",
            "evict_from_page_cache", "read_rate", "scores", "median_rbf_gamma",
-           "reference_implementation", "load_or_skip", "dense_views", "blob_data", "BLOB_ROWS"]
+           "reference_implementation", "load_or_skip", "dense_views", "blob_data", "BLOB_ROWS",
+           "dataset_seed_parser", "positive_args"]
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

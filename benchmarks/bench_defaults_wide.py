@@ -59,7 +59,7 @@ from sklearn.cluster import SpectralClustering
 from mkrk_dask import MKKMRK
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 
-from _common import dense_views, load_or_skip, now, results_dir, write_report
+from _common import blob_data, dense_views, load_or_skip, now, results_dir, write_report
 from _peers import PEERS, SPECTRAL_MAX_N
 from _tabular import HOLDOUT, TABULAR, describe, load_tabular
 
@@ -80,7 +80,11 @@ TIMINGS_TOLERANCE = 0.05
 
 
 def load(name: str, data_dir: str | None) -> tuple[list[np.ndarray], np.ndarray, dict] | None:
-    """``(views, y, info)`` of a data set by name, or None when it is not on this machine."""
+    """``(views, y, info)`` of a data set by name, or None when it is not on this machine.
+    ``blobs:d`` and ``blobs:d:n`` are synthetic (:func:`_common.blob_data`)."""
+    if name.startswith("blobs:"):
+        views, y = blob_data(name)
+        return views, y, {"kinds": f"three Gaussian blobs ({name})"}
     if name.startswith("sklearn:"):
         import sklearn.datasets
 

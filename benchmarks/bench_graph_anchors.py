@@ -32,20 +32,17 @@ import numpy as np
 import mkrk_dask.plan as plan_module
 from mkrk_dask import MKKMRK
 
-from _common import blob_data, dataset_seed_parser, now, positive_args, write_report
+from _common import dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import _score, load
 
 DATASETS = ("usps", "fashion_mnist", "kernlab:spam")
 
 
 def run(name: str, caps: list[int], seeds: int) -> dict | None:
-    if name.startswith("blobs:"):
-        views, y = blob_data(name)
-    else:
-        loaded = load(name, None)
-        if loaded is None:
-            return None
-        views, y, _ = loaded
+    loaded = load(name, None)
+    if loaded is None:
+        return None
+    views, y, _ = loaded
     k = len(np.unique(y))
     rows = {cap: [] for cap in caps}
     kept = dict.fromkeys(caps, 0)

@@ -29,7 +29,7 @@ import mkrk_dask.estimators._anchor_graph as anchor_graph
 from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.metrics import normalized_mutual_info
 
-from _common import BLOB_ROWS, blob_data, dataset_seed_parser, now, positive_args, write_report
+from _common import BLOB_ROWS, dataset_seed_parser, now, positive_args, write_report
 from bench_defaults_wide import load
 
 BUDGETS = {"entries only (before cacc10e)": (1, 0),
@@ -38,15 +38,8 @@ BUDGETS = {"entries only (before cacc10e)": (1, 0),
 DATASETS = ("blobs:1", "blobs:2", "blobs:5", "tr11", "sklearn:digits")
 
 
-def _data(name: str):
-    if name.startswith("blobs:"):
-        return blob_data(name)
-    views, y, _ = load(name, None)
-    return views, y
-
-
 def run(name: str, seeds: int) -> dict:
-    views, y = _data(name)
+    views, y, _ = load(name, None)
     k = int(np.unique(y).size)
     rows = {b: {"default": [], "agc": [], "graph": [], "rest": []} for b in BUDGETS}
     saved = (anchor_graph.SPARSE_ENTRY_COST, anchor_graph.LANCZOS_PRODUCT_COST)
