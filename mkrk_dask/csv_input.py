@@ -125,7 +125,7 @@ def _csv_problem(message: str) -> str:
 
 
 def read_csv(path: Path, columns: CsvColumns | None = None
-             ) -> tuple[np.ndarray, np.ndarray | None]:
+             ) -> tuple[np.ndarray, np.ndarray | None, str | None]:
     """Numbers separated by commas (or by semicolons or tabs, as the first line shows; there a
     decimal comma is read too) as float64 rows, and the labels of ``columns.label_column``
     (numbers where all are, else strings), or None.
@@ -135,6 +135,9 @@ def read_csv(path: Path, columns: CsvColumns | None = None
     is blank names the columns after a first column of row names or numbers (what pandas'
     ``to_csv`` and R's ``write.csv`` write): that column is no feature, unless ``columns``
     names it.
+
+    The third value says, in words, what was read other than plain commas and every column
+    (the separator, a column of row names left out), or is None: the caller shows it.
     """
     columns = columns or CsvColumns()
     # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data.
@@ -184,6 +187,11 @@ def read_csv(path: Path, columns: CsvColumns | None = None
                 y = np.char.strip(y)
     if X.size == 0:
         raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
+    read = [f"values separated by {_SEPARATORS[sep]}" + (", decimal commas read"
+                                                          if sep != "," else "")] \
+        if sep != "," else []
+    if row_names and 0 not in use:
+        read.append("its first column (blank in the header: row names or numbers) left out")
     if y is not None:
         try:
             numbers = y.astype(np.float64)
@@ -191,4 +199,4 @@ def read_csv(path: Path, columns: CsvColumns | None = None
             numbers = None  # text labels: coded 0..c-1 in sorted order with the others
         if numbers is not None:
             y = numbers.astype(np.int64) if np.all(numbers == np.round(numbers)) else numbers
-    return X, y
+    return X, y, "; ".join(read) or None

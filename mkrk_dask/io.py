@@ -59,7 +59,9 @@ class Dataset:
         Names of the views of multi-view data, when the file gives them.
     extra : dict
         Further scalars the file holds, e.g. ``n_train`` for Fashion-MNIST (the rows before
-        it are the training set), and ``subset_rows`` when a subset was drawn.
+        it are the training set), ``subset_rows`` when a subset was drawn, and ``read``: how
+        a CSV file was read where it was not plain commas and every column (its separator,
+        a first column of row names left out).
     """
 
     name: str
@@ -440,10 +442,10 @@ def _read_npy(path: Path) -> _RawData:
 
 def _read_csv(path: Path, columns: CsvColumns | None = None) -> _RawData:
     try:
-        X, y = read_csv(path, columns)
+        X, y, read = read_csv(path, columns)
     except UnicodeDecodeError as err:
         raise _unreadable(path, ".csv (UTF-8 text)", err) from None
-    return _RawData(X, y, None, {})
+    return _RawData(X, y, None, {} if read is None else {"read": read})
 
 
 def _read_mat(path: Path) -> _RawData:

@@ -132,7 +132,12 @@ def test_other_separators_and_quotes(tmp_path: Path, text: str) -> None:
     a whole row taken for one field of text)."""
     path = tmp_path / "other.csv"
     path.write_text(text)
-    np.testing.assert_array_equal(load_input(path).X, [[1.5, 2.0], [3.0, 4.25]])
+    data = load_input(path)
+    np.testing.assert_array_equal(data.X, [[1.5, 2.0], [3.0, 4.25]])
+    # what the reader chose is said (the command line prints it before the fit)
+    expected = {"a;b": "values separated by semicolons, decimal commas read",
+                "a\tb": "values separated by tabs, decimal commas read"}.get(text.split("\n")[0])
+    assert data.extra.get("read") == expected
 
 
 @pytest.mark.parametrize("first", ["0,1,2", '"1","2","3"', '"car a","car b","car c"'],
@@ -147,7 +152,22 @@ def test_a_first_column_of_row_names_is_no_feature(tmp_path: Path, first: str) -
     path.write_text(',"a","b"\n' if '"' in first else ",a,b\n")
     path.write_text(path.read_text() + "".join(
         f"{name},{a},{b}\n" for name, (a, b) in zip(names, rows, strict=True)))
-    np.testing.assert_array_equal(load_input(path).X, rows)
+    data = load_input(path)
+    np.testing.assert_array_equal(data.X, rows)
+    assert data.extra["read"] == ("its first column (blank in the header: row names or "
+                                  "numbers) left out")
     if "car" not in first:
         kept = load_input(path, columns=CsvColumns(columns=(0, "a")))
         np.testing.assert_array_equal(kept.X[:, 1], [1.5, 3.0, 0.5])
+        assert "read" not in kept.extra
+
+
+def test_the_command_line_says_how_it_read_a_csv(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    """A column left out, or another separator, is said before the fit: no silent choice."""
+    path = tmp_path / "frame.csv"
+    path.write_text(",a,b\n" + "".join(f"{i},{i % 3}.5,{i % 2}\n" for i in range(12)))
+    assert main(["fit", str(path), "-k", "2", "--out", str(tmp_path / "fit")]) == 0
+    captured = capsys.readouterr()
+    assert (f"read {path}: its first column (blank in the header: row names or numbers) "
+            "left out") in captured.out + captured.err

@@ -189,8 +189,18 @@ def _columns(args: argparse.Namespace) -> CsvColumns:
     return CsvColumns(args.columns, args.drop_columns, getattr(args, "label_column", None))
 
 
+def _load(args: argparse.Namespace, **kwargs: Any) -> Dataset:
+    """The command's data (:func:`~mkrk_dask.io.load_input` with the CSV columns the options
+    pick), and a line saying how a CSV file was read where the reader chose something (its
+    separator, a column of row names left out), before any work on it."""
+    data = load_input(args.data, columns=_columns(args), **kwargs)
+    if "read" in data.extra:
+        log(args, f"read {args.data}: {data.extra['read']}")
+    return data
+
+
 def _cmd_build(args: argparse.Namespace) -> int:
-    data = load_input(args.data, columns=_columns(args))
+    data = _load(args)
     store = _store(args)
     estimator = MKKMRK(kernels=_kernels_arg(args.kernels) or "paper", solver=args.solver,
                        store=store,
@@ -212,7 +222,7 @@ def _fit_inputs(args: argparse.Namespace) -> tuple[Output | None, Dataset, int]:
     out = Output(args.out, force=args.force) if args.out is not None else None
     if out is not None:
         out.check()
-    data = load_input(args.data, labels=args.labels, y_key=args.y_key, columns=_columns(args))
+    data = _load(args, labels=args.labels, y_key=args.y_key)
     if out is not None:
         out.check(_result_size(data))
     return out, data, _n_clusters(args, data)
@@ -341,8 +351,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     lams = (parse_lams(args.lams) if args.lams is not None
             else [float(v) for v in paper_lambda_grid()])
     repeats = _repeats(args)
-    data = load_input(args.data, labels=args.labels, y_key=args.y_key,
-                      data_dir=args.data_dir, columns=_columns(args))
+    data = _load(args, labels=args.labels, y_key=args.y_key, data_dir=args.data_dir)
     k = _n_clusters(args, data)
     solver = _solver_of(args)
     log(args, f"lambda search on {data.name}: {data.n_samples} samples, k = {k}, "
@@ -373,7 +382,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise UserError(f"the model {args.model} cannot label new data: it was fitted on "
                         "precomputed kernels (no kernel between new points and the training "
                         "points); fit it on the features")
-    data = load_input(args.data, labels=args.labels, y_key=args.y_key, columns=_columns(args))
+    data = _load(args, labels=args.labels, y_key=args.y_key)
     start = time.perf_counter()
     labels = np.asarray(model.predict(data.X))
     log(args, f"predicted {labels.shape[0]} samples in {time.perf_counter() - start:.2f} s")
