@@ -588,9 +588,14 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     # 1.8-2.2 a step with direction="scaled", 18.5-18.9 with the authors' "reduced")
     per_step = ({"scaled": "about 2", "reduced": "about 19"}[params["direction"]]
                 if method == "SimpleMKKM" else None)
+    # the first H-step is made at the final rank, and serves as the final one where the
+    # weights end where they started (MKKM-RK's default: every kernel represents itself)
+    shared = ("" if step == "spectral" and rank == k else
+              f" (none where the weights stay: the first is made at rank {rank})")
     cost = {"fits": 1, "eigendecompositions":
-            f"<= {iterations} (one per iteration) + 1 final" if per_step is None else
-            f"<= {iterations} iterations x {per_step} (one per line-search point) + 1 final",
+            f"<= {iterations} (one per iteration) + 1 final{shared}" if per_step is None else
+            f"<= {iterations} iterations x {per_step} (one per line-search point) + 1 final"
+            f"{shared}",
             "kmeans": 2 if clustering == "graph" else 1,
             "graph": 1 if clustering == "graph" else 0,
             "passes": ("none (in memory)" if solver == "exact" else

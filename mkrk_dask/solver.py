@@ -67,6 +67,9 @@ class SolverResult:
     timings: dict[str, float] = field(default_factory=dict)
     #: H-steps (top-k eigendecompositions) made: the loop's and the weight step's own
     h_steps: int = 0
+    #: the first H-step's eigenpairs at ``first_rank`` where the loop ended at its weights
+    #: (the final embedding's, already made); None otherwise
+    final_top: TopK | None = None
 
 
 def effective_lambda(lam: float, scaling: str, traces: np.ndarray, C: np.ndarray) -> float:
@@ -118,6 +121,7 @@ def solve(
     qp_strict: bool = False,
     callback: Callable[[IterationInfo], None] | None = None,
     checkpoint: Any = None,
+    first_rank: int | None = None,
 ) -> SolverResult:
     """Run MKKM-RK's alternating minimisation.
 
@@ -147,6 +151,8 @@ def solve(
     checkpoint : LoopCheckpoint, optional
         Save the state after every iteration and resume from a saved one (see
         :func:`alternate`).
+    first_rank : int, optional
+        The final embedding's rank, made by the first H-step (see :func:`alternate`).
     """
     check_lambda(lam)
     check_choice("tol_mode", tol_mode, TOL_MODES)
@@ -159,7 +165,8 @@ def solve(
     lam_eff = effective_lambda(lam, lam_scaling, traces, C)
     step = RepresentativeStep(C, lam_eff, gap_tol=qp_gap_tol, strict=qp_strict)
     result = alternate(backend, n_clusters, step, traces=traces, tol=tol, tol_mode=tol_mode,
-                       max_iter=max_iter, callback=callback, checkpoint=checkpoint)
+                       max_iter=max_iter, callback=callback, checkpoint=checkpoint,
+                       first_rank=first_rank)
     result.dissimilarity = C
     result.lam_effective = lam_eff
     result.timings["dissimilarity"] = seconds
@@ -178,6 +185,7 @@ def alternate(
     max_iter: int = 100,
     callback: Callable[[IterationInfo], None] | None = None,
     checkpoint: Any = None,
+    first_rank: int | None = None,
 ) -> SolverResult:
     """The alternating loop for any weight step (see :mod:`mkrk_dask.weight_steps`).
 
@@ -186,6 +194,13 @@ def alternate(
     every iteration; a fit that finds a saved state continues from it (the iterations already
     done are not run again, and it ends as the uninterrupted fit would, to the bit) and clears
     it when it ends.
+
+    With ``first_rank`` above ``n_clusters`` (the final embedding's rank), the first H-step
+    makes that many eigenpairs and the loop uses the leading ``n_clusters``. Where the loop
+    ends at that step's weights (a fixed point at the first iteration, as at MKKM-RK's
+    default, where every kernel represents itself), they are the embedding's
+    (``SolverResult.final_top``), and the fit makes no second eigendecomposition of the same
+    kernel.
     """
     check_choice("tol_mode", tol_mode, TOL_MODES)
     timings = {"dissimilarity": 0.0, "h_step": 0.0, "quad_forms": 0.0, "y_step": 0.0}
@@ -206,6 +221,7 @@ def alternate(
     # point), so the loop does not make it again
     pending: TopK | None = None
     h_steps = 0
+    wide: TopK | None = None  # the first H-step at first_rank
     try:
         saved = checkpoint.load() if checkpoint is not None else None
         if saved is not None:
@@ -227,7 +243,14 @@ def alternate(
                 break
             t0 = time.perf_counter()
             if pending is None:
-                top = backend.top_k(weights, n_clusters, warm_start=top)
+                rank = n_clusters
+                if first_rank is not None and h_steps == 0 and saved is None:
+                    limit = backend.max_rank(weights)
+                    rank = max(n_clusters, min(first_rank, limit or first_rank))
+                top = backend.top_k(weights, rank, warm_start=top)
+                if rank > n_clusters:
+                    wide, top = top, top.leading(n_clusters)
+                    wide.weights = np.array(weights)
                 h_steps += 1
             else:
                 top = pending
@@ -278,9 +301,12 @@ def alternate(
             checkpoint.release()
     if pending is not None:  # the H-step at the final weights (the last one is before them)
         top = pending
+    elif wide is not None and not np.array_equal(weights, wide.weights):
+        wide = None
     timings["total"] = time.perf_counter() - start
     return SolverResult(
         weights=weights, representation=Y, top=top, objective_history=np.asarray(history),
         n_iter=len(history), converged=converged, qp_relative_gaps=np.asarray(gaps),
         qp_certified=certified, dissimilarity=None, traces=traces, residuals=d,
-        lam_effective=0.0, timings=timings, h_steps=h_steps + step.evaluations)
+        lam_effective=0.0, timings=timings, h_steps=h_steps + step.evaluations,
+        final_top=None if pending is not None else wide)

@@ -124,3 +124,52 @@ def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkey
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     full = MKKMRK(10, random_state=0, final_clustering="kmeans").fit(X)
     assert normalized_mutual_info_score(full.labels_, model.labels_) > 0.5
+
+
+def _features_reference(kernels, weights, rank):
+    """The features V sqrt(mu) of the top ``rank`` eigenpairs of ``sum_p w_p^2 K_p``, by a
+    full dense eigendecomposition, each column's sign fixed by its largest entry."""
+    values, vectors = np.linalg.eigh(np.tensordot(weights**2, kernels, axes=1))
+    values, vectors = values[::-1][:rank], vectors[:, ::-1][:, :rank]
+    vectors = vectors * np.sign(vectors[np.abs(vectors).argmax(axis=0), range(rank)])
+    return vectors * np.sqrt(values)
+
+
+@pytest.mark.parametrize("lam, weights_move", [(1.0, False), (2.0**-8, True)])
+def test_the_embedding_is_the_first_h_step_where_the_weights_stay(lam, weights_move):
+    # Precomputed kernels (scikit-learn's), so that K_w is known without the library. At the
+    # default lambda every kernel represents itself: the weights never leave 1/m, and the
+    # embedding is the first H-step's (made at rank 2k); at a small lambda they move, and
+    # the embedding is a decomposition of its own at the final weights. Either way it is
+    # the learned kernel's top 2k features, and the loop's H at rank k is unchanged.
+    from sklearn.metrics.pairwise import cosine_similarity, rbf_kernel
+
+    rows = X[:300] / 16.0
+    kernels = np.stack([cosine_similarity(rows)] + [rbf_kernel(rows, gamma=g)
+                                                     for g in (0.02, 0.05, 0.2)])
+    model = MKKMRK(6, kernels="precomputed", lam=lam, random_state=0).fit(kernels)
+    weights = model.weights_
+    assert np.ptp(weights) > 1e-3 if weights_move else np.ptp(weights) == 0.0
+    assert model.n_components_ == 12 and model.final_step_ == "features"
+    np.testing.assert_allclose(model.embedding_, _features_reference(kernels, weights, 12),
+                               atol=1e-7)
+    # the loop saw the leading k: the same objective as a fit whose final step is at rank k
+    at_k = MKKMRK(6, kernels="precomputed", lam=lam, final_step="spectral",
+                  random_state=0).fit(kernels)
+    np.testing.assert_allclose(model.objective_history_, at_k.objective_history_, rtol=1e-9)
+    # the loop's own result: the first H-step at rank 12 kept for the embedding, or not
+    estimator = MKKMRK(6, kernels="precomputed", lam=lam, random_state=0)
+    backend, _ = estimator.build_backend(kernels)
+    with backend:
+        result = estimator.solve(backend, 12)
+    assert result.top.eigenvalues.size == 6
+    if weights_move:
+        assert result.final_top is None and result.n_iter > 1
+    else:
+        assert result.n_iter == 1 and result.h_steps == 1
+        np.testing.assert_array_equal(result.final_top.weights, result.weights)
+        np.testing.assert_allclose(result.final_top.eigenvalues[:6], result.top.eigenvalues)
+        assert result.final_top.eigenvalues.size == 12
+    text = model.plan_.cost["eigendecompositions"]
+    assert "none where the weights stay: the first is made at rank 12" in text
+    assert "rank" not in at_k.plan_.cost["eigendecompositions"]

@@ -268,14 +268,17 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         text = json.dumps({"method": self.method, **settings}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-    def _run(self, backend: KernelBackend) -> SolverResult:
-        """The method's alternating loop on ``backend`` (subclasses)."""
+    def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
+        """The method's alternating loop on ``backend`` (subclasses); ``first_rank`` as for
+        :func:`~mkrk_dask.solver.alternate`."""
         raise NotImplementedError
 
-    def solve(self, backend: KernelBackend) -> SolverResult:
+    def solve(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         """The method's loop on ``backend`` (from :meth:`build_backend`), as :meth:`fit` runs
-        it, for callers that make the embedding and partition themselves (the protocol)."""
-        return self._run(backend)
+        it, for callers that make the embedding and partition themselves (the protocol).
+        With ``first_rank`` (the final embedding's rank), the first H-step makes that many
+        eigenpairs, which the embedding reuses where the loop ends at its weights."""
+        return self._run(backend, first_rank)
 
     def loop_inputs(self, backend: KernelBackend) -> dict:
         """What the loop needs that no lambda changes (C, M): :func:`lambda_search` computes it
@@ -329,7 +332,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             with backend:
                 with local_threads(backend.compute_threads()):
                     with progress.stage(f"{name} weights"):
-                        result = self.solve(backend)
+                        result = self.solve(backend, plan.n_components)
                     mark("loop")
                     with progress.stage(f"{name} embedding"):
                         top, rows = final_embedding(plan, backend, result)

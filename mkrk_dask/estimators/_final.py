@@ -41,9 +41,12 @@ def final_embedding(plan: FitPlan, backend: Any, result: Any) -> tuple[Any, np.n
     """``(top, rows)``: the eigenpairs of the learned kernel at the plan's rank and the rows
     the final k-means sees before any unit scaling (``H``, or its features ``H sqrt(mu)``).
 
-    The spectral step at rank k reuses the loop's last eigenvectors; every other step makes
-    one eigendecomposition. Run inside the backend's ``with`` block."""
+    The spectral step at rank k reuses the loop's last eigenvectors, and every step reuses
+    the first H-step's where the loop made it at the plan's rank and ended at its weights
+    (:func:`~mkrk_dask.solver.alternate`); otherwise one eigendecomposition is made. Run
+    inside the backend's ``with`` block."""
     limit = backend.max_rank(result.weights)
+    shared = result.final_top
     if plan.final_step == "spectral" and plan.n_components == result.top.eigenvalues.size:
         top = result.top
     else:
@@ -55,8 +58,11 @@ def final_embedding(plan: FitPlan, backend: Any, result: Any) -> tuple[Any, np.n
                 raise ValueError(f"n_components={rank}, but the kernels with nonzero weight "
                                  f"have only {limit} Nystrom components; use more landmarks "
                                  "(backend_options={'n_landmarks': ...}) or fewer components")
-        top = backend.top_k(result.weights, rank)
-        top.weights = np.array(result.weights)
+        if shared is not None and shared.eigenvalues.size == rank:
+            top = shared
+        else:
+            top = backend.top_k(result.weights, rank)
+            top.weights = np.array(result.weights)
     vectors = backend.draft_embedding(top)  # n x r, owned here
     if plan.final_step == "features":
         vectors *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place

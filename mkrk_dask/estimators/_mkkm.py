@@ -119,11 +119,12 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.verbose = verbose
         self.preprocessing = preprocessing
 
-    def _run(self, backend: KernelBackend) -> SolverResult:
+    def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         return alternate(backend, self.n_clusters, AverageResidualStep(), tol=self.tol,
                          tol_mode=self.tol_mode, max_iter=self.max_iter,
                          callback=self._progress if self.verbose else None,
-                         checkpoint=backend.loop_checkpoint(self._fit_key()))
+                         checkpoint=backend.loop_checkpoint(self._fit_key()),
+                         first_rank=first_rank)
 
 
 class MKKMMR(MultipleKernelKMeans):
@@ -261,24 +262,24 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
                 "M": backend.dissimilarity("fip")}
 
     def solve_lambda(self, backend: KernelBackend, inputs: dict, lam: float,
-                     checkpoint: Any = None) -> SolverResult:
+                     checkpoint: Any = None, first_rank: int | None = None) -> SolverResult:
         check_lambda(lam)
         lam_eff = effective_lambda(lam, self.lam_scaling, inputs["traces"], inputs["M"])
         step = MatrixRegularizedStep(inputs["M"], lam_eff, gap_tol=self.qp_gap_tol)
         result = alternate(backend, self.n_clusters, step, traces=inputs["traces"],
                            tol=self.tol, tol_mode=self.tol_mode, max_iter=self.max_iter,
                            callback=self._progress if self.verbose else None,
-                           checkpoint=checkpoint)
+                           checkpoint=checkpoint, first_rank=first_rank)
         result.dissimilarity = inputs["M"]
         result.lam_effective = lam_eff
         return result
 
-    def _run(self, backend: KernelBackend) -> SolverResult:
+    def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         start = time.perf_counter()
         inputs = self.loop_inputs(backend)
         seconds = time.perf_counter() - start
         result = self.solve_lambda(backend, inputs, self.lam, checkpoint=backend.loop_checkpoint(
-            self._fit_key("lam", "lam_scaling", "qp_gap_tol")))
+            self._fit_key("lam", "lam_scaling", "qp_gap_tol")), first_rank=first_rank)
         result.timings["dissimilarity"] = seconds
         result.timings["total"] += seconds
         return result

@@ -373,14 +373,14 @@ class MKKMRK(MultipleKernelKMeans):
                      lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
                      max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol)
 
-    def _run(self, backend: KernelBackend) -> SolverResult:
+    def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         return solve(
             backend, self.n_clusters, self.lam, dissimilarity=self.dissimilarity,
             lam_scaling=self.lam_scaling, tol=self.tol, tol_mode=self.tol_mode,
             max_iter=self.max_iter, qp_gap_tol=self.qp_gap_tol,
             callback=self._progress if self.verbose else None,
             checkpoint=backend.loop_checkpoint(self._fit_key(
-                "lam", "dissimilarity", "lam_scaling", "qp_gap_tol")))
+                "lam", "dissimilarity", "lam_scaling", "qp_gap_tol")), first_rank=first_rank)
 
     def _set_method_fitted(self, result: SolverResult) -> None:
         self.representation_ = result.representation

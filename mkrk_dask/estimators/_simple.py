@@ -189,7 +189,7 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         "max_step": [Interval(Real, 0, 1, closed="right")],
     }
 
-    def _run(self, backend: KernelBackend) -> SolverResult:
+    def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         k = self.n_clusters
         traces = np.asarray(backend.traces(), dtype=np.float64)
 
@@ -206,7 +206,8 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
                          max_iter=self.max_iter,
                          callback=self._progress if self.verbose else None,
                          checkpoint=backend.loop_checkpoint(self._fit_key(
-                             "gap_tol", "line_search_tol", "max_step", "direction")))
+                             "gap_tol", "line_search_tol", "max_step", "direction")),
+                         first_rank=first_rank)
 
     def _set_method_fitted(self, result: SolverResult) -> None:
         self.relative_gaps_ = result.qp_relative_gaps
