@@ -16,6 +16,7 @@ _EXPORTS = {
     "AnchorGraphClustering": "estimators",
     "DisconnectedGraphWarning": "exceptions", "NystromApproximationWarning": "exceptions",
     "StoreError": "exceptions", "UncertifiedSolutionWarning": "exceptions",
+    "PrecisionWarning": "exceptions",
     "KernelSpec": "kernels", "paper_kernels": "kernels", "parse_kernel": "kernels",
     "clustering_accuracy": "metrics", "clustering_scores": "metrics",
     "normalized_mutual_info": "metrics", "purity": "metrics",

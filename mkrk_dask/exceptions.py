@@ -23,6 +23,7 @@ __all__ = [
     "NystromApproximationWarning",
     "KernelDictionaryWarning",
     "DisconnectedGraphWarning",
+    "PrecisionWarning",
 ]
 
 
@@ -74,6 +75,11 @@ class NystromApproximationWarning(UserWarning):
 
 class KernelDictionaryWarning(UserWarning):
     """Kernels of the dictionary were dropped (near-identity at this n, or not representable)."""
+
+
+class PrecisionWarning(UserWarning):
+    """The data as given lose most of float64's digits in the kernels: columns whose values
+    lie far from zero beside their spread, kept uncentred by ``preprocessing="none"``."""
 
 
 class DisconnectedGraphWarning(UserWarning):

@@ -7,7 +7,8 @@ fitting; ``fit`` carries it out and keeps it as ``plan_``; ``summary()`` and ``m
 print it. What the plan decides:
 
 - **preprocessing** (per view): columns in different units are standardised, from the spread of
-  the columns' standard deviations on a sample of rows (:func:`column_scaling`);
+  the columns' standard deviations on a sample of rows, and columns far from zero beside their
+  spread are centred (:func:`column_scaling`);
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
   times the median pairwise distance, of the Euclidean distance or, for intensities and counts
   (non-negative with many zeros), of the angle between rows; other non-negative data
@@ -34,9 +35,19 @@ from .backends.base import APPROXIMATION_WARNING
 from .choices import PREPROCESSING_CHOICES  # noqa: F401 - re-exported
 from .kernel_evaluation import WIDTHED_FAMILIES
 from .kernels import KernelSpec, row_sq_norms
+from .preprocessing import (  # noqa: F401
+    OFFSET_LIMIT,
+    SAMPLE_ROWS,
+    SCALE_SPREAD_LIMIT,
+    ColumnScaling,
+    column_scaling,
+    preprocess,
+    view_sample,
+)
 
 __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
-           "column_scaling", "SCALE_SPREAD_LIMIT", "PREPROCESSING_CHOICES", "WIDTHS",
+           "column_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "PREPROCESSING_CHOICES",
+           "WIDTHS", "SAMPLE_ROWS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]
@@ -48,11 +59,6 @@ GEOMETRIES = ("euclidean", "measurements", "angular", "mixed", "column")
 ANGULAR_MIN_ZEROS = 0.1
 #: Gaussian widths of the default kernels, in multiples of the median pairwise distance
 WIDTHS = (0.5, 1.0, 2.0)
-#: columns whose standard deviations spread over more than this factor (largest over median;
-#: of two columns, larger over smaller)
-#: are in different units: the default standardises them. An order of magnitude: columns of
-#: one unit (pixels, word weights, lengths in cm) spread by a few times at most
-SCALE_SPREAD_LIMIT = 10.0
 #: neighbours of a row in the final graph (scikit-learn's SpectralClustering default)
 GRAPH_NEIGHBORS = 10
 #: the graph's partition is kept only if its NMI with the k-means partition reaches this: a
@@ -77,10 +83,6 @@ GRAPH_SAMPLE_ROWS = 100_000
 #: ``benchmarks/results/defaults/default_sizes.md``); a warning there would be one a user
 #: cannot act on. Kernels the user gives: :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING`
 DEFAULT_KERNELS_MISSED_WARNING = 0.25
-#: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
-SAMPLE_ROWS = 2000
-#: relative size below which a column's standard deviation counts as constant
-_CONSTANT = 1e-12
 
 
 @dataclass(frozen=True)
@@ -91,30 +93,6 @@ class Decision:
     value: str
     reason: str
     auto: bool = True
-
-
-@dataclass(frozen=True)
-class ColumnScaling:
-    """The column transform of one view: ``(x - center) / scale``, or nothing."""
-
-    method: str  # "none" or "standardize"
-    center: tuple[float, ...] | None = None
-    scale: tuple[float, ...] | None = None
-
-    def apply(self, X: Any) -> Any:
-        """The view transformed (numpy: a new array; dask and Zarr: a lazy dask array)."""
-        if self.method == "none":
-            return X
-        center = np.asarray(self.center, dtype=np.float64)
-        scale = np.asarray(self.scale, dtype=np.float64)
-        if sp.issparse(X):  # never standardised (see column_scaling); kept for safety
-            raise ValueError("sparse views are not standardised")
-        if hasattr(X, "dask") or hasattr(X, "get_orthogonal_selection"):
-            import dask.array as da
-
-            lazy = X if hasattr(X, "dask") else da.from_array(X, chunks=X.chunks)
-            return (lazy.astype(np.float64) - center) / scale
-        return (np.asarray(X, dtype=np.float64) - center) / scale
 
 
 @dataclass(frozen=True)
@@ -240,66 +218,6 @@ def _jsonable(value: Any) -> Any:
 
 
 # -- the data-driven choices --------------------------------------------------------------------
-
-def _sample(view: Any) -> Any:
-    from .scales import sample_rows
-
-    return sample_rows(view, SAMPLE_ROWS)
-
-
-def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:
-    """Whether the columns of ``view`` are standardised, and why, from a sample of its rows.
-
-    Sparse views (counts, word weights) and views of binary columns are kept as given: their
-    columns share a unit (a count, a presence). A dense view is standardised where the
-    standard deviations of its non-constant columns spread over more than
-    :data:`SCALE_SPREAD_LIMIT` (largest over median; of two columns, larger over smaller):
-    columns in different units (a length in mm beside one in km), where the Euclidean
-    distance, and every kernel built on it, would see the largest-scale columns only. Its
-    binary columns (one-hot factors, flags) then stay 0 or 1. Centre and scale come from the
-    sample (a fixed seed), so the transform is known before any pass over the data.
-    """
-    if sp.issparse(view):
-        return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
-    rows = _sample(view) if rows is None else rows
-    std = rows.std(axis=0)
-    varying = std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
-    if not varying.any():
-        return ColumnScaling("none"), "no column varies"
-    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
-    if np.array_equal(binary, varying):
-        return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
-    # largest over the median column; of two, over the other (the median of two is their
-    # mean, never below half the larger: two columns in any units would stay as given)
-    scales = std[varying]
-    spread = float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
-    if spread <= SCALE_SPREAD_LIMIT:
-        return ColumnScaling("none"), (f"the columns' standard deviations spread by "
-                                       f"{spread:.3g}x (<= {SCALE_SPREAD_LIMIT:g}x: one unit): "
-                                       "kept as given")
-    # Binary columns keep their unit (presence, 0 or 1) beside standardised numbers: scaled
-    # to unit variance, a category of rate p would put its rows 1 / sqrt(p (1 - p)) apart
-    # (4.6 at 5%), so the rare categories of one-hot factors would outweigh every number.
-    center = np.where(binary, 0.0, rows.mean(axis=0))
-    scale = np.where(varying & ~binary, std, 1.0)
-    kept = f"; {int(binary.sum())} binary columns kept as 0/1" if binary.any() else ""
-    return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
-            f"the columns' standard deviations spread by {spread:.3g}x (> "
-            f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
-
-
-def _preprocessing(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
-    """The column transform ``choice`` gives ``view`` (``"auto"``: :func:`column_scaling`)."""
-    if choice == "auto":
-        return column_scaling(view, rows)
-    if choice == "none" or sp.issparse(view):
-        return ColumnScaling("none"), ("given" if choice == "none" else
-                                       "sparse columns: never centred (kept as given)")
-    std = rows.std(axis=0)
-    scale = np.where(std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0), std, 1.0)
-    return (ColumnScaling("standardize", tuple(map(float, rows.mean(axis=0))),
-                          tuple(map(float, scale))), "given")
-
 
 def _geometry(rows: Any) -> tuple[str, str]:
     """``"angular"`` (the cosine kernel and Gaussians of the angle between rows) for
@@ -554,8 +472,8 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     else:
         n, n_views = int(data[0].shape[0]), len(data)
         lazy = any(is_lazy(v) for v in data)
-        samples = [_sample(v) for v in data]
-        chosen = [_preprocessing(params.get("preprocessing", "none"), v, s)
+        samples = [view_sample(v) for v in data]
+        chosen = [preprocess(params.get("preprocessing", "none"), v, s)
                   for v, s in zip(data, samples, strict=True)]
         scaling = tuple(c for c, _ in chosen)
         for v, (c, why) in enumerate(chosen):

@@ -132,7 +132,23 @@ def _median_distance(rows: Any) -> float:
         positive = flat[np.isfinite(flat) & (flat > 0)]
         if positive.size:  # mostly duplicate rows: the distinct pairs
             median = float(np.median(positive))
+        elif _values_differ(rows):  # every distance lost to round-off, not equal rows
+            raise ValueError(
+                "the sampled rows differ, but every distance between them is below the "
+                "round-off of |x|^2 + |y|^2 - 2 x.y: their values lie far from zero beside "
+                "their spread; centre the columns (preprocessing='auto' or 'standardize', or "
+                "subtract their means)")
     return math.sqrt(median)
+
+
+def _values_differ(rows: Any) -> bool:
+    """Whether any column of ``rows`` (dense or sparse) holds values further apart than the
+    round-off of its largest magnitude (unit rows of one column differ by an ulp)."""
+    if sp.issparse(rows):
+        high, low = rows.max(axis=0).toarray(), rows.min(axis=0).toarray()
+    else:
+        high, low = rows.max(axis=0), rows.min(axis=0)
+    return bool(np.any(high - low > ROUND_OFF * np.maximum(np.abs(high), np.abs(low))))
 
 
 def median_scales(views: list, specs: list[KernelSpec]) -> dict[tuple[int, str], float]:

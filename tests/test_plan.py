@@ -17,7 +17,7 @@ from mkrk_dask.estimators._base import STAGES
 from mkrk_dask.plan import SCALE_SPREAD_LIMIT, column_scaling
 
 WINE, WINE_Y = load_wine(return_X_y=True)
-IRIS, _ = load_iris(return_X_y=True)
+IRIS, IRIS_Y = load_iris(return_X_y=True)
 DIGITS, _ = load_digits(return_X_y=True)
 
 
@@ -140,6 +140,40 @@ def test_the_fit_clusters_the_standardised_columns_and_predicts_through_them(tmp
     loaded = load_model(save_model(model, tmp_path / "m"))
     assert loaded.plan_ == model.plan_
     np.testing.assert_array_equal(loaded.predict(WINE), model.labels_)
+
+
+def test_columns_far_from_zero_are_centred(tmp_path):
+    # iris on an offset of 10^9 (timestamps in seconds beside their spread): the squared
+    # norms are 10^18 and the squared distances, |x|^2 + |y|^2 - 2 x.y, all round to zero
+    # kept as given. The default centres such columns, and clusters them as it clusters
+    # the centred columns given as they are; a smaller offset keeps the view as given.
+    from mkrk_dask.exceptions import PrecisionWarning
+    from mkrk_dask.model_io import load_model, save_model
+
+    far = IRIS + 1e9
+    plan = MKKMRK(3).plan(far)
+    scaling = plan.scaling[0]
+    assert scaling.method == "center" and "centred, not scaled" in plan.decision(
+        "preprocessing").reason
+    np.testing.assert_allclose(scaling.center, far.mean(0), rtol=1e-15)
+    np.testing.assert_array_equal(scaling.scale, 1.0)
+    model = MKKMRK(3, random_state=0).fit(far)
+    centred = MKKMRK(3, preprocessing="none", random_state=0).fit(IRIS - IRIS.mean(0))
+    assert adjusted_rand_score(model.labels_, centred.labels_) == 1.0
+    assert normalized_mutual_info_score(IRIS_Y, model.labels_) > 0.7
+    np.testing.assert_array_equal(model.predict(far), model.labels_)
+    loaded = load_model(save_model(model, tmp_path / "m"))
+    np.testing.assert_array_equal(loaded.predict(far), model.labels_)
+    assert MKKMRK(3).plan(IRIS + 1e3).scaling[0].method == "none"  # angles still read
+    # binary columns beside them keep their 0/1
+    flags = (np.arange(150) % 3 == 0).astype(float)[:, None]
+    scaling, _ = column_scaling(np.hstack([far, flags]))
+    assert scaling.method == "center" and scaling.center[-1] == 0.0
+    # kept as given on request: a warning before the work, then a one-line error that
+    # names the cause (it said that every row was the same)
+    with pytest.warns(PrecisionWarning, match="keep about 0 of float64's 16 digits"):
+        with pytest.raises(ValueError, match="the sampled rows differ, but every distance"):
+            MKKMRK(3, preprocessing="none").fit(far)
 
 
 def same_plan(a: FitPlan, b: FitPlan) -> bool:

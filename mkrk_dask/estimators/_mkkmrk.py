@@ -86,7 +86,9 @@ class MKKMRK(MultipleKernelKMeans):
     preprocessing : {"auto", "none", "standardize"}, default="auto"
         The columns of every dense view: ``"auto"`` standardises them where their standard
         deviations (on a sample of rows) spread over more than 10x, columns in different units
-        (their binary columns stay 0/1; binary and sparse views are kept as given);
+        (their binary columns stay 0/1; binary and sparse views are kept as given), and
+        centres columns of one unit whose means lie more than 10^5 standard deviations from
+        zero (their squared distances would lose their digits);
         ``"standardize"`` always, every column, ``"none"``
         never (the paper's configuration). ``predict`` and ``transform`` apply the same
         transform; ``plan_`` records it.

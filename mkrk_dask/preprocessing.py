@@ -1,0 +1,152 @@
+"""The column transform of a dense view, decided from a sample of its rows before any kernel
+is computed: columns in different units standardised, columns far from zero beside their
+spread centred, anything else kept as given (:func:`column_scaling`, what
+``preprocessing="auto"`` means). :mod:`mkrk_dask.plan` records the choice in the plan;
+``predict`` and ``transform`` apply the same :class:`ColumnScaling`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import PrecisionWarning
+
+__all__ = ["ColumnScaling", "column_scaling", "column_offset", "preprocess", "view_sample",
+           "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
+
+#: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
+SAMPLE_ROWS = 2000
+#: relative size below which a column's standard deviation counts as constant
+_CONSTANT = 1e-12
+
+#: columns whose standard deviations spread over more than this factor (largest over median;
+#: of two columns, larger over smaller)
+#: are in different units: the default standardises them. An order of magnitude: columns of
+#: one unit (pixels, word weights, lengths in cm) spread by a few times at most
+SCALE_SPREAD_LIMIT = 10.0
+#: columns of one unit whose means lie further from zero than this many standard deviations
+#: (timestamps beside their minutes of spread, readings on a large offset) are centred by the
+#: default: a squared distance computed as ``|x|^2 + |y|^2 - 2 x.y`` keeps about
+#: ``16 - 2 log10(offset)`` of float64's digits: 6 at 10^5, none at 10^8 (every distance
+#: reads zero). Centring changes what the angles between rows say (a non-negative view's
+#: dictionary reads them), so below that limit the view is kept as given
+OFFSET_LIMIT = 1e5
+
+
+@dataclass(frozen=True)
+class ColumnScaling:
+    """The column transform of one view: ``(x - center) / scale``, or nothing."""
+
+    method: str  # "none", "center" (scale 1) or "standardize"
+    center: tuple[float, ...] | None = None
+    scale: tuple[float, ...] | None = None
+
+    def apply(self, X: Any) -> Any:
+        """The view transformed (numpy: a new array; dask and Zarr: a lazy dask array)."""
+        if self.method == "none":
+            return X
+        center = np.asarray(self.center, dtype=np.float64)
+        scale = np.asarray(self.scale, dtype=np.float64)
+        if sp.issparse(X):  # never standardised (see column_scaling); kept for safety
+            raise ValueError("sparse views are not standardised")
+        if hasattr(X, "dask") or hasattr(X, "get_orthogonal_selection"):
+            import dask.array as da
+
+            lazy = X if hasattr(X, "dask") else da.from_array(X, chunks=X.chunks)
+            return (lazy.astype(np.float64) - center) / scale
+        return (np.asarray(X, dtype=np.float64) - center) / scale
+
+
+def view_sample(view: Any) -> Any:
+    """A uniform sample of at most :data:`SAMPLE_ROWS` rows of ``view`` (fixed seed)."""
+    from .scales import sample_rows
+
+    return sample_rows(view, SAMPLE_ROWS)
+
+
+def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:
+    """Whether the columns of ``view`` are standardised, and why, from a sample of its rows.
+
+    Sparse views (counts, word weights) and views of binary columns are kept as given: their
+    columns share a unit (a count, a presence). A dense view is standardised where the
+    standard deviations of its non-constant columns spread over more than
+    :data:`SCALE_SPREAD_LIMIT` (largest over median; of two columns, larger over smaller):
+    columns in different units (a length in mm beside one in km), where the Euclidean
+    distance, and every kernel built on it, would see the largest-scale columns only. Its
+    binary columns (one-hot factors, flags) then stay 0 or 1. Centre and scale come from the
+    sample (a fixed seed), so the transform is known before any pass over the data. A dense
+    view of one unit whose columns' means lie more than :data:`OFFSET_LIMIT` standard
+    deviations from zero is centred, not scaled.
+    """
+    if sp.issparse(view):
+        return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
+    rows = view_sample(view) if rows is None else rows
+    std = rows.std(axis=0)
+    varying = std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
+    if not varying.any():
+        return ColumnScaling("none"), "no column varies"
+    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
+    if np.array_equal(binary, varying):
+        return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
+    # largest over the median column; of two, over the other (the median of two is their
+    # mean, never below half the larger: two columns in any units would stay as given)
+    scales = std[varying]
+    spread = float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
+    numbers = varying & ~binary
+    center = np.where(binary, 0.0, rows.mean(axis=0))
+    if spread <= SCALE_SPREAD_LIMIT:
+        one_unit = (f"the columns' standard deviations spread by {spread:.3g}x (<= "
+                    f"{SCALE_SPREAD_LIMIT:g}x: one unit)")
+        offset = column_offset(rows, std, numbers)
+        if offset > OFFSET_LIMIT:
+            return (ColumnScaling("center", tuple(map(float, center)),
+                                  tuple(1.0 for _ in center)),
+                    f"{one_unit}, but a column's mean lies {offset:.3g} standard deviations "
+                    f"from zero (> {OFFSET_LIMIT:g}: the squared distances would lose their "
+                    "digits to the squared norms): centred, not scaled")
+        return ColumnScaling("none"), f"{one_unit}: kept as given"
+    # Binary columns keep their unit (presence, 0 or 1) beside standardised numbers: scaled
+    # to unit variance, a category of rate p would put its rows 1 / sqrt(p (1 - p)) apart
+    # (4.6 at 5%), so the rare categories of one-hot factors would outweigh every number.
+    scale = np.where(numbers, std, 1.0)
+    kept = f"; {int(binary.sum())} binary columns kept as 0/1" if binary.any() else ""
+    return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
+            f"the columns' standard deviations spread by {spread:.3g}x (> "
+            f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
+
+
+def column_offset(rows: np.ndarray, std: np.ndarray, columns: np.ndarray) -> float:
+    """How many standard deviations the mean of the farthest of ``columns`` (a mask) lies
+    from zero, on the sample ``rows`` (0 where no column is given)."""
+    mean = rows.mean(axis=0)[columns]
+    return float(np.max(np.abs(mean) / std[columns], initial=0.0))
+
+
+def preprocess(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
+    """The column transform ``choice`` gives ``view`` (``"auto"``: :func:`column_scaling`).
+    ``"none"`` on columns far from zero beside their spread warns (:data:`OFFSET_LIMIT`)."""
+    if choice == "auto":
+        return column_scaling(view, rows)
+    if choice == "none" and not sp.issparse(view):
+        std = rows.std(axis=0)
+        offset = column_offset(rows, std, std > _CONSTANT * max(float(std.max(initial=0.0)),
+                                                                1.0))
+        if offset > OFFSET_LIMIT:
+            warnings.warn(
+                f"preprocessing='none': a column's mean lies {offset:.3g} standard deviations "
+                "from zero, so the kernels' squared distances keep about "
+                f"{max(0, round(16 - 2 * np.log10(offset)))} of float64's 16 digits; centre the "
+                "columns (preprocessing='auto' or 'standardize', or subtract their means)",
+                PrecisionWarning, stacklevel=2)
+    if choice == "none" or sp.issparse(view):
+        return ColumnScaling("none"), ("given" if choice == "none" else
+                                       "sparse columns: never centred (kept as given)")
+    std = rows.std(axis=0)
+    scale = np.where(std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0), std, 1.0)
+    return (ColumnScaling("standardize", tuple(map(float, rows.mean(axis=0))),
+                          tuple(map(float, scale))), "given")
