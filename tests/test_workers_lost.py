@@ -15,8 +15,10 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 
 def test_every_worker_killed_after_an_iteration_exits_3(tmp_path: Path) -> None:
-    """Blockwise: its iterations run on the workers (a Nystrom fit's run on the client)."""
-    with blockwise_fit_on_a_cluster(tmp_path, 2, "-v") as (_, nanny, fit):
+    """Blockwise: its iterations run on the workers (a Nystrom fit's run on the client). At
+    a lambda where the weights move, so that the fit still needs the workers after its first
+    iteration: at the default lambda the loop ends there, and the embedding is its H-step."""
+    with blockwise_fit_on_a_cluster(tmp_path, 2, "-v", "--lam", "0.0625") as (_, nanny, fit):
         lines = []
         for line in fit.stderr:
             lines.append(line)
