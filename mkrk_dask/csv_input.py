@@ -187,9 +187,7 @@ def read_csv(path: Path, columns: CsvColumns | None = None
                 y = np.char.strip(y)
     if X.size == 0:
         raise ValueError(f"{path}: no data rows (the file is empty or holds only a header)")
-    read = [f"values separated by {_SEPARATORS[sep]}" + (", decimal commas read"
-                                                          if sep != "," else "")] \
-        if sep != "," else []
+    read = [] if sep == "," else [f"values separated by {_SEPARATORS[sep]}, decimal commas read"]
     if row_names and 0 not in use:
         read.append("its first column (blank in the header: row names or numbers) left out")
     if y is not None:

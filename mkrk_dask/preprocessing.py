@@ -87,7 +87,7 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
         return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
     rows = view_sample(view) if rows is None else rows
     std = rows.std(axis=0)
-    varying = std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
+    varying = _varying(std)
     if not varying.any():
         return ColumnScaling("none"), "no column varies"
     binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
@@ -98,11 +98,12 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     scales = std[varying]
     spread = float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
     numbers = varying & ~binary
-    center = np.where(binary, 0.0, rows.mean(axis=0))
+    mean = rows.mean(axis=0)
+    center = np.where(binary, 0.0, mean)
     if spread <= SCALE_SPREAD_LIMIT:
         one_unit = (f"the columns' standard deviations spread by {spread:.3g}x (<= "
                     f"{SCALE_SPREAD_LIMIT:g}x: one unit)")
-        offset = column_offset(rows, std, numbers)
+        offset = column_offset(mean, std, numbers)
         if offset > OFFSET_LIMIT:
             return (ColumnScaling("center", tuple(map(float, center)),
                                   tuple(1.0 for _ in center)),
@@ -120,11 +121,16 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
             f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
 
 
-def column_offset(rows: np.ndarray, std: np.ndarray, columns: np.ndarray) -> float:
+def _varying(std: np.ndarray) -> np.ndarray:
+    """The columns whose standard deviation is not constant (relative to the largest, or 1)."""
+    return std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
+
+
+def column_offset(mean: np.ndarray, std: np.ndarray, columns: np.ndarray) -> float:
     """How many standard deviations the mean of the farthest of ``columns`` (a mask) lies
-    from zero, on the sample ``rows`` (0 where no column is given)."""
-    mean = rows.mean(axis=0)[columns]
-    return float(np.max(np.abs(mean) / std[columns], initial=0.0))
+    from zero, from the columns' ``mean`` and ``std`` on a sample (0 where no column is
+    given)."""
+    return float(np.max(np.abs(mean[columns]) / std[columns], initial=0.0))
 
 
 def preprocess(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
@@ -132,10 +138,13 @@ def preprocess(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
     ``"none"`` on columns far from zero beside their spread warns (:data:`OFFSET_LIMIT`)."""
     if choice == "auto":
         return column_scaling(view, rows)
-    if choice == "none" and not sp.issparse(view):
-        std = rows.std(axis=0)
-        offset = column_offset(rows, std, std > _CONSTANT * max(float(std.max(initial=0.0)),
-                                                                1.0))
+    if sp.issparse(view):
+        return ColumnScaling("none"), ("given" if choice == "none" else
+                                       "sparse columns: never centred (kept as given)")
+    std, mean = rows.std(axis=0), rows.mean(axis=0)
+    varying = _varying(std)
+    if choice == "none":
+        offset = column_offset(mean, std, varying)
         if offset > OFFSET_LIMIT:
             warnings.warn(
                 f"preprocessing='none': a column's mean lies {offset:.3g} standard deviations "
@@ -143,10 +152,7 @@ def preprocess(choice: str, view: Any, rows: Any) -> tuple[ColumnScaling, str]:
                 f"{max(0, round(16 - 2 * np.log10(offset)))} of float64's 16 digits; centre the "
                 "columns (preprocessing='auto' or 'standardize', or subtract their means)",
                 PrecisionWarning, stacklevel=2)
-    if choice == "none" or sp.issparse(view):
-        return ColumnScaling("none"), ("given" if choice == "none" else
-                                       "sparse columns: never centred (kept as given)")
-    std = rows.std(axis=0)
-    scale = np.where(std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0), std, 1.0)
-    return (ColumnScaling("standardize", tuple(map(float, rows.mean(axis=0))),
-                          tuple(map(float, scale))), "given")
+        return ColumnScaling("none"), "given"
+    scale = np.where(varying, std, 1.0)
+    return (ColumnScaling("standardize", tuple(map(float, mean)), tuple(map(float, scale))),
+            "given")

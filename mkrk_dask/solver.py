@@ -245,8 +245,7 @@ def alternate(
             if pending is None:
                 rank = n_clusters
                 if first_rank is not None and h_steps == 0 and saved is None:
-                    limit = backend.max_rank(weights)
-                    rank = max(n_clusters, min(first_rank, limit or first_rank))
+                    rank = max(n_clusters, min(first_rank, backend.max_rank(weights)))
                 top = backend.top_k(weights, rank, warm_start=top)
                 if rank > n_clusters:
                     wide, top = top, top.leading(n_clusters)
