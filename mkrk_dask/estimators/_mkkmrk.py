@@ -91,7 +91,9 @@ class MKKMRK(MultipleKernelKMeans):
         zero (their squared distances would lose their digits);
         ``"standardize"`` always, every column, ``"none"``
         never (the paper's configuration). ``predict`` and ``transform`` apply the same
-        transform; ``plan_`` records it.
+        transform; ``plan_`` records it. A few informative columns among many quiet ones of
+        the same unit look like columns in different units, and ``"auto"`` standardises
+        them: pass ``"none"`` where the columns share a unit (``docs/defaults.rst``).
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
