@@ -48,7 +48,8 @@ from .preprocessing import (  # noqa: F401
 __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "PREPROCESSING_CHOICES",
            "WIDTHS", "SAMPLE_ROWS",
-           "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
+           "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
+           "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]
 
@@ -64,6 +65,12 @@ GRAPH_NEIGHBORS = 10
 #: the graph's partition is kept only if its NMI with the k-means partition reaches this: a
 #: refinement of it, not a different answer (one cluster of nearly every row beside tiny ones)
 GRAPH_MIN_AGREEMENT = 0.5
+#: ... or where the graph clearly has k parts (the eigengap of spectral clustering): its
+#: normalised Laplacian's k-th smallest eigenvalue ``1 - lambda_k`` at most this fraction of
+#: the next one, and every cluster of at least :data:`GRAPH_CLEAR_ROWS` rows. Two moons or
+#: two rings are k well separated curves that k-means cuts across: the graph's answer is then
+#: a different one, and the right one
+GRAPH_CLEAR_GAP = 0.1
 #: anchors of the final graph, at most ... More anchors follow the final rows more finely,
 #: and cost more (seeding, the mini-batch k-means and the nearest-anchor pass all grow with
 #: them): at 2,000 the graph costs less than the fit it refines on 11,000 to 70,000 images
@@ -73,6 +80,10 @@ GRAPH_ANCHORS = 2000
 GRAPH_ANCHOR_ITERATIONS = 10
 #: ... and at most one per this many rows
 GRAPH_ROWS_PER_ANCHOR = 2
+#: rows of the smallest cluster of a clear graph: a row's nearest anchors' worth, the floor the
+#: plan puts on the rows a cluster for a graph at all (a tiny isolated clump also makes a
+#: clear gap, of a partition into the clump and the rest)
+GRAPH_CLEAR_ROWS = GRAPH_NEIGHBORS * GRAPH_ROWS_PER_ANCHOR
 #: most rows the final graph is built on: above, on a uniform sample of them, the other rows
 #: labelled by the graph block by block (its memory stays that of the sample at any n)
 GRAPH_SAMPLE_ROWS = 100_000
@@ -427,7 +438,7 @@ def _final(params: dict, n: int, k: int, *, line: bool = False
             why = (f"k-means partition refined by spectral clustering on the anchor graph of "
                    f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
                    f"kept where its NMI with the k-means partition reaches "
-                   f"{GRAPH_MIN_AGREEMENT}")
+                   f"{GRAPH_MIN_AGREEMENT} or where the graph clearly has {k} parts")
         elif not graph_possible:
             why = f"k-means (too few rows for a graph of {k} clusters)"
         elif not _is_auto(step):

@@ -208,6 +208,7 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
         "final_step": getattr(model, "final_step_", None),
         "final_clustering": getattr(model, "final_clustering_", None),
         "final_graph_agreement": _number(getattr(model, "final_graph_agreement_", None)),
+        "final_graph_clear": getattr(model, "final_graph_clear_", None),
         "plan": model.plan_.to_dict() if hasattr(model, "plan_") else None,
         "model": None}
     gaps = getattr(model, "relative_gaps_", None)

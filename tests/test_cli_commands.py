@@ -286,6 +286,7 @@ def test_fit_records_the_final_partition_and_final_clustering_sets_it(
         result = json.loads((out / "result.json").read_text())
         assert result["final_clustering"] in expected
         assert (result["final_graph_agreement"] is not None) == built
+        assert (result["final_graph_clear"] is not None) == built
     paper = tmp_path / "paper"
     assert main(["fit", str(digits_npz), "--paper", "--n-init", "2", "--out", str(paper),
                  "-q"]) == 0

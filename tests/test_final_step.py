@@ -113,6 +113,54 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     assert "partition kept: k-means" in guarded.summary()
 
 
+@pytest.mark.parametrize("shape", ["moons", "rings"])
+def test_a_graph_of_k_clear_parts_is_kept_where_k_means_cuts_across_them(shape, monkeypatch):
+    """Two moons and two rings (scikit-learn's toy sets): k-means on the final rows cuts
+    across the curves, so the graph's partition disagrees with it, and only the eigengap
+    (clear_parts) keeps it: the right partition, as scikit-learn's SpectralClustering finds
+    it. Where no cluster may be that large, the same fit keeps k-means."""
+    from sklearn.cluster import SpectralClustering
+    from sklearn.datasets import make_circles, make_moons
+
+    data, truth = (make_moons(1000, noise=0.05, random_state=1) if shape == "moons" else
+                   make_circles(1000, noise=0.03, factor=0.5, random_state=1))
+    model = MKKMRK(2, random_state=0).fit(data)
+    plain = MKKMRK(2, final_clustering="kmeans", random_state=0).fit(data)
+    reference = SpectralClustering(2, affinity="nearest_neighbors",
+                                   random_state=0).fit_predict(data)
+    assert normalized_mutual_info_score(truth, reference) > 0.99  # the toy's answer
+    assert normalized_mutual_info_score(truth, plain.labels_) < 0.5  # k-means cuts across
+    assert model.final_clustering_ == "graph" and model.final_graph_clear_ is True
+    assert model.final_graph_agreement_ < 0.5  # kept by the gap, not by the agreement
+    assert normalized_mutual_info_score(reference, model.labels_) > 0.99
+    eigenvalues = model.final_graph_.eigenvalues_
+    assert 1 - eigenvalues[1] <= 0.1 * (1 - eigenvalues[2])
+    assert "which clearly has 2 parts" in model.summary()
+    np.testing.assert_array_equal(model.predict(data), model.labels_)
+    monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_CLEAR_ROWS", data.shape[0])
+    guarded = MKKMRK(2, random_state=0).fit(data)
+    assert guarded.final_clustering_ == "kmeans" and guarded.final_graph_clear_ is False
+    np.testing.assert_array_equal(guarded.labels_, plain.labels_)
+
+
+def test_clear_parts_asks_for_a_gap_above_round_off_and_no_tiny_cluster():
+    from mkrk_dask.estimators._final import clear_parts
+
+    even = np.repeat([0, 1], 50)
+    # 1 - eigenvalues: 0, 1e-6, then 1e-4 (a gap of 100x), 1.1e-5 and 9e-6 (about the 10x
+    # the rule asks for)
+    assert clear_parts(np.array([1.0, 1 - 1e-6, 1 - 1e-4]), even, 2)
+    assert clear_parts(np.array([1.0, 1 - 1e-6, 1 - 1.1e-5]), even, 2)
+    assert not clear_parts(np.array([1.0, 1 - 1e-6, 1 - 9e-6]), even, 2)
+    # a third part with no edge to the rest: which two are joined is arbitrary
+    assert not clear_parts(np.array([1.0, 1.0, 1.0 - 1e-15]), even, 2)
+    # the gap of a tiny clump apart from the rest: 19 rows against 81
+    assert not clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.repeat([0, 1], [81, 19]), 2)
+    assert clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.repeat([0, 1], [80, 20]), 2)
+    # a label missing altogether is a cluster of no rows
+    assert not clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.zeros(100, int), 2)
+
+
 def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkeypatch):
     # Above GRAPH_SAMPLE_ROWS the graph is built on a uniform sample (its memory stays the
     # sample's at any n) and labels every row, block by block; predict agrees with the labels.

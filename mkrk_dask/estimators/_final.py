@@ -19,13 +19,23 @@ from sklearn.utils import check_random_state
 from .._threads import single_blas_thread
 from ..assignment import FINAL_CLUSTERINGS, assign_clusters, graph_rows
 from ..exceptions import DisconnectedGraphWarning
-from ..plan import GRAPH_ANCHOR_ITERATIONS, GRAPH_MIN_AGREEMENT, GRAPH_NEIGHBORS, FitPlan
+from ..plan import (
+    GRAPH_ANCHOR_ITERATIONS,
+    GRAPH_CLEAR_GAP,
+    GRAPH_CLEAR_ROWS,
+    GRAPH_MIN_AGREEMENT,
+    GRAPH_NEIGHBORS,
+    FitPlan,
+)
 
 #: rows per block of the graph's labels of the rows it was not built on
 _BLOCK_ROWS = 65536
+#: the graph's eigenvalues (of a matrix of norm 1) are computed to about 1e-15: a Laplacian
+#: eigenvalue below this is a part with no edge to the rest, not a gap to compare
+_EIGEN_ROUND_OFF = 1e-12
 
 __all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "final_embedding",
-           "kmeans_partition", "graph_partition", "kmeans_dtype"]
+           "kmeans_partition", "graph_partition", "clear_parts", "kmeans_dtype"]
 
 
 def kmeans_dtype(plan: FitPlan) -> np.dtype:
@@ -82,17 +92,18 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     """The partition of the final rows by spectral clustering on their anchor graph
     (:class:`~mkrk_dask.AnchorGraphClustering`, the plan's anchors, :data:`GRAPH_NEIGHBORS`
     neighbours, Euclidean), kept where it agrees with the k-means partition ``labels`` (NMI
-    at least :data:`GRAPH_MIN_AGREEMENT`): k-means assumes convex clusters in the embedding,
-    the graph follows curved ones. Returns the labels kept and the fitted attributes
-    ``final_clustering_``, ``final_graph_`` (None where k-means is kept) and
-    ``final_graph_agreement_``."""
+    at least :data:`GRAPH_MIN_AGREEMENT`) or where the graph clearly has ``n_clusters``
+    parts (:func:`clear_parts`): k-means assumes convex clusters in the embedding, the graph
+    follows curved ones. Returns the labels kept and the fitted attributes
+    ``final_clustering_``, ``final_graph_`` (None where k-means is kept),
+    ``final_graph_agreement_`` and ``final_graph_clear_``."""
     from sklearn.metrics import normalized_mutual_info_score
 
     from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering
 
     if plan.final_clustering != "graph":
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
-                        "final_graph_agreement_": None}
+                        "final_graph_agreement_": None, "final_graph_clear_": None}
     graph = AnchorGraphClustering(
         n_clusters, n_anchors=plan.graph_anchors, n_neighbors=GRAPH_NEIGHBORS,
         geometry="euclidean", n_init=n_init, anchor_max_iter=GRAPH_ANCHOR_ITERATIONS,
@@ -106,7 +117,7 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     else:
         fitted_rows = rows
     with warnings.catch_warnings(), single_blas_thread():
-        # disconnected parts are judged by the agreement below; the final rows have 2k
+        # disconnected parts are judged below; the final rows have 2k
         # columns at most, so that every product of the graph is thin: a second BLAS thread
         # only waits
         warnings.simplefilter("ignore", DisconnectedGraphWarning)
@@ -119,13 +130,25 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     else:
         graph_labels = graph.labels_.copy()
     agreement = float(normalized_mutual_info_score(labels, graph_labels))
-    if graph.eigenvalues_[n_clusters] >= 1.0 - DISCONNECTED_TOL:
-        # more disconnected parts than clusters: which of them the graph joined is
-        # arbitrary, not a refinement (tight clusters, each its own few anchors)
-        return labels, {"final_clustering_": "kmeans", "final_graph_": None,
-                        "final_graph_agreement_": agreement}
-    if agreement < GRAPH_MIN_AGREEMENT:
-        return labels, {"final_clustering_": "kmeans", "final_graph_": None,
-                        "final_graph_agreement_": agreement}
-    return graph_labels, {"final_clustering_": "graph", "final_graph_": graph,
-                          "final_graph_agreement_": agreement}
+    clear = clear_parts(graph.eigenvalues_, graph_labels, n_clusters)
+    fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
+    # more disconnected parts than clusters: which of them the graph joined is arbitrary, not
+    # a refinement (tight clusters, each its own few anchors)
+    more_parts = graph.eigenvalues_[n_clusters] >= 1.0 - DISCONNECTED_TOL
+    if not clear and (more_parts or agreement < GRAPH_MIN_AGREEMENT):
+        return labels, {"final_clustering_": "kmeans", "final_graph_": None, **fitted}
+    return graph_labels, {"final_clustering_": "graph", "final_graph_": graph, **fitted}
+
+
+def clear_parts(eigenvalues: np.ndarray, labels: np.ndarray, n_clusters: int) -> bool:
+    """Whether a graph clearly has ``n_clusters`` parts, and its partition is them: the
+    eigengap of spectral clustering, its normalised Laplacian's ``n_clusters``-th smallest
+    eigenvalue ``1 - eigenvalues[k-1]`` at most :data:`GRAPH_CLEAR_GAP` times the next
+    (which is not round-off: more parts with no edge between them than clusters leave the
+    join arbitrary), and no cluster of ``labels`` smaller than :data:`GRAPH_CLEAR_ROWS`
+    rows (a tiny clump apart from the rest makes such a gap too)."""
+    kth = 1.0 - float(eigenvalues[n_clusters - 1])
+    following = 1.0 - float(eigenvalues[n_clusters])
+    if not following > _EIGEN_ROUND_OFF or kth > GRAPH_CLEAR_GAP * following:
+        return False
+    return int(np.bincount(labels, minlength=n_clusters).min()) >= GRAPH_CLEAR_ROWS

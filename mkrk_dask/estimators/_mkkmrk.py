@@ -73,12 +73,16 @@ class MKKMRK(MultipleKernelKMeans):
         them that labels the others), which follows curved clusters where k-means assumes
         convex ones; the refinement is kept where its NMI with the k-means partition reaches
         0.5 (not a different answer, such as nearly every row in one cluster beside tiny
-        ones). ``"auto"``: ``"graph"`` with ``final_step="auto"`` (the label-free default)
-        where there are at least 10 anchors a cluster (20 rows a cluster on average: fewer,
-        and a row's nearest anchors reach into other clusters) and more than one column (the
-        graph of points on a line is a path, cut at its sparse tails), ``"kmeans"``
+        ones), or where the graph clearly has k parts: its Laplacian's k-th smallest
+        eigenvalue at most a tenth of the next, and no cluster of fewer than 20 rows (two
+        moons, two rings: curves that k-means cuts across). ``"auto"``: ``"graph"`` with
+        ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
+        cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
+        other clusters) and more than one column (the graph of points on a line is a path,
+        cut at its sparse tails), ``"kmeans"``
         otherwise and with an explicit step (the paper's configuration). What was kept:
-        ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``.
+        ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``,
+        ``final_graph_clear_``.
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
         Nystrom factors hold), k for the spectral step (the loop's own eigenvectors). An
@@ -258,6 +262,10 @@ class MKKMRK(MultipleKernelKMeans):
     final_graph_agreement_ : float or None
         NMI between the graph's partition and the k-means partition of the final rows (None
         where no graph was built).
+    final_graph_clear_ : bool or None
+        Whether the graph clearly has ``n_clusters`` parts (its Laplacian's eigengap, see
+        ``final_clustering``), which keeps its partition at any agreement (None where no
+        graph was built).
     n_labels_polished_ : int
         Labels moved by the Lloyd steps that make the centres a fixed point (0 after k-means
         run to convergence).

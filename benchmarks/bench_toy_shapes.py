@@ -1,0 +1,116 @@
+"""The default on scikit-learn's toy shapes (two moons, two rings, anisotropic and
+unequal blobs), the first data a new user tries: does its graph keep the curves k-means cuts
+across?
+
+For every shape, size and data seed, the mean NMI over the seeds of:
+
+- ``default``: ``MKKMRK(k)``, the label-free default;
+- ``default, agreement only``: the same fit where the graph's partition may be kept only by
+  its agreement with the k-means partition (the eigengap rule of
+  :func:`mkrk_dask.estimators._final.clear_parts` switched off by asking for clusters larger
+  than the data): the default before that rule;
+- ``KMeans`` (10 starts) and scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``.
+
+``graph kept by the gap`` counts the default's fits whose graph was kept though it disagreed
+with k-means (``final_graph_clear_`` and an agreement below 0.5).
+
+Usage::
+
+    python benchmarks/bench_toy_shapes.py            # 4 shapes x 4 sizes x 4 seeds: about 1 min
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+
+import numpy as np
+from sklearn.cluster import KMeans, SpectralClustering
+from sklearn.datasets import make_blobs, make_circles, make_moons
+
+import mkrk_dask.estimators._final as final
+from mkrk_dask import MKKMRK
+from mkrk_dask.metrics import normalized_mutual_info
+
+from _common import now, write_report
+
+#: the shapes of scikit-learn's "comparing clustering algorithms" page, with its noise levels
+SHAPES = ("moons", "rings", "anisotropic", "unequal blobs")
+SIZES = (300, 600, 1000, 1500)
+METHODS = ("default", "default, agreement only", "KMeans", "SpectralClustering(nn)")
+
+
+def make_shape(shape: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    if shape == "moons":
+        return make_moons(n, noise=0.05, random_state=seed)
+    if shape == "rings":
+        return make_circles(n, noise=0.05, factor=0.5, random_state=seed)
+    if shape == "anisotropic":
+        X, y = make_blobs(n, random_state=170 + seed)
+        return X @ np.array([[0.6, -0.6], [-0.4, 0.8]]), y
+    return make_blobs(n, cluster_std=[1.0, 2.5, 0.5], random_state=170 + seed)
+
+
+def fit(method: str, X: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
+    """Labels, and whether the default's graph was kept by its gap alone."""
+    if method == "KMeans":
+        return KMeans(k, n_init=10, random_state=0).fit_predict(X), False
+    if method == "SpectralClustering(nn)":
+        return SpectralClustering(k, affinity="nearest_neighbors",
+                                  random_state=0).fit_predict(X), False
+    saved = final.GRAPH_CLEAR_ROWS
+    if method == "default, agreement only":
+        final.GRAPH_CLEAR_ROWS = X.shape[0] + 1
+    try:
+        model = MKKMRK(k, random_state=0).fit(X)
+    finally:
+        final.GRAPH_CLEAR_ROWS = saved
+    by_gap = bool(model.final_clustering_ == "graph" and model.final_graph_clear_
+                  and model.final_graph_agreement_ < final.GRAPH_MIN_AGREEMENT)
+    return model.labels_, by_gap
+
+
+def run(seeds: int) -> dict:
+    results = {}
+    for shape in SHAPES:
+        for n in SIZES:
+            scores = {m: [] for m in METHODS}
+            by_gap = 0
+            for seed in range(seeds):
+                X, y = make_shape(shape, n, seed)
+                k = int(y.max() + 1)
+                for method in METHODS:
+                    labels, gap = fit(method, X, k)
+                    scores[method].append(100 * normalized_mutual_info(y, labels))
+                    by_gap += gap and method == "default"
+            results[(shape, n)] = ({m: float(np.mean(v)) for m, v in scores.items()}, by_gap)
+            print(shape, n, results[(shape, n)], flush=True)
+    return results
+
+
+def report(results: dict, seeds: int) -> str:
+    rows = ["| shape | n | " + " | ".join(METHODS) + " | graph kept by the gap |",
+            "|---|---|" + "---|" * (len(METHODS) + 1)]
+    for (shape, n), (scores, by_gap) in results.items():
+        rows.append(f"| {shape} | {n} | " + " | ".join(f"{scores[m]:.2f}" for m in METHODS)
+                    + f" | {by_gap} of {seeds} |")
+    return "\n".join([f"NMI in percent, mean over {seeds} data seeds (each method's own seed "
+                      "0).", "", *rows])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, default=4)
+    parser.add_argument("--report", default="toy_shapes")
+    args = parser.parse_args()
+    started = now()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        results = run(args.seeds)
+    path = write_report("defaults", args.report, "The default on scikit-learn's toy shapes",
+                        report(results, args.seeds), started=started)
+    print(open(path).read())
+
+
+if __name__ == "__main__":
+    main()
