@@ -498,14 +498,13 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         lines = list(self.plan_.lines()) if hasattr(self, "plan_") else []
         agreement = getattr(self, "final_graph_agreement_", None)
         graph = getattr(self, "final_graph_", None)
-        if getattr(self, "final_clustering_", "kmeans") == "graph" and getattr(
-                self, "final_graph_clear_", False):
+        if graph is not None and getattr(self, "final_graph_clear_", False):
             k = int(self.n_clusters)
+            gaps = 1.0 - graph.eigenvalues_
             lines.append(f"partition kept: the anchor graph's, which clearly has {k} parts "
-                         f"(1 - eigenvalue {k}: {1 - graph.eigenvalues_[k - 1]:.3g}, "
-                         f"{k + 1}: {1 - graph.eigenvalues_[k]:.3g}; NMI {agreement:.4f} "
-                         "with the k-means partition)")
-        elif getattr(self, "final_clustering_", "kmeans") == "graph":
+                         f"(1 - eigenvalue {k}: {gaps[k - 1]:.3g}, {k + 1}: {gaps[k]:.3g}; "
+                         f"NMI {agreement:.4f} with the k-means partition)")
+        elif graph is not None:
             lines.append(f"partition kept: the anchor graph's (NMI {agreement:.4f} with the "
                          f"k-means partition, kept from {GRAPH_MIN_AGREEMENT})")
         elif agreement is not None:
