@@ -7,18 +7,21 @@ For every shape, size and data seed, the mean NMI over the seeds of:
 - ``default``: ``MKKMRK(k)``, the label-free default;
 - ``default, agreement only``: the same fit where the graph's partition may be kept only by
   its agreement with the k-means partition (the eigengap rule of
-  :func:`mkrk_dask.estimators._final.clear_parts` switched off by asking for clusters larger
-  than the data): the default before that rule;
+  :func:`mkrk_dask.estimators._final.clear_parts` and the parts rule of
+  :func:`~mkrk_dask.estimators._final.parts_apart` switched off by asking for clusters larger
+  than the data): the default before those rules;
+- ``default, gap only``: the eigengap rule without the parts rule (k parts with no edge
+  between them beside a few stray rows), the default before that rule;
 - ``default, 8 features``: the default with ``n_components=8`` (4k for two clusters, where
   the default takes 2k);
 - ``KMeans`` (10 starts) and scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``.
 
 ``graph kept by the gap`` counts the default's fits whose graph was kept though it disagreed
-with k-means (``final_graph_clear_`` and an agreement below 0.5).
+with k-means (``final_graph_clear_`` and an agreement below 0.5), by either rule.
 
 Usage::
 
-    python benchmarks/bench_toy_shapes.py            # 4 shapes x 4 sizes x 4 seeds: about 1 min
+    python benchmarks/bench_toy_shapes.py            # 4 shapes x 6 sizes x 4 seeds: about 8 min
 """
 
 from __future__ import annotations
@@ -38,9 +41,9 @@ from _common import now, write_report
 
 #: the shapes of scikit-learn's "comparing clustering algorithms" page, with its noise levels
 SHAPES = ("moons", "rings", "anisotropic", "unequal blobs")
-SIZES = (300, 600, 1000, 1500)
-METHODS = ("default", "default, agreement only", "default, 8 features", "KMeans",
-           "SpectralClustering(nn)")
+SIZES = (300, 600, 1000, 1500, 3000, 5000)
+METHODS = ("default", "default, agreement only", "default, gap only", "default, 8 features",
+           "KMeans", "SpectralClustering(nn)")
 
 
 def make_shape(shape: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -61,14 +64,16 @@ def fit(method: str, X: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
     if method == "SpectralClustering(nn)":
         return SpectralClustering(k, affinity="nearest_neighbors",
                                   random_state=0).fit_predict(X), False
-    saved = final.GRAPH_CLEAR_ROWS
+    saved = final.GRAPH_CLEAR_ROWS, final.parts_apart
     if method == "default, agreement only":
         final.GRAPH_CLEAR_ROWS = X.shape[0] + 1
+    if method == "default, gap only":
+        final.parts_apart = lambda *args: False
     rank = {"n_components": 8} if method == "default, 8 features" else {}
     try:
         model = MKKMRK(k, random_state=0, **rank).fit(X)
     finally:
-        final.GRAPH_CLEAR_ROWS = saved
+        final.GRAPH_CLEAR_ROWS, final.parts_apart = saved
     by_gap = bool(model.final_clustering_ == "graph" and model.final_graph_clear_
                   and model.final_graph_agreement_ < final.GRAPH_MIN_AGREEMENT)
     return model.labels_, by_gap

@@ -161,6 +161,62 @@ def test_clear_parts_asks_for_a_gap_above_round_off_and_no_tiny_cluster():
     assert not clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.zeros(100, int), 2)
 
 
+def test_k_parts_apart_beside_stray_rows_are_clear():
+    """Two moons of 3,000 rows: a stray row or two, far from every anchor but one, make
+    parts of their own, so that the graph has more disconnected parts than clusters. The two
+    moons are still clearly apart: the graph's partition is kept (scikit-learn's answer)."""
+    from sklearn.datasets import make_moons
+
+    data, truth = make_moons(3000, noise=0.05, random_state=0)
+    model = MKKMRK(2, random_state=0).fit(data)
+    eigenvalues = model.final_graph_.eigenvalues_
+    assert 1 - eigenvalues[2] < 1e-8  # a third part: the eigengap alone cannot tell
+    assert model.final_clustering_ == "graph" and model.final_graph_clear_ is True
+    assert model.final_graph_agreement_ < 0.5  # k-means cuts across the moons
+    assert normalized_mutual_info_score(truth, model.labels_) > 0.98
+    assert "2 parts with no edge between them, beside a few stray rows" in model.summary()
+
+
+def test_parts_apart_asks_for_k_large_parts_each_its_own_cluster():
+    import scipy.sparse as sp
+
+    from mkrk_dask.estimators._final import parts_apart
+
+    def weights(groups, anchors_of, weak=()):
+        """Rows of group g on anchors anchors_of[g] (equal weights), plus weak links."""
+        rows, cols, vals = [], [], []
+        start = 0
+        for g, size in enumerate(groups):
+            for r in range(start, start + size):
+                for a in anchors_of[g]:
+                    rows.append(r), cols.append(a), vals.append(1.0)
+            start += size
+        for r, a, w in weak:
+            rows.append(r), cols.append(a), vals.append(w)
+        z = sp.csr_matrix((vals, (rows, cols)), shape=(start, 30))
+        return sp.diags(1 / np.asarray(z.sum(axis=1)).ravel()) @ z
+
+    two = {0: [0, 1], 1: [2, 3], 2: [4], 3: [5]}
+    labels = np.repeat([0, 1, 0, 1], [30, 30, 1, 2])
+    assert parts_apart(weights([30, 30, 1, 2], two), labels, 2)
+    # a weight of 1e-9 of a row's largest is no edge; one of 1e-3 joins the parts
+    assert parts_apart(weights([30, 30, 1, 2], two, weak=[(0, 2, 1e-9)]), labels, 2)
+    assert not parts_apart(weights([30, 30, 1, 2], two, weak=[(0, 2, 1e-3)]), labels, 2)
+    # a large part split between clusters, or two in one cluster
+    assert not parts_apart(weights([30, 30, 1, 2], two), np.r_[labels[:59], 0, 0, 0, 0], 2)
+    assert not parts_apart(weights([30, 30, 1, 2], two), np.repeat([0, 0, 1, 1], [30, 30, 1, 2]),
+                           2)
+    # three large parts for two clusters; or stray parts of 20 rows in all
+    assert not parts_apart(weights([30, 30, 20], {0: [0], 1: [1], 2: [2]}),
+                           np.repeat([0, 1, 1], [30, 30, 20]), 2)
+    strays = [30, 30] + [1] * 20
+    anchors = {g: [g] for g in range(22)}
+    assert not parts_apart(weights(strays, anchors), np.r_[np.repeat([0, 1], 30), [0] * 20],
+                           2)
+    assert parts_apart(weights(strays[:-1], anchors), np.r_[np.repeat([0, 1], 30), [0] * 19],
+                       2)
+
+
 def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkeypatch):
     # Above GRAPH_SAMPLE_ROWS the graph is built on a uniform sample (its memory stays the
     # sample's at any n) and labels every row, block by block; predict agrees with the labels.

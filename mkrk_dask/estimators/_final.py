@@ -14,6 +14,8 @@ import warnings
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 from sklearn.utils import check_random_state
 
 from .._threads import single_blas_thread
@@ -35,7 +37,8 @@ _BLOCK_ROWS = 65536
 _EIGEN_ROUND_OFF = 1e-12
 
 __all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "final_embedding",
-           "kmeans_partition", "graph_partition", "clear_parts", "kmeans_dtype"]
+           "kmeans_partition", "graph_partition", "clear_parts", "parts_apart", "anchor_weights",
+           "kmeans_dtype"]
 
 
 def kmeans_dtype(plan: FitPlan) -> np.dtype:
@@ -116,13 +119,13 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
         fitted_rows = rows[sample]
     else:
         fitted_rows = rows
+    fitted_rows = graph_rows(fitted_rows, plan.final_step)
     with warnings.catch_warnings(), single_blas_thread():
         # disconnected parts are judged below; the final rows have 2k
         # columns at most, so that every product of the graph is thin: a second BLAS thread
         # only waits
         warnings.simplefilter("ignore", DisconnectedGraphWarning)
-        graph.fit(graph_rows(fitted_rows, plan.final_step))
-    del fitted_rows
+        graph.fit(fitted_rows)
     if sampled:  # the other rows labelled by the graph, a block at a time
         graph_labels = np.concatenate([
             graph.predict(graph_rows(rows[a:a + _BLOCK_ROWS], plan.final_step))
@@ -131,10 +134,13 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
         graph_labels = graph.labels_.copy()
     agreement = float(normalized_mutual_info_score(labels, graph_labels))
     clear = clear_parts(graph.eigenvalues_, graph_labels, n_clusters)
-    fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
     # more disconnected parts than clusters: which of them the graph joined is arbitrary, not
-    # a refinement (tight clusters, each its own few anchors)
+    # a refinement (tight clusters, each its own few anchors) ...
     more_parts = graph.eigenvalues_[n_clusters] >= 1.0 - DISCONNECTED_TOL
+    if more_parts and not clear:  # ... unless all but k of them are a few stray rows
+        clear = parts_apart(anchor_weights(graph, fitted_rows), graph.labels_, n_clusters)
+    del fitted_rows
+    fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
     if not clear and (more_parts or agreement < GRAPH_MIN_AGREEMENT):
         return labels, {"final_clustering_": "kmeans", "final_graph_": None, **fitted}
     return graph_labels, {"final_clustering_": "graph", "final_graph_": graph, **fitted}
@@ -152,3 +158,44 @@ def clear_parts(eigenvalues: np.ndarray, labels: np.ndarray, n_clusters: int) ->
     if not following > _EIGEN_ROUND_OFF or kth > GRAPH_CLEAR_GAP * following:
         return False
     return int(np.bincount(labels, minlength=n_clusters).min()) >= GRAPH_CLEAR_ROWS
+
+
+def anchor_weights(graph: Any, rows: np.ndarray) -> sp.csr_matrix:
+    """Z of a one-view anchor graph: every row's weights on its nearest anchors (they sum to
+    1), that is its factor F without the anchors' degree scaling."""
+    (view_graph,) = graph.view_graphs_
+    scale = view_graph.column_scale
+    inverse = np.divide(1.0, scale, out=np.zeros_like(scale), where=scale > 0)
+    return (view_graph.factor(rows) @ sp.diags(inverse)).tocsr()
+
+
+def parts_apart(weights: sp.csr_matrix, labels: np.ndarray, n_clusters: int) -> bool:
+    """Whether a graph's rows fall into exactly ``n_clusters`` parts of at least
+    :data:`GRAPH_CLEAR_ROWS` rows with no edge between any two, each part wholly in its own
+    cluster of ``labels``, and fewer than :data:`GRAPH_CLEAR_ROWS` rows in all in smaller
+    parts: k parts clearly apart, beside a few stray rows (points of two moons far from
+    every anchor but one), which make more disconnected parts than clusters.
+
+    ``weights``: the rows' weights on the anchors (:func:`anchor_weights`). A weight below
+    ``DISCONNECTED_TOL`` times its row's largest is no edge: a part joined to the rest by no
+    more moves the graph's eigenvalue by less than that tolerance, the one the graph counts
+    disconnected parts with."""
+    from ._anchor_graph import DISCONNECTED_TOL
+
+    n = weights.shape[0]
+    strong = weights.copy()
+    largest = np.maximum.reduceat(strong.data, strong.indptr[:-1])  # s weights in every row
+    strong.data[strong.data < DISCONNECTED_TOL * np.repeat(largest, np.diff(strong.indptr))] = 0
+    strong.eliminate_zeros()
+    _, part = connected_components(sp.bmat([[None, strong], [strong.T, None]]), directed=False)
+    sizes = np.bincount(part[:n])
+    large = np.flatnonzero(sizes >= GRAPH_CLEAR_ROWS)
+    if large.size != n_clusters or n - int(sizes[large].sum()) >= GRAPH_CLEAR_ROWS:
+        return False
+    owners = set()
+    for p in large:
+        clusters = np.unique(labels[part[:n] == p])
+        if clusters.size != 1:
+            return False
+        owners.add(int(clusters[0]))
+    return len(owners) == n_clusters

@@ -75,7 +75,8 @@ class MKKMRK(MultipleKernelKMeans):
         0.5 (not a different answer, such as nearly every row in one cluster beside tiny
         ones), or where the graph clearly has k parts: its Laplacian's k-th smallest
         eigenvalue at most a tenth of the next, and no cluster of fewer than 20 rows (two
-        moons, two rings: curves that k-means cuts across). ``"auto"``: ``"graph"`` with
+        moons, two rings: curves that k-means cuts across), or k parts with no edge between
+        them, each its own cluster, beside stray parts of fewer than 20 rows in all. ``"auto"``: ``"graph"`` with
         ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
         cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
         other clusters) and more than one column (the graph of points on a line is a path,
@@ -263,7 +264,8 @@ class MKKMRK(MultipleKernelKMeans):
         NMI between the graph's partition and the k-means partition of the final rows (None
         where no graph was built).
     final_graph_clear_ : bool or None
-        Whether the graph clearly has ``n_clusters`` parts (its Laplacian's eigengap, see
+        Whether the graph clearly has ``n_clusters`` parts (its Laplacian's eigengap, or
+        k parts with no edge between them beside a few stray rows; see
         ``final_clustering``), which keeps its partition at any agreement (None where no
         graph was built).
     n_labels_polished_ : int
