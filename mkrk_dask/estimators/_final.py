@@ -183,8 +183,8 @@ def parts_apart(weights: sp.csr_matrix, labels: np.ndarray, n_clusters: int) -> 
     from ._anchor_graph import DISCONNECTED_TOL
 
     n = weights.shape[0]
-    strong = weights.copy()
-    largest = np.maximum.reduceat(strong.data, strong.indptr[:-1])  # s weights in every row
+    strong = weights.tocsr(copy=True)
+    largest = strong.max(axis=1).toarray().ravel()
     strong.data[strong.data < DISCONNECTED_TOL * np.repeat(largest, np.diff(strong.indptr))] = 0
     strong.eliminate_zeros()
     _, part = connected_components(sp.bmat([[None, strong], [strong.T, None]]), directed=False)

@@ -76,7 +76,8 @@ class MKKMRK(MultipleKernelKMeans):
         ones), or where the graph clearly has k parts: its Laplacian's k-th smallest
         eigenvalue at most a tenth of the next, and no cluster of fewer than 20 rows (two
         moons, two rings: curves that k-means cuts across), or k parts with no edge between
-        them, each its own cluster, beside stray parts of fewer than 20 rows in all. ``"auto"``: ``"graph"`` with
+        them, each its own cluster, beside stray parts of fewer than 20 rows in all.
+        ``"auto"``: ``"graph"`` with
         ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
         cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
         other clusters) and more than one column (the graph of points on a line is a path,
