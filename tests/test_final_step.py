@@ -177,6 +177,31 @@ def test_k_parts_apart_beside_stray_rows_are_clear():
     assert "2 parts with no edge between them, beside a few stray rows" in model.summary()
 
 
+def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatch):
+    # Above GRAPH_SAMPLE_ROWS the parts are those of the sample's graph: its rows' weights
+    # and its own labels; the other rows take the graph's labels.
+    from sklearn.datasets import make_moons
+
+    import mkrk_dask.estimators._final as final
+
+    seen = []
+
+    def spy(weights, labels, n_clusters):
+        seen.append((weights.shape[0], labels.shape[0]))
+        return parts_apart(weights, labels, n_clusters)
+
+    parts_apart = final.parts_apart
+    monkeypatch.setattr(final, "parts_apart", spy)
+    monkeypatch.setattr("mkrk_dask.plan.GRAPH_SAMPLE_ROWS", 3000)
+    data, truth = make_moons(6000, noise=0.05, random_state=0)
+    model = MKKMRK(2, random_state=0).fit(data)
+    assert model.plan_.graph_rows == 3000 and seen == [(3000, 3000)]
+    assert 1 - model.final_graph_.eigenvalues_[2] < 1e-8
+    assert model.final_clustering_ == "graph" and model.final_graph_clear_ is True
+    assert normalized_mutual_info_score(truth, model.labels_) > 0.98
+    np.testing.assert_array_equal(model.predict(data), model.labels_)
+
+
 def test_parts_apart_asks_for_k_large_parts_each_its_own_cluster():
     import scipy.sparse as sp
 
