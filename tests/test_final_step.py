@@ -152,8 +152,11 @@ def test_clear_parts_asks_for_a_gap_above_round_off_and_no_tiny_cluster():
     assert clear_parts(np.array([1.0, 1 - 1e-6, 1 - 1e-4]), even, 2)
     assert clear_parts(np.array([1.0, 1 - 1e-6, 1 - 1.1e-5]), even, 2)
     assert not clear_parts(np.array([1.0, 1 - 1e-6, 1 - 9e-6]), even, 2)
-    # a third part with no edge to the rest: which two are joined is arbitrary
+    # a third part with no edge to the rest (within the graph's tolerance, 1e-8): which
+    # two are joined is arbitrary, unless the third is a few stray rows (parts_apart)
     assert not clear_parts(np.array([1.0, 1.0, 1.0 - 1e-15]), even, 2)
+    assert not clear_parts(np.array([1.0, 1.0, 1.0 - 1e-10]), even, 2)
+    assert clear_parts(np.array([1.0, 1.0, 1.0 - 1e-7]), even, 2)
     # the gap of a tiny clump apart from the rest: 19 rows against 81
     assert not clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.repeat([0, 1], [81, 19]), 2)
     assert clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.repeat([0, 1], [80, 20]), 2)

@@ -32,9 +32,6 @@ from ..plan import (
 
 #: rows per block of the graph's labels of the rows it was not built on
 _BLOCK_ROWS = 65536
-#: the graph's eigenvalues (of a matrix of norm 1) are computed to about 1e-15: a Laplacian
-#: eigenvalue below this is a part with no edge to the rest, not a gap to compare
-_EIGEN_ROUND_OFF = 1e-12
 
 __all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "final_embedding",
            "kmeans_partition", "graph_partition", "clear_parts", "parts_apart", "anchor_weights",
@@ -149,13 +146,17 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
 def clear_parts(eigenvalues: np.ndarray, labels: np.ndarray, n_clusters: int) -> bool:
     """Whether a graph clearly has ``n_clusters`` parts, and its partition is them: the
     eigengap of spectral clustering, its normalised Laplacian's ``n_clusters``-th smallest
-    eigenvalue ``1 - eigenvalues[k-1]`` at most :data:`GRAPH_CLEAR_GAP` times the next
-    (which is not round-off: more parts with no edge between them than clusters leave the
-    join arbitrary), and no cluster of ``labels`` smaller than :data:`GRAPH_CLEAR_ROWS`
-    rows (a tiny clump apart from the rest makes such a gap too)."""
+    eigenvalue ``1 - eigenvalues[k-1]`` at most :data:`GRAPH_CLEAR_GAP` times the next,
+    and no cluster of ``labels`` smaller than :data:`GRAPH_CLEAR_ROWS` rows (a tiny clump
+    apart from the rest makes such a gap too). The next must be above the tolerance the
+    graph counts a part with no edge to the rest with: more such parts than clusters leave
+    the join arbitrary, unless all but k of them are a few stray rows (:func:`parts_apart`
+    decides that case)."""
+    from ._anchor_graph import DISCONNECTED_TOL
+
     kth = 1.0 - float(eigenvalues[n_clusters - 1])
     following = 1.0 - float(eigenvalues[n_clusters])
-    if not following > _EIGEN_ROUND_OFF or kth > GRAPH_CLEAR_GAP * following:
+    if not following > DISCONNECTED_TOL or kth > GRAPH_CLEAR_GAP * following:
         return False
     return int(np.bincount(labels, minlength=n_clusters).min()) >= GRAPH_CLEAR_ROWS
 
