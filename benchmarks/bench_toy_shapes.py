@@ -10,8 +10,9 @@ For every shape, size and data seed, the mean NMI over the seeds of:
   :func:`mkrk_dask.estimators._final.clear_parts` and the parts rule of
   :func:`~mkrk_dask.estimators._final.parts_apart` switched off by asking for clusters larger
   than the data): the default before those rules;
-- ``default, gap only``: the eigengap rule without the parts rule (k parts with no edge
-  between them beside a few stray rows), the default before that rule;
+- ``default, gap only``: the eigengap rule alone, without the parts rule (k parts with no
+  edge between them beside a few stray rows, which decides wherever the graph has more
+  parts with no edge to the rest than clusters);
 - ``default, 8 features``: the default with ``n_components=8`` (4k for two clusters, where
   the default takes 2k);
 - ``KMeans`` (10 starts) and scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``.
