@@ -69,7 +69,9 @@ GRAPH_MIN_AGREEMENT = 0.5
 #: normalised Laplacian's k-th smallest eigenvalue ``1 - lambda_k`` at most this fraction of
 #: the next one, and every cluster of at least :data:`GRAPH_CLEAR_ROWS` rows. Two moons or
 #: two rings are k well separated curves that k-means cuts across: the graph's answer is then
-#: a different one, and the right one
+#: a different one, and the right one. Where the graph has more parts with no edge to the
+#: rest than clusters, it is clear only with k parts of at least GRAPH_CLEAR_ROWS rows beside
+#: stray ones (``estimators/_final.parts_apart``)
 GRAPH_CLEAR_GAP = 0.1
 #: anchors of the final graph, at most ... More anchors follow the final rows more finely,
 #: and cost more (seeding, the mini-batch k-means and the nearest-anchor pass all grow with
@@ -438,7 +440,10 @@ def _final(params: dict, n: int, k: int, *, line: bool = False
             why = (f"k-means partition refined by spectral clustering on the anchor graph of "
                    f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
                    f"kept where its NMI with the k-means partition reaches "
-                   f"{GRAPH_MIN_AGREEMENT} or where the graph clearly has {k} parts")
+                   f"{GRAPH_MIN_AGREEMENT} or where the graph clearly has {k} parts (its "
+                   f"eigengap; or, where it has more parts with no edge between them, {k} "
+                   f"of at least {GRAPH_CLEAR_ROWS} rows beside stray ones, which costs one "
+                   "more pass of the graph's rows to their anchors)")
         elif not graph_possible:
             why = f"k-means (too few rows for a graph of {k} clusters)"
         elif not _is_auto(step):

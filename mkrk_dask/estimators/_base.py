@@ -57,8 +57,13 @@ from ..validation import (
     is_lazy,
     materialize,
 )
-from ._anchor_graph import DISCONNECTED_TOL
-from ._final import FINAL_CLUSTERINGS, final_embedding, graph_partition, kmeans_partition
+from ._final import (
+    FINAL_CLUSTERINGS,
+    final_embedding,
+    graph_partition,
+    kmeans_partition,
+    more_parts,
+)
 from ._moved import plan_params
 from ._out_of_sample import OutOfSampleMixin
 from ._summary import approximation_lines
@@ -503,7 +508,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
             k = int(self.n_clusters)
             gaps = 1.0 - graph.eigenvalues_
             apart = (f"{k} parts with no edge between them, beside a few stray rows"
-                     if gaps[k] <= DISCONNECTED_TOL else f"{k} parts")
+                     if more_parts(graph.eigenvalues_, k) else f"{k} parts")
             lines.append(f"partition kept: the anchor graph's, which clearly has {apart} "
                          f"(1 - eigenvalue {k}: {gaps[k - 1]:.3g}, {k + 1}: {gaps[k]:.3g}; "
                          f"NMI {agreement:.4f} with the k-means partition)")

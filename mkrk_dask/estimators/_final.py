@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import connected_components
 from sklearn.utils import check_random_state
 
 from .._threads import single_blas_thread
@@ -29,13 +28,14 @@ from ..plan import (
     GRAPH_NEIGHBORS,
     FitPlan,
 )
+from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering, _connected_parts
 
 #: rows per block of the graph's labels of the rows it was not built on
 _BLOCK_ROWS = 65536
 
 __all__ = ["FINAL_CLUSTERINGS", "GRAPH_MIN_AGREEMENT", "GRAPH_NEIGHBORS", "final_embedding",
-           "kmeans_partition", "graph_partition", "clear_parts", "parts_apart", "anchor_weights",
-           "kmeans_dtype"]
+           "kmeans_partition", "graph_partition", "clear_parts", "more_parts", "parts_apart",
+           "anchor_weights", "kmeans_dtype"]
 
 
 def kmeans_dtype(plan: FitPlan) -> np.dtype:
@@ -99,8 +99,6 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     ``final_graph_agreement_`` and ``final_graph_clear_``."""
     from sklearn.metrics import normalized_mutual_info_score
 
-    from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering
-
     if plan.final_clustering != "graph":
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
                         "final_graph_agreement_": None, "final_graph_clear_": None}
@@ -133,12 +131,12 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     clear = clear_parts(graph.eigenvalues_, graph_labels, n_clusters)
     # more disconnected parts than clusters: which of them the graph joined is arbitrary, not
     # a refinement (tight clusters, each its own few anchors) ...
-    more_parts = graph.eigenvalues_[n_clusters] >= 1.0 - DISCONNECTED_TOL
-    if more_parts and not clear:  # ... unless all but k of them are a few stray rows
+    extra_parts = more_parts(graph.eigenvalues_, n_clusters)
+    if extra_parts:  # ... unless all but k of them are a few stray rows
         clear = parts_apart(anchor_weights(graph, fitted_rows), graph.labels_, n_clusters)
     del fitted_rows
     fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
-    if not clear and (more_parts or agreement < GRAPH_MIN_AGREEMENT):
+    if not clear and (extra_parts or agreement < GRAPH_MIN_AGREEMENT):
         return labels, {"final_clustering_": "kmeans", "final_graph_": None, **fitted}
     return graph_labels, {"final_clustering_": "graph", "final_graph_": graph, **fitted}
 
@@ -152,13 +150,17 @@ def clear_parts(eigenvalues: np.ndarray, labels: np.ndarray, n_clusters: int) ->
     graph counts a part with no edge to the rest with: more such parts than clusters leave
     the join arbitrary, unless all but k of them are a few stray rows (:func:`parts_apart`
     decides that case)."""
-    from ._anchor_graph import DISCONNECTED_TOL
-
     kth = 1.0 - float(eigenvalues[n_clusters - 1])
     following = 1.0 - float(eigenvalues[n_clusters])
-    if not following > DISCONNECTED_TOL or kth > GRAPH_CLEAR_GAP * following:
+    if more_parts(eigenvalues, n_clusters) or kth > GRAPH_CLEAR_GAP * following:
         return False
     return int(np.bincount(labels, minlength=n_clusters).min()) >= GRAPH_CLEAR_ROWS
+
+
+def more_parts(eigenvalues: np.ndarray, n_clusters: int) -> bool:
+    """Whether a graph has more parts with no edge to the rest than ``n_clusters``: its
+    ``n_clusters + 1``-th largest eigenvalue within ``DISCONNECTED_TOL`` of 1."""
+    return bool(eigenvalues[n_clusters] >= 1.0 - DISCONNECTED_TOL)
 
 
 def anchor_weights(graph: Any, rows: np.ndarray) -> sp.csr_matrix:
@@ -181,22 +183,20 @@ def parts_apart(weights: sp.csr_matrix, labels: np.ndarray, n_clusters: int) -> 
     ``DISCONNECTED_TOL`` times its row's largest is no edge: a part joined to the rest by no
     more moves the graph's eigenvalue by less than that tolerance, the one the graph counts
     disconnected parts with."""
-    from ._anchor_graph import DISCONNECTED_TOL
-
-    n = weights.shape[0]
     strong = weights.tocsr(copy=True)
     largest = strong.max(axis=1).toarray().ravel()
     strong.data[strong.data < DISCONNECTED_TOL * np.repeat(largest, np.diff(strong.indptr))] = 0
     strong.eliminate_zeros()
-    _, part = connected_components(sp.bmat([[None, strong], [strong.T, None]]), directed=False)
-    sizes = np.bincount(part[:n])
+    # the anchors' parts, as the graph counts them; a row is in the part of its strongest
+    # anchor (which all its remaining anchors share: the row joins them)
+    _, anchor_part = _connected_parts((strong.T @ strong).tocsr())
+    row_part = anchor_part[np.asarray(strong.argmax(axis=1)).ravel()]
+    sizes = np.bincount(row_part)
     large = np.flatnonzero(sizes >= GRAPH_CLEAR_ROWS)
-    if large.size != n_clusters or n - int(sizes[large].sum()) >= GRAPH_CLEAR_ROWS:
+    if large.size != n_clusters or row_part.size - int(sizes[large].sum()) >= GRAPH_CLEAR_ROWS:
         return False
-    owners = set()
-    for p in large:
-        clusters = np.unique(labels[part[:n] == p])
-        if clusters.size != 1:
-            return False
-        owners.add(int(clusters[0]))
-    return len(owners) == n_clusters
+    # each large part wholly in one cluster, and no two in the same: k (part, cluster) pairs
+    # with k different clusters
+    in_large = np.isin(row_part, large)
+    pairs = np.unique(np.c_[row_part[in_large], labels[in_large]], axis=0)
+    return pairs.shape[0] == n_clusters and np.unique(pairs[:, 1]).size == n_clusters
