@@ -145,13 +145,29 @@ def test_rank_tol_zero_keeps_every_eigenvalue_above_the_floor():
 
 
 def test_a_tabulated_pool_seeds_as_one_product_a_step_does(monkeypatch):
-    # A small pool's distances come from one table; a larger one's, from a product per step.
-    # The same draws give the same seeds either way.
+    # A small pool's distances come from one table; a larger dense one's from its lifted
+    # rows, one product a step; a larger sparse one's from the distance formula a step. The
+    # same draws give the same seeds every way.
+    import scipy.sparse as sp
+
     from mkrk_dask import landmarks
 
     X = np.random.default_rng(3).normal(size=(300, 5))
     tabulated = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
     monkeypatch.setattr(landmarks, "TABLE_POOL_ROWS", 0)
-    stepwise = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
+    lifted = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
+    stepwise = kmeanspp_order(sp.csr_matrix(X), 60, np.random.RandomState(2), local_trials=4)
+    np.testing.assert_array_equal(tabulated, lifted)
     np.testing.assert_array_equal(tabulated, stepwise)
     assert len(np.unique(tabulated)) == 60
+
+
+def test_lifted_rows_give_the_squared_distances(monkeypatch):
+    # [x, |x|^2, 1] . [-2 y, 1, |y|^2] = |x - y|^2, against the differences written out
+    from mkrk_dask import landmarks
+
+    monkeypatch.setattr(landmarks, "TABLE_POOL_ROWS", 0)
+    X = np.random.default_rng(4).normal(size=(50, 3)) * [1.0, 10.0, 100.0]
+    left, right = landmarks._distance_rows(X, (X ** 2).sum(axis=1))
+    expected = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
+    np.testing.assert_allclose(left @ right, expected, rtol=1e-10, atol=1e-8)
