@@ -44,6 +44,10 @@ DEFAULT_RANK_TOL = 0.0
 #: most rows of a k-means++ pool whose squared distances are tabulated at once (a table of
 #: at most 32 MiB)
 TABLE_POOL_ROWS = 2048
+#: most columns of a larger pool whose rows are lifted (:func:`_distance_rows`): the lift
+#: saves passes over a step's distances, a large share of a step only where the product is
+#: over a few columns, and costs a copy of the pool
+LIFT_MAX_COLUMNS = 64
 
 
 def take_rows(X: Any, indices: np.ndarray) -> Any:
@@ -69,22 +73,22 @@ def take_rows(X: Any, indices: np.ndarray) -> Any:
 
 def _distance_rows(pool: Any, sq: np.ndarray) -> Any:
     """What :func:`kmeanspp_order` reads a step's squared distances from: a table of them
-    all for a pool of at most :data:`TABLE_POOL_ROWS` rows; for a larger dense pool, the rows
-    lifted to ``[x, |x|^2, 1]`` and ``[-2 x, 1, |x|^2]``, whose product is the squared
-    distances in one matrix product (the formula's three passes over the step's distances
-    after the product were most of a step on rows of a few columns: the seeding of 2,000
-    anchors on 12,288 rows of 6 columns took 1.2 s, and 0.75 s so); None for a sparse one."""
+    all for a pool of at most :data:`TABLE_POOL_ROWS` rows; for a larger dense pool, its
+    rows and their lifts ``[-2 y, 1, |y|^2]``, against which the lifts ``[x, |x|^2, 1]`` of a
+    step's candidates give the squared distances in one matrix product (the formula's three
+    passes over the step's distances after its product were most of a step on rows of a few
+    columns); None for a sparse pool or one of more than :data:`LIFT_MAX_COLUMNS` columns
+    (the formula a step)."""
     if pool.shape[0] <= TABLE_POOL_ROWS:
         return self_sq_distances(pool, sq)
-    if sp.issparse(pool):
+    if sp.issparse(pool) or pool.shape[1] > LIFT_MAX_COLUMNS:
         return None
     rows = np.asarray(pool, dtype=np.float64)
-    left = np.empty((rows.shape[0], rows.shape[1] + 2))
-    left[:, :-2], left[:, -2], left[:, -1] = rows, sq, 1.0
-    right = np.empty((rows.shape[1] + 2, rows.shape[0]))
-    np.multiply(rows.T, -2.0, out=right[:-2])
-    right[-2], right[-1] = 1.0, sq
-    return left, right
+    # as columns: a step's product then adds up rows of it, a few columns' worth each
+    lifted = np.empty((rows.shape[1] + 2, rows.shape[0]))
+    np.multiply(rows.T, -2.0, out=lifted[:-2])
+    lifted[-2], lifted[-1] = 1.0, sq
+    return rows, lifted
 
 
 def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
@@ -120,7 +124,10 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
         if isinstance(source, np.ndarray):
             return np.take(source, rows, axis=0, out=out)
         if source is not None:
-            np.matmul(source[0][rows], source[1], out=out)
+            dense, lifted = source
+            picked = np.empty((rows.size, lifted.shape[0]))
+            picked[:, :-2], picked[:, -2], picked[:, -1] = dense[rows], sq[rows], 1.0
+            np.matmul(picked, lifted, out=out)
             return np.maximum(out, 0.0, out=out)
         return sq_distances(pool[rows], pool, sq[rows], sq, out=out)
 

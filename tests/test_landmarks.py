@@ -146,8 +146,8 @@ def test_rank_tol_zero_keeps_every_eigenvalue_above_the_floor():
 
 def test_a_tabulated_pool_seeds_as_one_product_a_step_does(monkeypatch):
     # A small pool's distances come from one table; a larger dense one's from its lifted
-    # rows, one product a step; a larger sparse one's from the distance formula a step. The
-    # same draws give the same seeds every way.
+    # rows, one product a step; a larger sparse one's, or one of many columns, from the
+    # distance formula a step. The same draws give the same seeds every way.
     import scipy.sparse as sp
 
     from mkrk_dask import landmarks
@@ -157,8 +157,11 @@ def test_a_tabulated_pool_seeds_as_one_product_a_step_does(monkeypatch):
     monkeypatch.setattr(landmarks, "TABLE_POOL_ROWS", 0)
     lifted = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
     stepwise = kmeanspp_order(sp.csr_matrix(X), 60, np.random.RandomState(2), local_trials=4)
+    monkeypatch.setattr(landmarks, "LIFT_MAX_COLUMNS", 4)
+    wide = kmeanspp_order(X, 60, np.random.RandomState(2), local_trials=4)
     np.testing.assert_array_equal(tabulated, lifted)
     np.testing.assert_array_equal(tabulated, stepwise)
+    np.testing.assert_array_equal(tabulated, wide)
     assert len(np.unique(tabulated)) == 60
 
 
@@ -168,6 +171,11 @@ def test_lifted_rows_give_the_squared_distances(monkeypatch):
 
     monkeypatch.setattr(landmarks, "TABLE_POOL_ROWS", 0)
     X = np.random.default_rng(4).normal(size=(50, 3)) * [1.0, 10.0, 100.0]
-    left, right = landmarks._distance_rows(X, (X ** 2).sum(axis=1))
+    sq = (X ** 2).sum(axis=1)
+    rows, lifted = landmarks._distance_rows(X, sq)
+    picked = np.c_[rows, sq, np.ones(len(X))]
     expected = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
-    np.testing.assert_allclose(left @ right, expected, rtol=1e-10, atol=1e-8)
+    np.testing.assert_allclose(picked @ lifted, expected, rtol=1e-10, atol=1e-8)
+    assert landmarks._distance_rows(np.c_[X, X], sq) is not None
+    monkeypatch.setattr(landmarks, "LIFT_MAX_COLUMNS", 5)
+    assert landmarks._distance_rows(np.c_[X, X], sq) is None  # 6 columns: the formula
