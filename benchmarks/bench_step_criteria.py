@@ -22,21 +22,34 @@ A criterion picks the step whose partition scores higher. The report gives each 
 and each criterion's, and counts the data sets where each rule is within 0.5 NMI of the
 better step (labels used only to score).
 
+It also gives the partition of a third final step the library could make from the same rows,
+spectral clustering on their k-nearest-neighbour graph (scikit-learn's
+``SpectralClustering(affinity="nearest_neighbors")``, 10 neighbours, on the rows the default's
+graph is built on), and **the best of the fit's partitions** (features, spectral, the kNN
+graph and the default's own labels, chosen per data set with the labels): a bound on what
+choosing among final steps could reach. With ``--peers`` (the JSON reports of
+``bench_defaults_wide.py``, whose seeds must be those of this run) it counts the data sets
+where the default, and that bound, are within 0.5 NMI of the best label-free peer, issue
+48's quality bar.
+
 Usage (from ``benchmarks/``)::
 
     python bench_step_criteria.py                 # the wide and hold-out sets but USPS: ~5 min
+    python bench_step_criteria.py --seeds 5 --report step_bound \
+        --peers results/defaults/defaults_wide.json results/defaults/defaults_holdout.json
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import numpy as np
-from sklearn.cluster import KMeans
+from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.metrics import silhouette_score
 
 from mkrk_dask import MKKMRK
-from mkrk_dask.assignment import assign_clusters, final_rows
+from mkrk_dask.assignment import assign_clusters, final_rows, graph_rows
 from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import dataset_seed_parser, now, positive_args, write_report
@@ -46,6 +59,9 @@ from bench_defaults_wide import DATASETS, load
 STEPS = ("features", "spectral")
 CRITERIA = ("stability", "silhouette", "kernel k-means")
 RULES = (*STEPS, *CRITERIA)
+#: the third step, and the best of the fit's partitions (a bound, chosen with the labels)
+KNN, BOUND = "kNN graph", "best of the fit's"
+KNN_NEIGHBOURS = 10
 STABILITY_RUNS = 6
 WITHIN = 0.5
 
@@ -73,7 +89,7 @@ def run(name: str, seeds: int) -> dict | None:
         return None
     views, y, _ = loaded
     k = int(np.unique(y).size)
-    nmi = {rule: [] for rule in (*RULES, "default")}
+    nmi = {rule: [] for rule in (*RULES, "default", KNN)}
     for seed in range(seeds):
         model = MKKMRK(k, random_state=seed).fit(views)
         features = np.array(model.embedding_, dtype=np.float64)
@@ -93,14 +109,72 @@ def run(name: str, seeds: int) -> dict | None:
         for name_c, values in crit.items():
             nmi[name_c].append(score[max(STEPS, key=values.get)])
         nmi["default"].append(normalized_mutual_info(y, model.labels_))
+        nmi[KNN].append(normalized_mutual_info(y, _knn_graph(features, k, seed)))
         print(name, seed, {r: round(100 * v[-1], 2) for r, v in nmi.items()}, flush=True)
-    return {"n": int(views[0].shape[0]), "k": k,
-            "nmi": {r: 100 * float(np.mean(v)) for r, v in nmi.items()}}
+    means = {r: 100 * float(np.mean(v)) for r, v in nmi.items()}
+    means[BOUND] = max(means[r] for r in (*STEPS, KNN, "default"))
+    return {"n": int(views[0].shape[0]), "k": k, "nmi": means}
+
+
+def _knn_graph(features: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """Spectral clustering on the k-nearest-neighbour graph of the rows the default's graph
+    is built on (scikit-learn's, which a small fit could make instead of its anchor graph)."""
+    rows = graph_rows(features, "features")
+    neighbours = min(KNN_NEIGHBOURS, rows.shape[0] - 1)
+    return SpectralClustering(k, affinity="nearest_neighbors", n_neighbors=neighbours,
+                              random_state=seed).fit(rows).labels_
+
+
+def best_peers(paths: list[str], seeds: int) -> dict[str, float]:
+    """The best label-free peer's mean NMI per data set in ``bench_defaults_wide.py``'s JSON
+    reports, where it ran the seeds of this run (0 to ``seeds - 1``, as here)."""
+    best = {}
+    for path in paths:
+        with open(path) as fh:
+            for name, res in json.load(fh)["datasets"].items():
+                peers = [m["nmi_mean"] for p, m in res["methods"].items()
+                         if p != "default" and "nmi_mean" in m]
+                if res["methods"]["default"].get("n_seeds") != seeds:
+                    raise SystemExit(f"{path}: {name} ran another number of seeds than "
+                                     f"--seeds {seeds}")
+                if peers:
+                    best[name] = max(peers)
+    return best
+
+
+def bound_lines(results: dict, peers: dict[str, float]) -> list[str]:
+    """Issue 48's quality bar for the default and for the best of the fit's partitions."""
+    shared = [n for n in results if n in peers]
+    lines = ["", f"Against the best label-free peer of `--peers` ({len(shared)} data sets in "
+             "both):", "", "| data set | best peer | default | best of the fit's | "
+             "its gap to the peer |", "|---|---|---|---|---|"]
+    count = dict.fromkeys(("default", BOUND), 0)
+    for name in shared:
+        v, peer = results[name]["nmi"], peers[name]
+        for rule in count:
+            count[rule] += v[rule] >= peer - WITHIN
+        lines.append(f"| {name} | {peer:.2f} | {v['default']:.2f} | {v[BOUND]:.2f} | "
+                     f"{v[BOUND] - peer:+.2f} |")
+    lines += ["", f"Within {WITHIN} NMI of the best peer: the default on {count['default']} of "
+              f"{len(shared)}, the best of the fit's partitions on {count[BOUND]} of "
+              f"{len(shared)}."]
+    missing = [n for n in peers if n not in results]
+    if missing:
+        lines.append(f"In `--peers` but not in this run: {', '.join(missing)}.")
+    return lines
 
 
 def main() -> None:
     default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
-    args = positive_args(dataset_seed_parser(__doc__.split("\n")[0], default_sets, 3), "seeds")
+    parser = dataset_seed_parser(__doc__.split("\n")[0], default_sets, 3)
+    parser.add_argument("--peers", nargs="+", default=[], metavar="JSON",
+                        help="bench_defaults_wide.py's JSON reports; without --datasets, "
+                        "their data sets (but Fashion-MNIST) are the run's")
+    parser.add_argument("--report", default="step_criteria")
+    args = positive_args(parser, "seeds")
+    peers = best_peers(args.peers, args.seeds)
+    if peers and args.datasets == default_sets:
+        args.datasets = [name for name in peers if name != "fashion_mnist"]
     warnings.simplefilter("ignore")
     started = now()
     results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
@@ -128,7 +202,18 @@ def main() -> None:
               f"{len(gaps['features'])} ({', '.join(gaps['features']) or 'none'}); the spectral "
               f"step below the features one on {len(gaps['spectral'])} "
               f"({', '.join(gaps['spectral']) or 'none'})."]
-    path = write_report("defaults", "step_criteria", "Choosing the final step without labels",
+    lines += ["", f"*{KNN}*: spectral clustering on the {KNN_NEIGHBOURS}-nearest-neighbour graph "
+              f"of the rows the default's graph is built on; *{BOUND}*: the best of the "
+              "features, spectral, kNN graph and default columns, chosen per data set with the "
+              "labels (a bound on choosing a final step, not a method).", "",
+              "| data set | " + " | ".join((*STEPS, KNN, "default", BOUND)) + " |",
+              "|---|" + "---|" * 5]
+    lines += [f"| {name} | " + " | ".join(f"{res['nmi'][r]:.2f}"
+                                          for r in (*STEPS, KNN, "default", BOUND)) + " |"
+              for name, res in results.items()]
+    if peers:
+        lines += bound_lines(results, peers)
+    path = write_report("defaults", args.report, "Choosing the final step without labels",
                         "\n".join(lines), started=started)
     print(open(path).read())
 
