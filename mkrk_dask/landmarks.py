@@ -91,6 +91,14 @@ def _distance_rows(pool: Any, sq: np.ndarray) -> Any:
     return rows, lifted
 
 
+def _lift_candidates(rows: np.ndarray, sq: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """``[x, |x|^2, 1]`` of the rows ``picks``: times a pool's lift ``[-2 y, 1, |y|^2]`` (as
+    columns, :func:`_distance_rows`), their squared distances to every row of the pool."""
+    picked = np.empty((picks.size, rows.shape[1] + 2))
+    picked[:, :-2], picked[:, -2], picked[:, -1] = rows[picks], sq[picks], 1.0
+    return picked
+
+
 def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
                    local_trials: int = 1) -> np.ndarray:
     """Indices into ``pool`` in k-means++ (D^2) order; falls back to uniform draws among the
@@ -125,9 +133,7 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
             return np.take(source, rows, axis=0, out=out)
         if source is not None:
             dense, lifted = source
-            picked = np.empty((rows.size, lifted.shape[0]))
-            picked[:, :-2], picked[:, -2], picked[:, -1] = dense[rows], sq[rows], 1.0
-            np.matmul(picked, lifted, out=out)
+            np.matmul(_lift_candidates(dense, sq, rows), lifted, out=out)
             return np.maximum(out, 0.0, out=out)
         return sq_distances(pool[rows], pool, sq[rows], sq, out=out)
 

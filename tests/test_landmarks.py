@@ -173,7 +173,7 @@ def test_lifted_rows_give_the_squared_distances(monkeypatch):
     X = np.random.default_rng(4).normal(size=(50, 3)) * [1.0, 10.0, 100.0]
     sq = (X ** 2).sum(axis=1)
     rows, lifted = landmarks._distance_rows(X, sq)
-    picked = np.c_[rows, sq, np.ones(len(X))]
+    picked = landmarks._lift_candidates(rows, sq, np.arange(len(X)))
     expected = ((X[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)
     np.testing.assert_allclose(picked @ lifted, expected, rtol=1e-10, atol=1e-8)
     assert landmarks._distance_rows(np.c_[X, X], sq) is not None
