@@ -133,16 +133,21 @@ def best_peers(paths: list[str], seeds: int) -> dict[str, tuple[float, float]]:
     the seeds of this run (0 to ``seeds - 1``, as here)."""
     best = {}
     for path in paths:
-        with open(path) as fh:
-            for name, res in json.load(fh)["datasets"].items():
-                nmi = {p: m["nmi_mean"] for p, m in res["methods"].items()
-                       if p != "default" and "nmi_mean" in m}
-                if res["methods"].get("default", {}).get("n_seeds") != seeds:
-                    raise SystemExit(f"{path}: {name} ran another number of seeds than "
-                                     f"--seeds {seeds}, or not the default")
-                if nmi:  # a peer that could not fit the set has no NMI (NaN: never below)
-                    best[name] = (max(nmi.values()), max(
-                        (nmi[p] for p in KMEANS_PEERS if p in nmi), default=float("nan")))
+        try:
+            with open(path) as fh:
+                datasets = json.load(fh)["datasets"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise SystemExit(f"--peers {path}: not a report of bench_defaults_wide.py "
+                             f"({type(exc).__name__}: {exc})") from None
+        for name, res in datasets.items():
+            nmi = {p: m["nmi_mean"] for p, m in res["methods"].items()
+                   if p != "default" and "nmi_mean" in m}
+            if res["methods"].get("default", {}).get("n_seeds") != seeds:
+                raise SystemExit(f"{path}: {name} ran another number of seeds than "
+                                 f"--seeds {seeds}, or not the default")
+            if nmi:  # a peer that could not fit the set has no NMI (NaN: never below)
+                best[name] = (max(nmi.values()), max(
+                    (nmi[p] for p in KMEANS_PEERS if p in nmi), default=float("nan")))
     return best
 
 
