@@ -10,9 +10,9 @@ from sklearn.metrics import adjusted_rand_score
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
-from mkrk_dask.kernels import as_kernel_specs
+from mkrk_dask.kernels import KernelSpec, as_kernel_specs
 from mkrk_dask.metrics import normalized_mutual_info
-from mkrk_dask.plan import auto_kernels
+from mkrk_dask.plan import LIFT, auto_kernels
 from mkrk_dask.scales import median_scales, sample_rows, unit_rows
 
 from test_plan import same_plan
@@ -133,9 +133,14 @@ def test_kernels_follow_the_data():
     assert _families(sizes) == ["linear"] + ["gaussian"] * 3 + ["angular"]
     assert [s.m for s in plan.kernels] == [None, 0.5, 1.0, 2.0, 1.0]
     assert "measurements (0% zero entries" in plan.decision("kernels").reason
-    # negative values: angles mean nothing
-    plan = MKKMRK(3).plan(DIGITS - DIGITS.mean(axis=0))
-    assert [s.family for s in plan.kernels] == ["linear"] + ["gaussian"] * 3
+    # negative values: an arbitrary origin, so the cosine of the rows lifted by half their
+    # median length (the normalised linear kernel with that offset squared)
+    centred = DIGITS - DIGITS.mean(axis=0)
+    plan = MKKMRK(3).plan(centred)
+    assert [s.family for s in plan.kernels] == ["polynomial"] + ["gaussian"] * 3
+    assert plan.kernels[0].b == 1
+    length = np.median(np.linalg.norm(plan.scaling[0].apply(centred), axis=1))
+    assert plan.kernels[0].a == pytest.approx((LIFT * length) ** 2, rel=0.05)  # a sample's
     assert "negative values" in plan.decision("kernels").reason
     unit = DIGITS[1:] / np.linalg.norm(DIGITS[1:], axis=1, keepdims=True)
     reason = MKKMRK(3).plan(unit).decision("kernels").reason
@@ -264,3 +269,23 @@ def test_a_store_given_is_reused(client, tmp_path):
     assert (store / "zarr.json").exists() or any(store.iterdir())
     again = MKKMRK(10, **params).fit(X[:120])  # reopened, not refused
     np.testing.assert_array_equal(first.labels_, again.labels_)
+
+
+def test_lifted_cosine_keeps_a_group_around_the_origin_whole():
+    # Three Gaussian blobs in the plane, one around the origin: the plain cosine gives the
+    # rows of that blob every direction, and cut it into sectors; lifted by half the median
+    # length, those rows share the added direction, and the blob stays whole.
+    rng = np.random.default_rng(0)
+    groups = np.repeat([0, 1, 2], 200)
+    X = np.array([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]])[groups] + rng.standard_normal((600, 2))
+    plan = MKKMRK(3).plan(X)
+    assert plan.kernels[0].family == "polynomial"
+    cosine = [KernelSpec("linear")] + list(plan.kernels[1:])
+    lifted = [adjusted_rand_score(groups, MKKMRK(3, random_state=s).fit(X).labels_)
+              for s in range(2)]
+    plain = [adjusted_rand_score(groups, MKKMRK(3, kernels=cosine, random_state=s).fit(X)
+                                 .labels_) for s in range(2)]
+    best = adjusted_rand_score(groups, KMeans(3, n_init=10, random_state=0).fit_predict(X))
+    assert min(lifted) > best - 0.03 and max(plain) < best - 0.1, (lifted, plain, best)
+    with pytest.raises(ValueError, match="signed geometry needs the median length"):
+        auto_kernels(["signed"])
