@@ -1,6 +1,7 @@
 """The default on scikit-learn's toy shapes (two moons, two rings, anisotropic and
-unequal blobs), the first data a new user tries: does its graph keep the curves k-means cuts
-across?
+unequal blobs) and on three blobs around the origin, the first data a new user tries: does
+its graph keep the curves k-means cuts across, and does its cosine keep a group at the origin
+whole?
 
 For every shape, size and data seed, the mean NMI over the seeds of:
 
@@ -15,6 +16,8 @@ For every shape, size and data seed, the mean NMI over the seeds of:
   parts with no edge to the rest than clusters);
 - ``default, 8 features``: the default with ``n_components=8`` (4k for two clusters, where
   the default takes 2k);
+- ``default, plain cosine``: the default's kernels with the plain cosine in place of the
+  lifted one it gives data with negative values (:data:`mkrk_dask.plan.LIFT`);
 - ``KMeans`` (10 starts) and scikit-learn's ``SpectralClustering(affinity="nearest_neighbors")``.
 
 ``graph kept by the gap`` counts the default's fits whose graph was kept though it disagreed
@@ -22,7 +25,7 @@ with k-means (``final_graph_clear_`` and an agreement below 0.5), by either rule
 
 Usage::
 
-    python benchmarks/bench_toy_shapes.py            # 4 shapes x 6 sizes x 4 seeds: about 8 min
+    python benchmarks/bench_toy_shapes.py            # 5 shapes x 6 sizes x 4 seeds: about 10 min
 """
 
 from __future__ import annotations
@@ -35,16 +38,17 @@ from sklearn.cluster import KMeans, SpectralClustering
 from sklearn.datasets import make_blobs, make_circles, make_moons
 
 import mkrk_dask.estimators._final as final
-from mkrk_dask import MKKMRK
+from mkrk_dask import MKKMRK, KernelSpec
 from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import now, write_report
 
 #: the shapes of scikit-learn's "comparing clustering algorithms" page, with its noise levels
-SHAPES = ("moons", "rings", "anisotropic", "unequal blobs")
+#: and three blobs, one around the origin (as data centred by the user often have one)
+SHAPES = ("moons", "rings", "anisotropic", "unequal blobs", "blobs around the origin")
 SIZES = (300, 600, 1000, 1500, 3000, 5000)
 METHODS = ("default", "default, agreement only", "default, gap only", "default, 8 features",
-           "KMeans", "SpectralClustering(nn)")
+           "default, plain cosine", "KMeans", "SpectralClustering(nn)")
 
 
 def make_shape(shape: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -55,7 +59,9 @@ def make_shape(shape: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     if shape == "anisotropic":
         X, y = make_blobs(n, random_state=170 + seed)
         return X @ np.array([[0.6, -0.6], [-0.4, 0.8]]), y
-    return make_blobs(n, cluster_std=[1.0, 2.5, 0.5], random_state=170 + seed)
+    if shape == "unequal blobs":
+        return make_blobs(n, cluster_std=[1.0, 2.5, 0.5], random_state=170 + seed)
+    return make_blobs(n, centers=[[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]], random_state=seed)
 
 
 def fit(method: str, X: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
@@ -70,9 +76,12 @@ def fit(method: str, X: np.ndarray, k: int) -> tuple[np.ndarray, bool]:
         final.GRAPH_CLEAR_ROWS = X.shape[0] + 1
     if method == "default, gap only":
         final.parts_apart = lambda *args: False
-    rank = {"n_components": 8} if method == "default, 8 features" else {}
+    params = {"n_components": 8} if method == "default, 8 features" else {}
+    if method == "default, plain cosine":
+        params = {"kernels": [KernelSpec("linear", view=s.view) if s.family == "polynomial" else s
+                            for s in MKKMRK(k).plan(X).kernels]}
     try:
-        model = MKKMRK(k, random_state=0, **rank).fit(X)
+        model = MKKMRK(k, random_state=0, **params).fit(X)
     finally:
         final.GRAPH_CLEAR_ROWS, final.parts_apart = saved
     by_gap = bool(model.final_clustering_ == "graph" and model.final_graph_clear_
