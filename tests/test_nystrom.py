@@ -618,16 +618,18 @@ def test_linear_kernels_of_few_features_take_the_product_of_their_features(norma
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 5)) + 2.0
-    raw = [KernelSpec("linear"), KernelSpec("gaussian", m=1.0), KernelSpec("linear")]
+    # the last: the lifted cosine (degree 1, offset a): features [x, sqrt(a)]
+    raw = [KernelSpec("linear"), KernelSpec("gaussian", m=1.0), KernelSpec("linear"),
+           KernelSpec("polynomial", a=2.0, b=1)]
     specs = resolve_kernels(raw, [1.0], median_scales([X], raw))
-    counts = [40, 60, 5]  # the last: as many landmarks as features
+    counts = [40, 60, 5, 30]  # the third: as many landmarks as features
     L = X[:60]
     transforms = [landmark_transform(kernel_blocks([spec], L[:c], L[:c],
                                                    normalize=normalize)[0])[0]
                   for spec, c in zip(specs, counts, strict=True)]
     model = NystromModel(specs=specs, normalize=normalize, landmarks={0: L},
                          kernel_landmarks=counts, transforms=transforms, dtype=dtype)
-    assert list(model._feature_parts()) == [0]
+    assert list(model._feature_parts()) == [0, 3]
     P = model.product_transforms()
     blocks = kernel_blocks(specs, X, L, normalize=normalize)
     exact = np.hstack([blocks[p][:, :c] @ P[p] for p, c in enumerate(counts)])
@@ -641,6 +643,12 @@ def test_linear_kernels_of_few_features_take_the_product_of_their_features(norma
     phi_l = L[:40] / np.linalg.norm(L[:40], axis=1, keepdims=True) if normalize else L[:40]
     np.testing.assert_allclose(F[:, :P[0].shape[1]], phi @ (phi_l.T @ P[0]),
                                atol=bound.max())
+    lift = np.c_[X, np.full(300, np.sqrt(2.0))]
+    lift_l = lift[:30]
+    if normalize:
+        lift, lift_l = (v / np.linalg.norm(v, axis=1, keepdims=True) for v in (lift, lift_l))
+    start = model.offsets[3]
+    np.testing.assert_allclose(F[:, start:], lift @ (lift_l.T @ P[3]), atol=bound.max())
     F_sparse = model.factors([sp.csr_matrix(X)])
     assert np.all(np.abs(F_sparse - exact) <= bound)
     B = rng.normal(size=(model.n_components, 2))

@@ -109,6 +109,22 @@ def _trapezoid_product(left: np.ndarray, head: np.ndarray, out: np.ndarray,
     return out
 
 
+def _has_features(spec: KernelSpec) -> bool:
+    """Whether a kernel is an inner product of the rows' own few features (linear, or of
+    degree 1 with an offset)."""
+    return spec.family == "linear" or (spec.family == "polynomial" and int(spec.b) == 1)
+
+
+def _offset(spec: KernelSpec) -> float:
+    return float(spec.a) if spec.family == "polynomial" else 0.0
+
+
+def _lifted(X: np.ndarray, spec: KernelSpec) -> np.ndarray:
+    """``[X, sqrt(a)]``: the features of ``x . y + a`` (X itself without an offset)."""
+    a = _offset(spec)
+    return X if not a else np.hstack([X, np.full((X.shape[0], 1), np.sqrt(a), X.dtype)])
+
+
 @dataclass
 class NystromModel:
     """Everything needed to map rows of the data to Nystrom factors (and, once fitted, to the
@@ -252,18 +268,22 @@ class NystromModel:
         return self._products
 
     def _feature_parts(self) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        """The linear kernels (``linear``, ``cosine``) with fewer features than landmarks:
-        ``K_p(X, L_p) = phi(X) phi(L_p)^T`` for ``phi(x) = x`` (``x / ||x||`` normalised), so
-        ``F_p = phi(X) (phi(L_p)^T T_p Q_p)`` costs ``2 d r_p'`` flops a row instead of
-        ``2 r_p (d + r_p')``. Per such kernel: ``phi(L_p)^T`` (float64) and the products of
-        :meth:`_product_parts`' strong columns (in their product's dtype) and weak columns
-        (float64) with it."""
+        """The linear kernels (``linear``, ``cosine``, and ``polynomial`` of degree 1, the
+        lifted cosine) with fewer features than landmarks: ``K_p(X, L_p) = phi(X)
+        phi(L_p)^T`` for ``phi(x) = x``, or ``[x, sqrt(a)]`` with an offset ``a`` (divided by
+        its length where normalised), so ``F_p = phi(X) (phi(L_p)^T T_p Q_p)`` costs
+        ``2 d r_p'`` flops a row instead of ``2 r_p (d + r_p')``. Per such kernel:
+        ``phi(L_p)^T`` (float64) and the products of :meth:`_product_parts`' strong columns
+        (in their product's dtype) and weak columns (float64) with it."""
         if self.__dict__.get("_features") is None:
             features = {}
             for p, ((head, head_in_dtype, tail), spec) in enumerate(
                     zip(self._product_parts(), self.specs, strict=True)):
                 L = self.landmarks[spec.view][:self.kernel_landmarks[p]]
-                if spec.family != "linear" or L.shape[1] >= L.shape[0]:
+                if not _has_features(spec):
+                    continue
+                L = _lifted(np.asarray(L, dtype=np.float64), spec)
+                if L.shape[1] >= L.shape[0]:
                     continue
                 root, zero = direction_roots(row_sq_norms(L))
                 if self.normalize and zero.any():
@@ -295,11 +315,14 @@ class NystromModel:
             X, sq = read[spec.view]
             if sp.issparse(X):
                 continue
-            if spec.view not in per_view:  # the view's kernels share phi(X)
+            key = (spec.view, _offset(spec))
+            if key not in per_view:  # the view's kernels of one offset share phi(X)
+                if key[1]:
+                    X, sq = _lifted(X, spec), sq + key[1]
                 # an all-zero row stays zero: orthogonal to every (non-zero) landmark
-                per_view[spec.view] = (X / direction_roots(sq)[0][:, None] if self.normalize
-                                       else X)
-            rows[p] = per_view[spec.view]
+                per_view[key] = (X / direction_roots(sq)[0][:, None] if self.normalize
+                                 else X)
+            rows[p] = per_view[key]
         return rows
 
     @property
