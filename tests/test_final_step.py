@@ -164,6 +164,10 @@ def test_clear_parts_asks_for_a_gap_above_round_off_and_no_tiny_cluster():
     assert not clear_parts(np.array([1.0, 1 - 1e-9, 1 - 1e-3]), np.zeros(100, int), 2)
 
 
+#: kernels whose final rows of two moons hold a few stray rows, far from every anchor but one
+STRAY_KERNELS = ["cosine", "gaussian(m=0.5)", "gaussian(m=1)", "gaussian(m=2)"]
+
+
 def test_k_parts_apart_beside_stray_rows_are_clear():
     """Two moons of 3,000 rows: a stray row or two, far from every anchor but one, make
     parts of their own, so that the graph has more disconnected parts than clusters. The two
@@ -171,13 +175,18 @@ def test_k_parts_apart_beside_stray_rows_are_clear():
     from sklearn.datasets import make_moons
 
     data, truth = make_moons(3000, noise=0.05, random_state=0)
-    model = MKKMRK(2, random_state=0).fit(data)
+    # the plain cosine beside the default's Gaussians: final rows with such stray rows (the
+    # default's lifted cosine gives these moons a graph whose eigengap alone is clear)
+    model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     eigenvalues = model.final_graph_.eigenvalues_
     assert 1 - eigenvalues[2] < 1e-8  # a third part: the eigengap alone cannot tell
     assert model.final_clustering_ == "graph" and model.final_graph_clear_ is True
     assert model.final_graph_agreement_ < 0.5  # k-means cuts across the moons
     assert normalized_mutual_info_score(truth, model.labels_) > 0.98
     assert "2 parts with no edge between them, beside a few stray rows" in model.summary()
+    # the default's own kernels find the moons too
+    default = MKKMRK(2, random_state=0).fit(data)
+    assert normalized_mutual_info_score(truth, default.labels_) > 0.98
 
 
 def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatch):
@@ -197,7 +206,7 @@ def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatc
     monkeypatch.setattr(final, "parts_apart", spy)
     monkeypatch.setattr("mkrk_dask.plan.GRAPH_SAMPLE_ROWS", 3000)
     data, truth = make_moons(6000, noise=0.05, random_state=0)
-    model = MKKMRK(2, random_state=0).fit(data)
+    model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     assert model.plan_.graph_rows == 3000 and seen == [(3000, 3000)]
     assert 1 - model.final_graph_.eigenvalues_[2] < 1e-8
     assert model.final_clustering_ == "graph" and model.final_graph_clear_ is True
