@@ -12,8 +12,9 @@ print it. What the plan decides:
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
   times the median pairwise distance, of the Euclidean distance or, for intensities and counts
   (non-negative with many zeros), of the angle between rows; other non-negative data
-  (measurements) add one Gaussian of the angle at the median (:func:`auto_kernels`). No
-  candidate dictionaries are fitted;
+  (measurements) add one Gaussian of the angle at the median; data with negative values get
+  the cosine of their rows lifted by :data:`LIFT` times their median length in place of the
+  cosine (:func:`auto_kernels`). No candidate dictionaries are fitted;
 - **solver, dtype and backend options**: the backend from n, m and the machine's memory and
   disk (:mod:`mkrk_dask.auto`), the storage precision, and every ``"auto"`` of the Nystrom
   options as a number (:func:`resolve_options`);
