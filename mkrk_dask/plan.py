@@ -63,7 +63,7 @@ GEOMETRIES = ("signed", "euclidean", "measurements", "angular", "mixed", "column
 #: being scattered over every angle (the plain cosine cut a group lying around the origin
 #: into sectors: three blobs around the origin, 62 to 70 NMI against KMeans's 85 to 87 in
 #: ``benchmarks/results/defaults/toy_shapes.md``). Chosen on synthetic blobs: the smallest
-#: of 0.25, 0.5 and 1 that kept blobs of 2 and 3 columns within 2 NMI of KMeans; larger
+#: of 0.25, 0.5 and 1 that kept make_blobs of 2 and 3 columns within 2 NMI of KMeans; larger
 #: lifts blur the cosine of many columns more (``docs/defaults.rst``)
 LIFT = 0.5
 #: share of zero entries from which non-negative data count as intensities or counts (an
