@@ -1,6 +1,7 @@
 """The label-free default path: the default kernels, median widths, the features final step,
 the kernels' geometry, and the paper's configuration one call away."""
 
+import dask.array as da
 import numpy as np
 import pytest
 from scipy.spatial.distance import pdist
@@ -249,6 +250,24 @@ def test_default_fits_data_with_all_zero_rows_on_every_backend(client, solver, o
     assert len(set(default.labels_[::40])) == 1
     np.testing.assert_array_equal(default.predict(data), default.labels_)
     assert default.predict(np.zeros((1, data.shape[1])))[0] == default.labels_[0]
+
+
+@pytest.mark.parametrize("solver, options", [
+    ("blockwise", {"backend_options": {"chunk_size": 128}}),
+    ("nystrom", {"backend_options": {"n_landmarks": 400}})])
+def test_lifted_cosine_agrees_with_exact_on_every_backend(client, solver, options):
+    # Centred digits have negative values: the plan gives them the lifted cosine, resolved
+    # from the sample of rows, so every backend (and a lazy copy of the rows) gets the same
+    # kernel and, on the k-means partition of the final rows, the exact backend's labels
+    # (the Nystrom backend with every row a landmark, through its feature product).
+    data = DIGITS[:400] - DIGITS[:400].mean(axis=0)
+    exact = MKKMRK(10, random_state=0, final_clustering="kmeans").fit(data)
+    assert exact.solver_ == "exact" and exact.kernels_[0].family == "polynomial"
+    model = MKKMRK(10, solver=solver, scheduler=client, random_state=0,
+                   final_clustering="kmeans", **options).fit(da.from_array(data, chunks=100))
+    assert model.solver_ == solver and model.kernel_names_ == exact.kernel_names_
+    assert adjusted_rand_score(exact.labels_, model.labels_) > 0.99
+    np.testing.assert_array_equal(model.predict(data), model.labels_)
 
 
 def test_paper_configuration_is_one_call_away():
