@@ -23,8 +23,8 @@ counts issue 48's two quality bars for each column.
 
 Usage (from ``benchmarks/``)::
 
-    python bench_kernel_scores.py --peers results/defaults/defaults_wide.json \
-        results/defaults/defaults_holdout.json --report kernel_scores   # ~10 min
+    python bench_kernel_scores.py --seeds 5 --peers results/defaults/defaults_wide.json \
+        results/defaults/defaults_holdout.json --report kernel_scores   # ~5 min
 """
 
 from __future__ import annotations
