@@ -41,10 +41,9 @@ from mkrk_dask.kernels import kernel_matrices
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.scales import sample_rows
 
-from _common import dataset_seed_parser, now, positive_args, write_report
-from _tabular import HOLDOUT
-from bench_defaults_wide import DATASETS, load
-from bench_step_criteria import WITHIN, best_peers
+from _common import now, positive_args, write_report
+from bench_defaults_wide import BELOW_KMEANS, load
+from bench_step_criteria import WITHIN, bar_counts, best_peers, wide_sets_parser
 
 SAMPLE_ROWS = 1500
 WEIGHTINGS = ("equal", "best", "soft 3", "soft 6")
@@ -128,14 +127,10 @@ def run(name: str, seeds: int) -> dict | None:
 
 
 def main() -> None:
-    default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
-    parser = dataset_seed_parser(__doc__.split("\n")[0], default_sets, 3)
-    parser.add_argument("--peers", nargs="+", default=[], metavar="JSON",
-                        help="bench_defaults_wide.py's JSON reports, run with 5 seeds")
-    parser.add_argument("--report", default="kernel_scores")
+    parser, _ = wide_sets_parser(__doc__.split("\n")[0], "kernel_scores",
+                                 "bench_defaults_wide.py's JSON reports, of this run's seeds")
     args = positive_args(parser, "seeds")
-    # the reports' peers are means over 5 seeds: their figures, compared with this run's
-    peers = best_peers(args.peers, 5) if args.peers else {}
+    peers = best_peers(args.peers, args.seeds)
     warnings.simplefilter("ignore")
     started = now()
     results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
@@ -146,21 +141,17 @@ def main() -> None:
              f"{SAMPLE_ROWS:,} rows (module docstring).", "",
              f"| data set | n | k | {head} | best peer | better KMeans | scores |",
              "|---|---|---|" + "---|" * (len(WEIGHTINGS) + 3)]
-    within = dict.fromkeys(WEIGHTINGS, 0)
-    below = {w: [] for w in WEIGHTINGS}
+    within, below = bar_counts(results, peers, WEIGHTINGS)
     for name, res in results.items():
         peer, kmeans = peers.get(name, (float("nan"), float("nan")))
-        for w in WEIGHTINGS:
-            within[w] += res["nmi"][w] >= peer - WITHIN
-            if res["nmi"][w] < kmeans - 2:
-                below[w].append(name)
         cells = " | ".join(f"{res['nmi'][w]:.2f}" for w in WEIGHTINGS)
         lines.append(f"| {name} | {res['n']:,} | {res['k']} | {cells} | {peer:.2f} | "
                      f"{kmeans:.2f} | {res['scores']} |")
     if peers:
-        lines += ["", "Against the peers of `--peers` (their means over 5 seeds):", ""]
+        lines += ["", "Against the peers of `--peers` (their means over the same seeds):", ""]
         lines += [f"- {w}: within {WITHIN} NMI of the best peer on {within[w]} of "
-                  f"{len(results)}; more than 2 below the better KMeans on {len(below[w])} "
+                  f"{len(results)}; more than {BELOW_KMEANS:g} below the better KMeans on "
+                  f"{len(below[w])} "
                   f"({', '.join(below[w]) or 'none'})" for w in WEIGHTINGS]
     path = write_report("defaults", args.report,
                         "Kernel weights from each kernel's own cluster structure",

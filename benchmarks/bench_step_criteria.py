@@ -41,6 +41,7 @@ Usage (from ``benchmarks/``)::
 
 from __future__ import annotations
 
+import argparse
 import json
 import warnings
 
@@ -151,6 +152,34 @@ def best_peers(paths: list[str], seeds: int) -> dict[str, tuple[float, float]]:
     return best
 
 
+def bar_counts(results: dict, peers: dict[str, tuple[float, float]], columns: tuple[str, ...]
+               ) -> tuple[dict[str, int], dict[str, list[str]]]:
+    """Issue 48's two quality bars for each of ``columns`` (keys of every result's ``"nmi"``),
+    over the data sets in both ``results`` and ``peers``: how many are within
+    :data:`WITHIN` NMI of the best peer, and which are more than :data:`BELOW_KMEANS` below
+    the better KMeans."""
+    within = dict.fromkeys(columns, 0)
+    below: dict[str, list[str]] = {column: [] for column in columns}
+    for name in (n for n in results if n in peers):
+        v, (peer, kmeans) = results[name]["nmi"], peers[name]
+        for column in columns:
+            within[column] += v[column] >= peer - WITHIN
+            if v[column] < kmeans - BELOW_KMEANS:
+                below[column].append(name)
+    return within, below
+
+
+def wide_sets_parser(description: str, report: str, peers_help: str
+                     ) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The arguments of a run over the wide and hold-out sets but USPS and Fashion-MNIST
+    (their defaults), with ``--peers`` and ``--report``."""
+    default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
+    parser = dataset_seed_parser(description, default_sets, 3)
+    parser.add_argument("--peers", nargs="+", default=[], metavar="JSON", help=peers_help)
+    parser.add_argument("--report", default=report)
+    return parser, default_sets
+
+
 def bound_lines(results: dict, peers: dict[str, tuple[float, float]]) -> list[str]:
     """Issue 48's two quality bars for the default and for the best of the fit's
     partitions."""
@@ -158,14 +187,9 @@ def bound_lines(results: dict, peers: dict[str, tuple[float, float]]) -> list[st
     lines = ["", f"Against the peers of `--peers` ({len(shared)} data sets in both):", "",
              "| data set | best peer | better KMeans | default | best of the fit's | "
              "its gap to the peer | to KMeans |", "|---|---|---|---|---|---|---|"]
-    within = dict.fromkeys(("default", BOUND), 0)
-    below = {rule: [] for rule in within}
+    within, below = bar_counts(results, peers, ("default", BOUND))
     for name in shared:
         v, (peer, kmeans) = results[name]["nmi"], peers[name]
-        for rule in within:
-            within[rule] += v[rule] >= peer - WITHIN
-            if v[rule] < kmeans - BELOW_KMEANS:
-                below[rule].append(name)
         lines.append(f"| {name} | {peer:.2f} | {kmeans:.2f} | {v['default']:.2f} | "
                      f"{v[BOUND]:.2f} | {v[BOUND] - peer:+.2f} | {v[BOUND] - kmeans:+.2f} |")
     lines += ["", f"Within {WITHIN} NMI of the best peer: the default on {within['default']} "
@@ -182,12 +206,9 @@ def bound_lines(results: dict, peers: dict[str, tuple[float, float]]) -> list[st
 
 
 def main() -> None:
-    default_sets = [d for d in DATASETS if d not in ("usps", "fashion_mnist")] + list(HOLDOUT)
-    parser = dataset_seed_parser(__doc__.split("\n")[0], default_sets, 3)
-    parser.add_argument("--peers", nargs="+", default=[], metavar="JSON",
-                        help="bench_defaults_wide.py's JSON reports; without --datasets, "
-                        "their data sets (but Fashion-MNIST) are the run's")
-    parser.add_argument("--report", default="step_criteria")
+    parser, default_sets = wide_sets_parser(
+        __doc__.split("\n")[0], "step_criteria", "bench_defaults_wide.py's JSON reports; "
+        "without --datasets, their data sets (but Fashion-MNIST) are the run's")
     args = positive_args(parser, "seeds")
     peers = best_peers(args.peers, args.seeds)
     if peers and args.datasets == default_sets:
