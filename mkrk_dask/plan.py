@@ -43,6 +43,7 @@ from .preprocessing import (  # noqa: F401
     ColumnScaling,
     column_scaling,
     preprocess,
+    two_valued,
     view_sample,
 )
 
@@ -433,10 +434,10 @@ def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
     return choice, reason, stored, dtype_reason
 
 
-def _final(params: dict, n: int, k: int, *, line: bool = False
+def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = False
            ) -> tuple[list[Decision], str, int, str, int]:
     """The final step, its rank and the final partition; ``line``: the data are one number
-    (one view of one column)."""
+    (one view of one column); ``corners``: every column takes two values."""
     step, rank, clustering = params["final_step"], params["n_components"], \
         params["final_clustering"]
     decisions = []
@@ -462,7 +463,8 @@ def _final(params: dict, n: int, k: int, *, line: bool = False
     # (on average) than neighbours, the graph joins every row to other clusters too.
     graph_local = anchors >= k * GRAPH_NEIGHBORS
     if _is_auto(clustering):
-        used = "graph" if _is_auto(step) and graph_local and not line else "kmeans"
+        used = ("graph" if _is_auto(step) and graph_local and not (line or corners)
+                else "kmeans")
         sample = ("" if n <= GRAPH_SAMPLE_ROWS else
                   f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
                   "others")
@@ -484,6 +486,11 @@ def _final(params: dict, n: int, k: int, *, line: bool = False
             why = ("k-means (one column: the rows lie on a line, whose anchor graph is a "
                    "path, and a path's spectral cuts fall at its sparse tails, not between "
                    "the groups)")
+        elif corners:
+            # binary data: the graph lost to k-means on every kind measured (docs/defaults.rst)
+            why = ("k-means (every column takes two values: the rows are corners of a box, "
+                   "with no curved cluster for a graph of near rows to follow; on binary "
+                   "data the graph lost to k-means, docs/defaults.rst)")
         else:
             why = (f"k-means ({anchors} anchors, {anchors / k:.1f} a cluster, fewer than the "
                    f"{GRAPH_NEIGHBORS} nearest each row is joined to: too few rows a cluster "
@@ -545,7 +552,8 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     options = resolve_options(solver, params, n, m, dtype,
                               strict=not _is_auto(params["solver"]))
     line = n_views == 1 and int(data[0].shape[1]) == 1
-    final, step, rank, clustering, anchors = _final(params, n, k, line=line)
+    corners = not precomputed and all(two_valued(s) for s in samples)
+    final, step, rank, clustering, anchors = _final(params, n, k, line=line, corners=corners)
     decisions += final
     iterations = int(params.get("max_iter", 100))
     # SimpleMKKM's line search makes an H-step per trial point (docs/methods.rst measures

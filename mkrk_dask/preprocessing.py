@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from .exceptions import PrecisionWarning
 
 __all__ = ["ColumnScaling", "column_scaling", "column_offset", "preprocess", "view_sample",
-           "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
+           "two_valued", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
 
 #: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
 SAMPLE_ROWS = 2000
@@ -124,6 +124,25 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
 def _varying(std: np.ndarray) -> np.ndarray:
     """The columns whose standard deviation is not constant (relative to the largest, or 1)."""
     return std > _CONSTANT * max(float(std.max(initial=0.0)), 1.0)
+
+
+def two_valued(rows: Any) -> bool:
+    """Whether some column of a sample varies and every column takes two values at most:
+    flags, one-hot factors, answers coded 0/1, 1/2 or -1/1. The rows are then corners of a
+    box, whatever each column's unit. A sparse sample counts as such where each column's
+    stored values are one number (beside its zeros)."""
+    if sp.issparse(rows):
+        columns = sp.csc_matrix(rows, copy=True)
+        columns.eliminate_zeros()
+        starts = columns.indptr[:-1][np.diff(columns.indptr) > 0]
+        if starts.size == 0:
+            return False
+        data = columns.data
+        return bool(np.array_equal(np.minimum.reduceat(data, starts),
+                                   np.maximum.reduceat(data, starts)))
+    rows = np.asarray(rows)
+    low, high = rows.min(axis=0), rows.max(axis=0)
+    return bool((high > low).any() and np.all((rows == low) | (rows == high)))
 
 
 def column_offset(mean: np.ndarray, std: np.ndarray, columns: np.ndarray) -> float:
