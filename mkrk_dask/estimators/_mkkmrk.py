@@ -80,8 +80,9 @@ class MKKMRK(MultipleKernelKMeans):
         ``"auto"``: ``"graph"`` with
         ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
         cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
-        other clusters) and more than one column (the graph of points on a line is a path,
-        cut at its sparse tails), ``"kmeans"``
+        other clusters), more than one column (the graph of points on a line is a path,
+        cut at its sparse tails) and some column of more than two values (on binary data the
+        graph lost to k-means), ``"kmeans"``
         otherwise and with an explicit step (the paper's configuration). What was kept:
         ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``,
         ``final_graph_clear_``.
