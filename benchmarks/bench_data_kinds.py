@@ -11,11 +11,13 @@ For every kind and data seed (the fit's seed is the data seed), NMI in percent o
 - ``graph``: the same with ``final_clustering="graph"`` (the anchor graph's partition,
   kept by the default's rules, wherever the plan would otherwise keep k-means);
 - ``k-means``: the same with ``final_clustering="kmeans"`` (the fit's k-means partition);
+- ``standardised``: the default with ``preprocessing="standardize"`` (every column,
+  binary ones too, scaled to unit variance: a rare flag then weighs more than a common one);
 - ``KMeans`` and ``KMeans(standardised)``: scikit-learn's, 10 starts.
 
 Usage::
 
-    python bench_data_kinds.py                 # from benchmarks/: 21 kinds x 5 seeds, ~6 min
+    python bench_data_kinds.py                 # from benchmarks/: 22 kinds x 5 seeds, ~4 min
     python bench_data_kinds.py --kinds latent onehot --seeds 3
 """
 
@@ -34,7 +36,7 @@ from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import now, positive_args, write_report
 
-METHODS = ("default", "graph", "k-means", "KMeans", "KMeans(standardised)")
+METHODS = ("default", "graph", "k-means", "standardised", "KMeans", "KMeans(standardised)")
 
 
 def _gaussian(rng, n=600, k=4, d=6, sep=3.0):
@@ -126,6 +128,21 @@ def _ordinal_scale(rng, n=600, k=3, d=40):
     return (rng.random((n, d)) < p).astype(float), y
 
 
+def _words(rng, n=1000, k=5, vocabulary=5000, length=40, shared=0.8):
+    """Which words each document holds: 40 draws from a Zipf vocabulary, 80% of them from
+    the words common to all topics and 20% from its topic's own order of the words (a third
+    of the words occur in one document only)."""
+    base = 1.0 / np.arange(1, vocabulary + 1) ** 1.1
+    common = base / base.sum()
+    topics = [common[rng.permutation(vocabulary)] for _ in range(k)]
+    y = rng.integers(k, size=n)
+    X = np.zeros((n, vocabulary))
+    for i, topic in enumerate(y):
+        p = shared * common + (1 - shared) * topics[topic]
+        X[i, rng.choice(vocabulary, size=length, p=p)] = 1
+    return X[:, X.any(axis=0)], y
+
+
 #: name -> (generator, binary)
 KINDS = {
     "gaussian": (_gaussian, False),
@@ -149,6 +166,7 @@ KINDS = {
     "one-hot factors": (_one_hot, True),
     "one-hot factors, 6,000 rows": (lambda r: _one_hot(r, n=6000, k=5, factors=15), True),
     "ordinal scale": (_ordinal_scale, True),
+    "words": (_words, True),
 }
 
 
@@ -158,6 +176,8 @@ def fit(method: str, X: np.ndarray, k: int, seed: int) -> np.ndarray:
     if method == "KMeans(standardised)":
         return KMeans(k, n_init=10, random_state=seed).fit_predict(
             StandardScaler().fit_transform(X))
+    if method == "standardised":
+        return MKKMRK(k, preprocessing="standardize", random_state=seed).fit(X).labels_
     clustering = {"default": "auto", "graph": "graph", "k-means": "kmeans"}[method]
     return MKKMRK(k, final_clustering=clustering, random_state=seed).fit(X).labels_
 
