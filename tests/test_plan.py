@@ -311,7 +311,11 @@ def test_binary_columns_keep_the_kmeans_partition():
         assert plan.final_clustering == "kmeans" and plan.graph_anchors == 0
         assert "two values" in plan.decision("final partition").reason
     rng = np.random.default_rng(1)
-    assert MKKMRK(3).plan(np.c_[X, rng.normal(size=len(X))]).final_clustering == "graph"
+    numbers = rng.normal(size=(len(X), 2))
+    assert MKKMRK(3).plan(np.c_[X, numbers[:, 0]]).final_clustering == "graph"
+    # views: every one of them two-valued, or the graph stays
+    assert MKKMRK(3).plan([X, X[:, :8]]).final_clustering == "kmeans"
+    assert MKKMRK(3).plan([X, numbers]).final_clustering == "graph"
     default, kmeans = [], []
     for seed in range(2):
         X, y = _one_hot_classes(seed)
