@@ -487,7 +487,7 @@ def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = 
                    "path, and a path's spectral cuts fall at its sparse tails, not between "
                    "the groups)")
         elif corners:
-            # binary data: the graph lost to k-means on every kind measured (docs/defaults.rst)
+            # binary data: wherever kept, the graph lost to k-means (docs/defaults.rst)
             why = ("k-means (every column takes two values: the rows are corners of a box, "
                    "with no curved cluster for a graph of near rows to follow; on binary "
                    "data the graph lost to k-means, docs/defaults.rst)")
