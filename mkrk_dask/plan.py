@@ -552,7 +552,9 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     options = resolve_options(solver, params, n, m, dtype,
                               strict=not _is_auto(params["solver"]))
     line = n_views == 1 and int(data[0].shape[1]) == 1
-    corners = not precomputed and all(two_valued(s) for s in samples)
+    # read only where the partition is the plan's to choose
+    corners = (not precomputed and _is_auto(params["final_clustering"])
+               and all(two_valued(s) for s in samples))
     final, step, rank, clustering, anchors = _final(params, n, k, line=line, corners=corners)
     decisions += final
     iterations = int(params.get("max_iter", 100))
