@@ -29,13 +29,12 @@ import time
 import warnings
 
 import numpy as np
-from sklearn.cluster import KMeans
-from sklearn.preprocessing import StandardScaler
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import now, positive_args, write_report
+from _peers import PEERS
 
 METHODS = ("default", "graph", "k-means", "standardised", "4k features", "KMeans",
            "KMeans(standardised)")
@@ -84,11 +83,17 @@ def _heavy_tails(rng, n=600, k=3, d=5):
     return rng.normal(0, 5, (k, d))[y] + rng.standard_t(2, (n, d)), y
 
 
+def _draws(rng, probs, y):
+    """One level per row and column, drawn from ``probs[class, column]`` (levels last)."""
+    n, columns, _ = probs[y].shape
+    return (probs[y].cumsum(axis=2) < rng.random((n, columns, 1))).sum(axis=2)
+
+
 def _codes(rng, n=600, k=3, d=8, levels=5):
     """Integer codes 0-4 of ordinal answers, each class with its own answer distribution."""
     probs = rng.dirichlet(np.ones(levels), (k, d))
     y = rng.integers(k, size=n)
-    return (probs[y].cumsum(axis=2) < rng.random((n, d, 1))).sum(axis=2).astype(float), y
+    return _draws(rng, probs, y).astype(float), y
 
 
 def _lognormal(rng):
@@ -118,7 +123,7 @@ def _baskets(rng, n=800, k=5, d=100):
 def _one_hot(rng, n=600, k=3, factors=10, levels=4):
     probs = rng.dirichlet(np.full(levels, 0.7), (k, factors))
     y = rng.integers(k, size=n)
-    draws = (probs[y].cumsum(axis=2) < rng.random((n, factors, 1))).sum(axis=2)
+    draws = _draws(rng, probs, y)
     return np.eye(levels)[draws].reshape(n, factors * levels), y
 
 
@@ -173,11 +178,8 @@ KINDS = {
 
 
 def fit(method: str, X: np.ndarray, k: int, seed: int) -> np.ndarray:
-    if method == "KMeans":
-        return KMeans(k, n_init=10, random_state=seed).fit_predict(X)
-    if method == "KMeans(standardised)":
-        return KMeans(k, n_init=10, random_state=seed).fit_predict(
-            StandardScaler().fit_transform(X))
+    if method in ("KMeans", "KMeans(standardised)"):
+        return PEERS[method]([X], k, seed)
     if method == "standardised":
         return MKKMRK(k, preprocessing="standardize", random_state=seed).fit(X).labels_
     if method == "4k features":
