@@ -30,7 +30,6 @@ Usage (from ``benchmarks/``)::
 from __future__ import annotations
 
 import dataclasses
-import warnings
 
 import numpy as np
 import scipy.linalg
@@ -41,9 +40,9 @@ from mkrk_dask.kernels import kernel_matrices
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.scales import sample_rows
 
-from _common import now, positive_args, write_report
+from _common import positive_args, write_report
 from bench_defaults_wide import BELOW_KMEANS, load
-from bench_step_criteria import WITHIN, bar_counts, best_peers, wide_sets_parser
+from bench_step_criteria import WITHIN, bar_counts, best_peers, measure_sets, wide_sets_parser
 
 SAMPLE_ROWS = 1500
 WEIGHTINGS = ("equal", "best", "soft 3", "soft 6")
@@ -131,9 +130,7 @@ def main() -> None:
                                  "bench_defaults_wide.py's JSON reports, of this run's seeds")
     args = positive_args(parser, "seeds")
     peers = best_peers(args.peers, args.seeds)
-    warnings.simplefilter("ignore")
-    started = now()
-    results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
+    started, results = measure_sets(args.datasets, args.seeds, run)
     head = " | ".join(WEIGHTINGS)
     lines = [f"`MKKMRK(k).fit` with its loop's weights replaced ({args.seeds} seeds); NMI in "
              "percent, mean over the seeds; *equal* is the default itself. Scores: each "

@@ -180,6 +180,14 @@ def wide_sets_parser(description: str, report: str, peers_help: str
     return parser, default_sets
 
 
+def measure_sets(names: list[str], seeds: int, run) -> tuple:
+    """``(started, results)``: ``run(name, seeds)`` on each set of ``names`` that loads
+    (None: skipped), the fits' warnings off."""
+    warnings.simplefilter("ignore")
+    started = now()
+    return started, {name: res for name in names if (res := run(name, seeds))}
+
+
 def bound_lines(results: dict, peers: dict[str, tuple[float, float]]) -> list[str]:
     """Issue 48's two quality bars for the default and for the best of the fit's
     partitions."""
@@ -213,9 +221,7 @@ def main() -> None:
     peers = best_peers(args.peers, args.seeds)
     if peers and args.datasets == default_sets:
         args.datasets = [name for name in peers if name != "fashion_mnist"]
-    warnings.simplefilter("ignore")
-    started = now()
-    results = {name: res for name in args.datasets if (res := run(name, args.seeds))}
+    started, results = measure_sets(args.datasets, args.seeds, run)
     head = " | ".join(RULES)
     lines = [f"`MKKMRK(k).fit` per data set and seed ({args.seeds} seeds); each step's k-means "
              "partition from the fit's own eigendecomposition (`embedding_`); NMI in percent, "
