@@ -52,7 +52,8 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "WIDTHS", "SAMPLE_ROWS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
            "GEOMETRIES", "GRAPH_SAMPLE_ROWS", "LIFT", "median_length",
-           "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "smooth_kernels", "backend_settings",
+           "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "GRAPH_REFERENCE_INITS",
+           "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]
 
 #: the default kernels' geometries (:func:`auto_kernels`)
@@ -85,6 +86,12 @@ GRAPH_MIN_AGREEMENT = 0.5
 #: rest than clusters, it is clear only with k parts of at least GRAPH_CLEAR_ROWS rows beside
 #: stray ones (``estimators/_final.parts_apart``)
 GRAPH_CLEAR_GAP = 0.1
+#: restarts of the k-means partition the final graph is checked against (its NMI with the
+#: graph's, against :data:`GRAPH_MIN_AGREEMENT`): a coarse test, which does not need the
+#: ``n_init`` restarts of the partition a fit returns. Where the graph is kept its labels
+#: are the fit's, and where it is not the k-means is made again with ``n_init`` restarts
+#: (the same labels as a single k-means of ``n_init``)
+GRAPH_REFERENCE_INITS = 3
 #: anchors of the final graph, at most ... More anchors follow the final rows more finely,
 #: and cost more (seeding, the mini-batch k-means and the nearest-anchor pass all grow with
 #: them): at 2,000 the graph costs less than the fit it refines on 11,000 to 70,000 images
@@ -471,7 +478,8 @@ def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = 
         if used == "graph":
             why = (f"k-means partition refined by spectral clustering on the anchor graph of "
                    f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
-                   f"kept where its NMI with the k-means partition reaches "
+                   f"kept where its NMI with a k-means partition of "
+                   f"{GRAPH_REFERENCE_INITS} restarts reaches "
                    f"{GRAPH_MIN_AGREEMENT} or where the graph clearly has {k} parts (its "
                    f"eigengap; or, where it has more parts with no edge between them, {k} "
                    f"of at least {GRAPH_CLEAR_ROWS} rows beside stray ones, which costs one "
@@ -570,7 +578,9 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             f"<= {iterations} (one per iteration) + 1 final{shared}" if per_step is None else
             f"<= {iterations} iterations x {per_step} (one per line-search point) + 1 final"
             f"{shared}",
-            "kmeans": 2 if clustering == "graph" else 1,
+            "kmeans": (f"2 (the graph's, and one of {GRAPH_REFERENCE_INITS} restarts it is "
+                       "checked against; 3 where the graph is not kept)" if clustering == "graph"
+                       else 1),
             "graph": 1 if clustering == "graph" else 0,
             "passes": ("none (in memory)" if solver == "exact" else
                        "3 per iteration (blockwise)" if solver == "blockwise" else

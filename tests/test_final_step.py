@@ -4,12 +4,14 @@ graph of its final rows, against independent references (explicit fits, scikit-l
 
 import numpy as np
 import pytest
+from sklearn.cluster import KMeans
 from sklearn.datasets import load_digits
 from sklearn.metrics import normalized_mutual_info_score
 
 from mkrk_dask import MKKMRK
+from mkrk_dask.estimators._base import STAGES
 from mkrk_dask.model_io import load_model, save_model
-from mkrk_dask.plan import auto_kernels
+from mkrk_dask.plan import GRAPH_REFERENCE_INITS, auto_kernels
 
 DIGITS, _ = load_digits(return_X_y=True)
 X = DIGITS[:400]
@@ -97,8 +99,15 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
                                   geometry="euclidean", anchor_max_iter=10, random_state=0
                                   ).fit(rows)
     np.testing.assert_array_equal(auto.labels_, graph.labels_)
+    # checked against a k-means of GRAPH_REFERENCE_INITS restarts (on the unit rows), not
+    # the fit's n_init: the check is coarse, and where the graph is kept its labels are the
+    # answer
+    unit = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    reference = KMeans(10, n_init=GRAPH_REFERENCE_INITS, max_iter=1000,
+                       random_state=0).fit_predict(unit)
+    assert GRAPH_REFERENCE_INITS < auto.n_init
     assert auto.final_graph_agreement_ == pytest.approx(
-        normalized_mutual_info_score(plain.labels_, graph.labels_))
+        normalized_mutual_info_score(reference, graph.labels_))
     assert auto.final_graph_agreement_ >= 0.5
     assert "partition kept: the anchor graph's" in auto.summary()
     np.testing.assert_array_equal(auto.predict(X), auto.labels_)
@@ -109,7 +118,11 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_MIN_AGREEMENT", 1.01)
     guarded = MKKMRK(10, random_state=0).fit(X)
     assert guarded.final_clustering_ == "kmeans" and guarded.final_graph_ is None
+    # the graph not kept, the k-means is made again with n_init restarts: the labels of a
+    # fit that plans no graph
     np.testing.assert_array_equal(guarded.labels_, plain.labels_)
+    stages = {k: v for k, v in guarded.timings_.items() if k in STAGES and k != "fit"}
+    assert sum(stages.values()) == pytest.approx(guarded.timings_["fit"], rel=1e-9)
     assert "partition kept: k-means" in guarded.summary()
 
 

@@ -63,6 +63,7 @@ from ._final import (
     graph_partition,
     kmeans_partition,
     more_parts,
+    reference_inits,
 )
 from ._moved import plan_params
 from ._out_of_sample import OutOfSampleMixin
@@ -344,7 +345,8 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                         top, rows = final_embedding(plan, backend, result)
                     mark("embedding")
                     with progress.stage(f"{name} final k-means"):
-                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
+                        labels = kmeans_partition(plan, rows, n_clusters=k,
+                                                  n_init=reference_inits(plan, n_init),
                                                   random_state=self.random_state)
                     mark("kmeans")
                 # The small map of new rows to H that predict/transform use, where one exists.
@@ -356,6 +358,11 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
                                                 n_init=n_init, random_state=self.random_state)
             mark("graph")
+            if graph["final_clustering_"] == "kmeans" and reference_inits(plan, n_init) < n_init:
+                with progress.stage(f"{name} final k-means"):
+                    labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
+                                              random_state=self.random_state)
+                mark("kmeans")
         self.plan_ = plan
         self.final_step_ = plan.final_step
         self.n_components_ = int(rows.shape[1])

@@ -71,8 +71,9 @@ class MKKMRK(MultipleKernelKMeans):
         final rows (:class:`~mkrk_dask.AnchorGraphClustering`, at most 2,000 anchors and one
         per two rows, 10 nearest, Euclidean; above 100,000 rows built on a uniform sample of
         them that labels the others), which follows curved clusters where k-means assumes
-        convex ones; the refinement is kept where its NMI with the k-means partition reaches
-        0.5 (not a different answer, such as nearly every row in one cluster beside tiny
+        convex ones; the refinement is kept where its NMI with a k-means partition (of 3
+        restarts: a coarse check; where the graph is not kept, the k-means of ``n_init``
+        restarts is the answer) reaches 0.5 (not a different answer, such as nearly every row in one cluster beside tiny
         ones), or where the graph clearly has k parts: its Laplacian's k-th smallest
         eigenvalue at most a tenth of the next, and no cluster of fewer than 20 rows (two
         moons, two rings: curves that k-means cuts across), or k parts with no edge between
