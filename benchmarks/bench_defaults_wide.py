@@ -205,10 +205,16 @@ def run_cost(repeats: int) -> dict:
         secs["SpectralClustering(nn)"].append(time.perf_counter() - start)
         print("cost", rep, {m: round(v[-1], 2) for m, v in secs.items()}, flush=True)
     med = {m: float(np.median(v)) for m, v in secs.items()}
+    # a method's repeats can split into fast and slow ones (other load, threads waking): the
+    # ratio of the fastest repeats is judged beside the ratio of the medians
+    fastest = {m: float(np.min(v)) for m, v in secs.items()}
     gaps = [abs(f / w - 1) for f, w in zip(fit_seconds, secs["default"], strict=True)]
-    return {"repeats": repeats, "seconds": secs, "median": med,
+    return {"repeats": repeats, "seconds": secs, "median": med, "fastest": fastest,
             "ratio_paper": med["default"] / med["paper"],
             "ratio_spectral": med["default"] / med["SpectralClustering(nn)"],
+            "ratio_paper_fastest": fastest["default"] / fastest["paper"],
+            "ratio_spectral_fastest": (fastest["default"]
+                                       / fastest["SpectralClustering(nn)"]),
             "timings_fit": fit_seconds, "timings_gap_max": float(np.max(gaps)),
             "timings": timings}
 
@@ -279,13 +285,22 @@ def _cost(cost: dict | None) -> list[str]:
     if not cost:
         return ["Not in this run (`--cost-repeats 0`)."]
     med = cost["median"]
+    fastest = cost.get("fastest") or {m: min(v) for m, v in cost["seconds"].items()}
+
+    def ratio(peer: str, bar: float) -> str:
+        by_median = med["default"] / med[peer]
+        by_fastest = fastest["default"] / fastest[peer]
+        met = "met" if max(by_median, by_fastest) <= bar else "NOT met"
+        return (f"{by_median:.2f}x of the medians, {by_fastest:.2f}x of the fastest repeats "
+                f"(bar: at most {bar:g}x; {met} where both are within)")
+
     return [f"scikit-learn's digits (1,797 x 64), {cost['repeats']} interleaved repeats, "
-            "median seconds of one fit:", "",
-            "| method | median s | every repeat |", "|---|---|---|",
-            *(f"| {m} | {med[m]:.2f} | {', '.join(f'{s:.2f}' for s in cost['seconds'][m])} |"
-              for m in med), "",
-            f"- default / paper: {cost['ratio_paper']:.2f}x (bar: at most 2x); default / "
-            f"SpectralClustering(nn): {cost['ratio_spectral']:.2f}x (bar: at most 3x).",
+            "seconds of one fit:", "",
+            "| method | median s | fastest s | every repeat |", "|---|---|---|---|",
+            *(f"| {m} | {med[m]:.3f} | {fastest[m]:.3f} | "
+              f"{', '.join(f'{s:.2f}' for s in cost['seconds'][m])} |" for m in med), "",
+            f"- default / paper: {ratio('paper', 2)}.",
+            f"- default / SpectralClustering(nn): {ratio('SpectralClustering(nn)', 3)}.",
             f"- `timings_[\"fit\"]` against the wall time of `fit`: largest gap "
             f"{100 * cost['timings_gap_max']:.1f}% (bar: 5%); "
             f"{'within' if cost['timings_gap_max'] <= TIMINGS_TOLERANCE else 'NOT within'}."]
