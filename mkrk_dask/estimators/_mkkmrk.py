@@ -73,11 +73,12 @@ class MKKMRK(MultipleKernelKMeans):
         them that labels the others), which follows curved clusters where k-means assumes
         convex ones; the refinement is kept where its NMI with a k-means partition (of 3
         restarts: a coarse check; where the graph is not kept, the k-means of ``n_init``
-        restarts is the answer) reaches 0.5 (not a different answer, such as nearly every row in one cluster beside tiny
-        ones), or where the graph clearly has k parts: its Laplacian's k-th smallest
-        eigenvalue at most a tenth of the next, and no cluster of fewer than 20 rows (two
-        moons, two rings: curves that k-means cuts across), or k parts with no edge between
-        them, each its own cluster, beside stray parts of fewer than 20 rows in all.
+        restarts is the answer) reaches 0.5 (not a different answer, such as nearly every
+        row in one cluster beside tiny ones), or where the graph clearly has k parts: its
+        Laplacian's k-th smallest eigenvalue at most a tenth of the next, and no cluster of
+        fewer than 20 rows (two moons, two rings: curves that k-means cuts across), or k
+        parts with no edge between them, each its own cluster, beside stray parts of fewer
+        than 20 rows in all.
         ``"auto"``: ``"graph"`` with
         ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
         cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
