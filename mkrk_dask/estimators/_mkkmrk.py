@@ -179,7 +179,9 @@ class MKKMRK(MultipleKernelKMeans):
     max_iter : int, default=100
         Maximum number of alternating iterations.
     n_init : int, default=10
-        Restarts of the final k-means (the paper's code uses 10).
+        Restarts of the final k-means (the paper's code uses 10) and of the final graph's.
+        The k-means partition a final graph is only checked against has at most 3
+        (``final_clustering``).
     qp_gap_tol : float, default=1e-8
         Every Y-step solution must have a duality gap below ``qp_gap_tol * |objective|``;
         otherwise an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.
