@@ -53,7 +53,7 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
            "GEOMETRIES", "GRAPH_SAMPLE_ROWS", "LIFT", "median_length",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "GRAPH_REFERENCE_INITS",
-           "smooth_kernels", "backend_settings",
+           "reference_inits", "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]
 
 #: the default kernels' geometries (:func:`auto_kernels`)
@@ -479,7 +479,7 @@ def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = 
             why = (f"k-means partition refined by spectral clustering on the anchor graph of "
                    f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
                    f"kept where its NMI with a k-means partition of "
-                   f"{GRAPH_REFERENCE_INITS} restarts reaches "
+                   f"{reference_inits('graph', int(params['n_init']))} restarts reaches "
                    f"{GRAPH_MIN_AGREEMENT} or where the graph clearly has {k} parts (its "
                    f"eigengap; or, where it has more parts with no edge between them, {k} "
                    f"of at least {GRAPH_CLEAR_ROWS} rows beside stray ones, which costs one "
@@ -509,6 +509,23 @@ def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = 
         decisions.append(Decision("final partition", used, "given" if used == clustering else
                                   "k-means: too few rows for a graph", auto=used != clustering))
     return decisions, step_used, rank_used, used, anchors if used == "graph" else 0
+
+
+def reference_inits(final_clustering: str, n_init: int) -> int:
+    """Restarts of a fit's first k-means partition: ``n_init`` where it is the fit's answer;
+    at most :data:`GRAPH_REFERENCE_INITS` where a final graph is planned, which needs it only
+    to check the graph's partition against (made again with ``n_init`` where the graph is
+    not kept)."""
+    return min(n_init, GRAPH_REFERENCE_INITS) if final_clustering == "graph" else n_init
+
+
+def _kmeans_cost(clustering: str, n_init: int) -> int | str:
+    """The k-means runs a fit makes (:func:`reference_inits`)."""
+    if clustering != "graph":
+        return 1
+    reference = reference_inits(clustering, n_init)
+    again = "; 3 where the graph is not kept" if reference < n_init else ""
+    return f"2 (the graph's, and one of {reference} restarts it is checked against{again})"
 
 
 def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> FitPlan:
@@ -578,9 +595,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             f"<= {iterations} (one per iteration) + 1 final{shared}" if per_step is None else
             f"<= {iterations} iterations x {per_step} (one per line-search point) + 1 final"
             f"{shared}",
-            "kmeans": (f"2 (the graph's, and one of {GRAPH_REFERENCE_INITS} restarts it is "
-                       "checked against; 3 where the graph is not kept)" if clustering == "graph"
-                       else 1),
+            "kmeans": _kmeans_cost(clustering, int(params["n_init"])),
             "graph": 1 if clustering == "graph" else 0,
             "passes": ("none (in memory)" if solver == "exact" else
                        "3 per iteration (blockwise)" if solver == "blockwise" else

@@ -46,6 +46,10 @@ def test_every_auto_is_resolved_with_its_reason():
     assert plan.solver == "exact" and plan.final_step == "features" and plan.n_components == 6
     assert plan.final_clustering == "graph" and plan.graph_anchors == 178 // 2
     assert plan.cost["fits"] == 1 and plan.cost["kmeans"].startswith("2 (")
+    # the graph's check takes at most n_init restarts, and none is made again below 3
+    few = MKKMRK(3, n_init=2).plan(WINE)
+    assert "one of 2 restarts" in few.cost["kmeans"] and "not kept" not in few.cost["kmeans"]
+    assert "a k-means partition of 2 restarts" in few.decision("final partition").reason
     given = MKKMRK(3, solver="exact", final_step="spectral", preprocessing="none",
                    kernels=["linear"]).plan(WINE)
     assert [d.auto for d in given.decisions] == [False, False, False, True, False, True, True]

@@ -45,6 +45,7 @@ from ..plan import (
     FitPlan,
     backend_settings,
     make_plan,
+    reference_inits,
 )
 from ..precomputed import check_precomputed, kernel_stack
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
@@ -63,7 +64,6 @@ from ._final import (
     graph_partition,
     kmeans_partition,
     more_parts,
-    reference_inits,
 )
 from ._moved import plan_params
 from ._out_of_sample import OutOfSampleMixin
@@ -345,8 +345,8 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                         top, rows = final_embedding(plan, backend, result)
                     mark("embedding")
                     with progress.stage(f"{name} final k-means"):
-                        labels = kmeans_partition(plan, rows, n_clusters=k,
-                                                  n_init=reference_inits(plan, n_init),
+                        first = reference_inits(plan.final_clustering, n_init)
+                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=first,
                                                   random_state=self.random_state)
                     mark("kmeans")
                 # The small map of new rows to H that predict/transform use, where one exists.
@@ -358,7 +358,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
                                                 n_init=n_init, random_state=self.random_state)
             mark("graph")
-            if graph["final_clustering_"] == "kmeans" and reference_inits(plan, n_init) < n_init:
+            if graph["final_clustering_"] == "kmeans" and first < n_init:
                 with progress.stage(f"{name} final k-means"):
                     labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
                                               random_state=self.random_state)

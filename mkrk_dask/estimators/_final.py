@@ -26,7 +26,6 @@ from ..plan import (
     GRAPH_CLEAR_ROWS,
     GRAPH_MIN_AGREEMENT,
     GRAPH_NEIGHBORS,
-    GRAPH_REFERENCE_INITS,
     FitPlan,
 )
 from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering, _connected_parts
@@ -86,14 +85,6 @@ def kmeans_partition(plan: FitPlan, rows: np.ndarray, *, n_clusters: int, n_init
     return assign_clusters(rows, n_clusters, n_init=n_init, step=plan.final_step,
                            dtype=kmeans_dtype(plan),
                            random_state=check_random_state(random_state))
-
-
-def reference_inits(plan: FitPlan, n_init: int) -> int:
-    """Restarts of the fit's first k-means partition: ``n_init`` where it is the fit's
-    answer; :data:`GRAPH_REFERENCE_INITS` where a final graph is planned, which needs it only
-    to check the graph's partition against (made again with ``n_init`` where the graph is
-    not kept)."""
-    return min(n_init, GRAPH_REFERENCE_INITS) if plan.final_clustering == "graph" else n_init
 
 
 def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_clusters: int,
