@@ -28,7 +28,8 @@ Two more parts of the same run:
 - the cost (``--cost-repeats R``, 0 skips it): on scikit-learn's digits, ``R`` interleaved
   repeats of the default fit, ``MKKMRK.paper(10)`` and ``SpectralClustering(nearest_neighbors)``;
   median seconds, the default's ratios to both, and whether its ``timings_["fit"]`` is within
-  5% of the wall time of ``fit``;
+  5% of the wall time of ``fit``. The same repeats time the default without its final graph
+  and LSC-K, and score every method's NMI: what each bar on digits costs the other;
 - the Fashion-MNIST line (70,000 x 784; ``--no-fashion`` leaves it out, it is the slow part):
   the default against ``Nystroem(cosine, 1000) + KMeans`` and LSC-K (1,000 landmarks), NMI and
   seconds, from the same run's Fashion-MNIST rows.
@@ -75,6 +76,8 @@ FASHION = "fashion_mnist"
 WITHIN_BEST = 0.5
 BELOW_KMEANS = 2.0
 TIMINGS_TOLERANCE = 0.05
+#: the cost run's default without its final graph
+NO_GRAPH = "default, no graph"
 
 
 # --------------------------------------------------------------------------- data
@@ -185,25 +188,36 @@ def run_dataset(name, loaded, methods, seeds, big) -> dict:
 
 def run_cost(repeats: int) -> dict:
     """The default against ``MKKMRK.paper(10)`` and SpectralClustering(nearest_neighbors) on
-    scikit-learn's digits, interleaved ``repeats`` times (each repeat sees the same load)."""
+    scikit-learn's digits, interleaved ``repeats`` times (each repeat sees the same load).
+
+    Two more methods in the same repeats say what the bars cost each other on this set: the
+    default without its final graph (``final_clustering="kmeans"``) and LSC-K, the best
+    label-free peer on digits in the wide run; every method's NMI is kept beside its time."""
     import sklearn.datasets
 
-    X, _ = sklearn.datasets.load_digits(return_X_y=True)
+    X, y = sklearn.datasets.load_digits(return_X_y=True)
     X = np.asarray(X, dtype=np.float64)
-    secs: dict[str, list[float]] = {"default": [], "paper": [], "SpectralClustering(nn)": []}
+    fits = {
+        "default": lambda rep: MKKMRK(10, random_state=rep).fit(X),
+        "paper": lambda rep: MKKMRK.paper(10, random_state=rep).fit(X),
+        "SpectralClustering(nn)": lambda rep: SpectralClustering(
+            10, affinity="nearest_neighbors", random_state=rep).fit(X),
+        NO_GRAPH: lambda rep: MKKMRK(10, final_clustering="kmeans", random_state=rep).fit(X),
+        "LSC-K": lambda rep: PEERS["LSC-K"]([X], 10, rep),
+    }
+    secs: dict[str, list[float]] = {m: [] for m in fits}
+    nmis: dict[str, list[float]] = {m: [] for m in fits}
     fit_seconds, timings = [], []
     for rep in range(repeats):
-        start = time.perf_counter()
-        model = MKKMRK(10, random_state=rep).fit(X)
-        secs["default"].append(time.perf_counter() - start)
-        fit_seconds.append(float(model.timings_.get("fit", float("nan"))))
-        timings.append({key: float(v) for key, v in model.timings_.items()})
-        start = time.perf_counter()
-        MKKMRK.paper(10, random_state=rep).fit(X)
-        secs["paper"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        SpectralClustering(10, affinity="nearest_neighbors", random_state=rep).fit(X)
-        secs["SpectralClustering(nn)"].append(time.perf_counter() - start)
+        for method, fit in fits.items():
+            start = time.perf_counter()
+            model = fit(rep)
+            secs[method].append(time.perf_counter() - start)
+            labels = model if isinstance(model, np.ndarray) else model.labels_
+            nmis[method].append(_score(y, labels)[0])
+            if method == "default":
+                fit_seconds.append(float(model.timings_.get("fit", float("nan"))))
+                timings.append({key: float(v) for key, v in model.timings_.items()})
         print("cost", rep, {m: round(v[-1], 2) for m, v in secs.items()}, flush=True)
     med = {m: float(np.median(v)) for m, v in secs.items()}
     # a method's repeats can split into fast and slow ones (other load, threads waking): the
@@ -211,7 +225,7 @@ def run_cost(repeats: int) -> dict:
     fastest = {m: float(np.min(v)) for m, v in secs.items()}
     gaps = [abs(f / w - 1) for f, w in zip(fit_seconds, secs["default"], strict=True)]
     return {"repeats": repeats, "seconds": secs, "median": med, "fastest": fastest,
-            "timings_fit": fit_seconds, "timings_gap_max": float(np.max(gaps)),
+            "nmi": nmis, "timings_fit": fit_seconds, "timings_gap_max": float(np.max(gaps)),
             "timings": timings}
 
 
@@ -280,8 +294,8 @@ def _fashion(results: dict) -> list[str]:
 def _cost(cost: dict | None) -> list[str]:
     if not cost:
         return ["Not in this run (`--cost-repeats 0`)."]
-    med = cost["median"]
-    fastest = cost.get("fastest") or {m: min(v) for m, v in cost["seconds"].items()}
+    med, fastest = cost["median"], _fastest(cost)
+    nmis = {m: f"{np.mean(v):.2f}" for m, v in cost.get("nmi", {}).items()}
 
     def ratio(peer: str, bar: float) -> str:
         by_median = med["default"] / med[peer]
@@ -294,16 +308,44 @@ def _cost(cost: dict | None) -> list[str]:
         f"{key} {1000 * np.median([t.get(key, 0.0) for t in cost['timings']]):.0f}"
         for key in (*STAGES, "fit"))
     return [f"scikit-learn's digits (1,797 x 64), {cost['repeats']} interleaved repeats, "
-            "seconds of one fit:", "",
-            "| method | median s | fastest s | every repeat |", "|---|---|---|---|",
-            *(f"| {m} | {med[m]:.3f} | {fastest[m]:.3f} | "
+            "seconds of one fit and its NMI (mean over the repeats, each seeded by its "
+            "number):", "",
+            "| method | median s | fastest s | NMI | every repeat |", "|---|---|---|---|---|",
+            *(f"| {m} | {med[m]:.3f} | {fastest[m]:.3f} | {nmis.get(m, '-')} | "
               f"{', '.join(f'{s:.2f}' for s in cost['seconds'][m])} |" for m in med), "",
             f"- default / paper: {ratio('paper', 2)}.",
             f"- default / SpectralClustering(nn): {ratio('SpectralClustering(nn)', 3)}.",
             f"- the default's stages (`timings_`, median ms over the repeats): {stages}.",
             f"- `timings_[\"fit\"]` against the wall time of `fit`: largest gap "
             f"{100 * cost['timings_gap_max']:.1f}% (bar: 5%); "
-            f"{'within' if cost['timings_gap_max'] <= TIMINGS_TOLERANCE else 'NOT within'}."]
+            f"{'within' if cost['timings_gap_max'] <= TIMINGS_TOLERANCE else 'NOT within'}.",
+            *_bars_on_digits(cost)]
+
+
+def _fastest(cost: dict) -> dict[str, float]:
+    """Each method's fastest repeat (runs saved before it was kept: from their seconds)."""
+    return cost.get("fastest") or {m: min(v) for m, v in cost["seconds"].items()}
+
+
+def _bars_on_digits(cost: dict) -> list[str]:
+    """What the cost bar and the quality bar ask of each other on digits: the default with
+    and without its final graph, against SpectralClustering's time and LSC-K's NMI in the
+    same repeats (runs made before these methods were added have neither)."""
+    nmis = cost.get("nmi", {})
+    if NO_GRAPH not in nmis or "LSC-K" not in nmis:
+        return []
+    mean = {m: float(np.mean(v)) for m, v in nmis.items()}
+    med, fastest, sc = cost["median"], _fastest(cost), "SpectralClustering(nn)"
+
+    def against(method: str, peer: str) -> str:
+        return (f"{med[method] / med[peer]:.2f}x / {fastest[method] / fastest[peer]:.2f}x "
+                f"{peer} (medians / fastest)")
+
+    return [f"- the default: {against('default', sc)}, NMI {mean['default']:.2f} against "
+            f"LSC-K's {mean['LSC-K']:.2f} ({mean['default'] - mean['LSC-K']:+.2f});",
+            f"- the default without its final graph: {against(NO_GRAPH, sc)}, NMI "
+            f"{mean[NO_GRAPH]:.2f} ({mean[NO_GRAPH] - mean['LSC-K']:+.2f} against LSC-K), "
+            f"{med['default'] - med[NO_GRAPH]:.3f} s less than the default (medians)."]
 
 
 def _per_dataset(results: dict) -> list[str]:
