@@ -21,9 +21,11 @@ __all__ = ["MKKMRK"]
 class MKKMRK(MultipleKernelKMeans):
     """Multiple kernel k-means by selecting representative kernels (Yao & Chen, AAAI 2019).
 
-    Learns sparse, diverse weights ``w`` for a set of base kernels and clusters with the
-    combined kernel ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among
-    the others (the matrix Y); the weight of a kernel is the mean of its row of Y.
+    Learns weights ``w`` for a set of base kernels and clusters with the combined kernel
+    ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among the others (the
+    matrix Y); the weight of a kernel is the mean of its row of Y. A small lambda makes the
+    weights sparse and diverse, as in the paper (:meth:`paper`); at the default ``lam=1``
+    every kernel represents itself and the weights are equal (see ``lam``).
 
     Parameters
     ----------
