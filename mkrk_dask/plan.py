@@ -7,8 +7,9 @@ fitting; ``fit`` carries it out and keeps it as ``plan_``; ``summary()`` and ``m
 print it. What the plan decides:
 
 - **preprocessing** (per view): columns in different units are standardised, from the spread of
-  the columns' standard deviations on a sample of rows, and columns far from zero beside their
-  spread are centred (:func:`column_scaling`);
+  the columns' standard deviations on a sample of rows, binary columns of very different rates
+  are scaled, and columns far from zero beside their spread are centred
+  (:func:`column_scaling`);
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
   times the median pairwise distance, of the Euclidean distance or, for intensities and counts
   (non-negative with many zeros), of the angle between rows; other non-negative data
@@ -559,7 +560,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
                                       c.method, why,
                                       auto=_is_auto(params.get("preprocessing", "none"))))
         if _is_auto(params["kernels"]):
-            rows = [s if c.method == "none" else np.asarray(c.apply(s))
+            rows = [s if c.method == "none" else c.apply(s)
                     for s, c in zip(samples, scaling, strict=True)]
             geometries = [_geometry(r) for r in rows]
             specs = auto_kernels([g for g, _ in geometries], [median_length(r) for r in rows])

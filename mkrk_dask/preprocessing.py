@@ -1,8 +1,9 @@
-"""The column transform of a dense view, decided from a sample of its rows before any kernel
-is computed: columns in different units standardised, columns far from zero beside their
-spread centred, anything else kept as given (:func:`column_scaling`, what
-``preprocessing="auto"`` means). :mod:`mkrk_dask.plan` records the choice in the plan;
-``predict`` and ``transform`` apply the same :class:`ColumnScaling`.
+"""The column transform of a view, decided from a sample of its rows before any kernel is
+computed: columns in different units standardised, binary columns of very different rates
+scaled (not centred), columns far from zero beside their spread centred, anything else kept
+as given (:func:`column_scaling`, what ``preprocessing="auto"`` means).
+:mod:`mkrk_dask.plan` records the choice in the plan; ``predict`` and ``transform`` apply the
+same :class:`ColumnScaling`.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import scipy.sparse as sp
 from .exceptions import PrecisionWarning
 
 __all__ = ["ColumnScaling", "column_scaling", "column_offset", "preprocess", "view_sample",
-           "two_valued", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
+           "two_valued", "presence_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
 
 #: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
 SAMPLE_ROWS = 2000
@@ -42,7 +43,7 @@ OFFSET_LIMIT = 1e5
 class ColumnScaling:
     """The column transform of one view: ``(x - center) / scale``, or nothing."""
 
-    method: str  # "none", "center" (scale 1) or "standardize"
+    method: str  # "none", "center" (scale 1), "scale" (center 0) or "standardize"
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
@@ -52,8 +53,10 @@ class ColumnScaling:
             return X
         center = np.asarray(self.center, dtype=np.float64)
         scale = np.asarray(self.scale, dtype=np.float64)
-        if sp.issparse(X):  # never standardised (see column_scaling); kept for safety
-            raise ValueError("sparse views are not standardised")
+        if sp.issparse(X):  # never centred (see column_scaling): it stays sparse
+            if self.method != "scale":
+                raise ValueError("sparse views are only scaled, never centred")
+            return sp.csr_matrix(X, dtype=np.float64) @ sp.diags(1.0 / scale)
         if hasattr(X, "dask") or hasattr(X, "get_orthogonal_selection"):
             import dask.array as da
 
@@ -72,8 +75,13 @@ def view_sample(view: Any) -> Any:
 def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:
     """Whether the columns of ``view`` are standardised, and why, from a sample of its rows.
 
-    Sparse views (counts, word weights) and views of binary columns are kept as given: their
-    columns share a unit (a count, a presence). A dense view is standardised where the
+    Sparse views of counts or weights are kept as given: their columns share a unit. Views of
+    binary columns (flags, one-hot factors, which words a document holds; sparse or dense)
+    share one too, a presence, and are kept as given unless the columns' rates differ so much
+    that the common ones decide every distance: where the root mean squares ``sqrt(p)`` of
+    the columns (``p`` the rate) spread over more than :data:`SCALE_SPREAD_LIMIT`, as the
+    rarest words against the common ones, each column is divided by its root mean square,
+    not centred (:func:`presence_scaling`). A dense view is standardised where the
     standard deviations of its non-constant columns spread over more than
     :data:`SCALE_SPREAD_LIMIT` (largest over median; of two columns, larger over smaller):
     columns in different units (a length in mm beside one in km), where the Euclidean
@@ -83,20 +91,20 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     view of one unit whose columns' means lie more than :data:`OFFSET_LIMIT` standard
     deviations from zero is centred, not scaled.
     """
-    if sp.issparse(view):
-        return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
     rows = view_sample(view) if rows is None else rows
+    if sp.issparse(rows):
+        stored = rows.data[rows.data != 0]
+        if stored.size and np.all(stored == 1):
+            return presence_scaling(rows)
+        return ColumnScaling("none"), "sparse columns (counts or weights): kept as given"
     std = rows.std(axis=0)
     varying = _varying(std)
     if not varying.any():
         return ColumnScaling("none"), "no column varies"
     binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
     if np.array_equal(binary, varying):
-        return ColumnScaling("none"), "binary columns (one unit: presence): kept as given"
-    # largest over the median column; of two, over the other (the median of two is their
-    # mean, never below half the larger: two columns in any units would stay as given)
-    scales = std[varying]
-    spread = float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
+        return presence_scaling(rows)
+    spread = _spread(std[varying])
     numbers = varying & ~binary
     mean = rows.mean(axis=0)
     center = np.where(binary, 0.0, mean)
@@ -119,6 +127,44 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
             f"the columns' standard deviations spread by {spread:.3g}x (> "
             f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
+
+
+def _spread(scales: np.ndarray) -> float:
+    """How far columns' scales spread: the largest over the median; of two, over the other
+    (the median of two is their mean, never below half the larger: two columns in any units
+    would stay as given)."""
+    return float(scales.max() / (np.median(scales) if scales.size > 2 else scales.min()))
+
+
+def presence_scaling(rows: Any) -> tuple[ColumnScaling, str]:
+    """The transform of a view of binary columns (0/1; a sparse one's stored values all 1)
+    from a sample of its rows: kept as given, or each column divided by its root mean square
+    ``sqrt(p)`` where those spread over more than :data:`SCALE_SPREAD_LIMIT`.
+
+    Kept as 0/1, two rows differ on a column of rate p with chance ``2 p (1 - p)``, so the
+    common columns decide the distances and angles, and the rare ones (a word few documents
+    hold, an item few baskets do), which tell the groups apart, count for nothing. Divided by
+    ``sqrt(p)``, every column has the same mean square: not the standard deviation, which
+    would make a column present in nearly every row a large shared part of every row's
+    direction; not centred, so that an absent feature stays zero and a sparse view sparse. A
+    column absent from the sample is scaled as one present once in it (the rarest rate the
+    sample can tell)."""
+    n = rows.shape[0]
+    rate = np.asarray(rows.mean(axis=0), dtype=np.float64).ravel()
+    varying = (rate > 0) & (rate < 1)
+    if not varying.any():
+        return ColumnScaling("none"), "no column varies"
+    # a column constant in the sample at a value other than 0 keeps its scale
+    rms = np.where(varying | (rate == 0), np.sqrt(np.maximum(rate, 1.0 / n)), 1.0)
+    spread = _spread(rms[varying])
+    if spread <= SCALE_SPREAD_LIMIT:
+        return ColumnScaling("none"), (
+            f"binary columns (one unit: presence; their root mean squares spread by "
+            f"{spread:.3g}x, <= {SCALE_SPREAD_LIMIT:g}x): kept as given")
+    return (ColumnScaling("scale", tuple(0.0 for _ in rms), tuple(map(float, rms))),
+            f"binary columns whose root mean squares spread by {spread:.3g}x (> "
+            f"{SCALE_SPREAD_LIMIT:g}x: a few common columns would decide every distance): "
+            "each divided by its root mean square, not centred")
 
 
 def _varying(std: np.ndarray) -> np.ndarray:

@@ -90,7 +90,8 @@ def test_columns_in_different_units_are_standardised():
     # one unit (centimetres; pixel intensities): kept as given
     assert MKKMRK(3).plan(IRIS).scaling[0].method == "none"
     assert MKKMRK(3).plan(DIGITS).scaling[0].method == "none"
-    # binary columns share a unit (presence), whatever their rates
+    # binary columns share a unit (presence): rates from 1% to 50%, whose root mean squares
+    # spread by less than 10x, are kept as given
     rng = np.random.default_rng(0)
     binary = (rng.random((300, 20)) < np.linspace(0.01, 0.5, 20)).astype(float)
     scaling, reason = column_scaling(binary)
@@ -113,6 +114,51 @@ def test_columns_in_different_units_are_standardised():
     scaling, reason = column_scaling(pair)
     assert scaling.method == "standardize" and "spread by 1" in reason
     assert column_scaling(pair * [1.0, 0.005])[0].method == "none"
+
+
+def _documents(seed, n=400, k=4, common=12, rare=2000):
+    """Which words each of n documents holds: a few common words in 30-90% of the documents
+    of every class, and many rare ones, each the topic word of one class (in 1.2% of its
+    documents, 0.12% of the others)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(k), n // k)
+    shared = rng.random((n, common)) < rng.uniform(0.3, 0.9, common)
+    topic = np.arange(rare) % k
+    own = rng.random((n, rare)) < np.where(topic[None, :] == y[:, None], 0.012, 0.0012)
+    return np.hstack([shared, own]).astype(float), y
+
+
+def test_binary_columns_of_very_different_rates_are_scaled_not_centred():
+    X, _ = _documents(0)
+    plan = MKKMRK(4).plan(X)
+    scaling = plan.scaling[0]
+    assert scaling.method == "scale"
+    assert "root mean squares spread by" in plan.decision("preprocessing").reason
+    # each column over its root mean square sqrt(p); a word absent from the sample as if
+    # present once; nothing centred, so an absent word stays 0
+    root = np.sqrt(np.maximum(X.mean(0), 1 / len(X)))
+    np.testing.assert_allclose(scaling.scale, root, rtol=1e-12)
+    np.testing.assert_array_equal(scaling.center, 0.0)
+    np.testing.assert_allclose(scaling.apply(X), X / root, rtol=1e-12)
+    # the same for a sparse view, which stays sparse
+    S = sp.csr_matrix(X)
+    sparse_scaling = MKKMRK(4).plan(S).scaling[0]
+    assert sparse_scaling.method == "scale"
+    np.testing.assert_allclose(sparse_scaling.scale, root, rtol=1e-12)
+    scaled = sparse_scaling.apply(S)
+    assert sp.issparse(scaled) and scaled.nnz == S.nnz
+    np.testing.assert_allclose(scaled.toarray(), X / root, rtol=1e-12)
+    # sparse counts (values other than 1) are kept as given
+    assert column_scaling(sp.csr_matrix(X * (1 + np.arange(X.shape[1]) % 3)))[0].method == "none"
+    # kept as 0/1, the common words decide every distance and the topics are lost; scaled,
+    # the rare words find them
+    for seed in range(2):
+        X, y = _documents(seed)
+        model = MKKMRK(4, random_state=seed).fit(sp.csr_matrix(X))
+        given = MKKMRK(4, preprocessing="none", random_state=seed).fit(X)
+        assert normalized_mutual_info_score(y, model.labels_) > 0.25
+        assert normalized_mutual_info_score(y, given.labels_) < 0.1
+        np.testing.assert_array_equal(model.predict(sp.csr_matrix(X)), model.labels_)
 
 
 def test_rare_categories_do_not_outweigh_the_numbers():

@@ -95,11 +95,14 @@ class MKKMRK(MultipleKernelKMeans):
         Nystrom factors hold), k for the spectral step (the loop's own eigenvectors). An
         integer fixes the rank (at most n_samples - 1; at least k with ``"spectral"``).
     preprocessing : {"auto", "none", "standardize"}, default="auto"
-        The columns of every dense view: ``"auto"`` standardises them where their standard
-        deviations (on a sample of rows) spread over more than 10x, columns in different units
-        (their binary columns stay 0/1; binary and sparse views are kept as given), and
-        centres columns of one unit whose means lie more than 10^5 standard deviations from
-        zero (their squared distances would lose their digits);
+        The columns of every view: ``"auto"`` standardises a dense view's columns where their
+        standard deviations (on a sample of rows) spread over more than 10x, columns in
+        different units (their binary columns stay 0/1), and centres columns of one unit
+        whose means lie more than 10^5 standard deviations from zero (their squared distances
+        would lose their digits). A view of binary columns alone (dense, or sparse with every
+        stored value 1) is divided column by column by the root mean square ``sqrt(p)``,
+        not centred, where those spread over more than 10x (the rare words of documents
+        beside common ones), and is kept as given otherwise, as other sparse views are;
         ``"standardize"`` always, every column, ``"none"``
         never (the paper's configuration). ``predict`` and ``transform`` apply the same
         transform; ``plan_`` records it. A few informative columns among many quiet ones of
