@@ -43,7 +43,7 @@ OFFSET_LIMIT = 1e5
 class ColumnScaling:
     """The column transform of one view: ``(x - center) / scale``, or nothing."""
 
-    method: str  # "none", "center" (scale 1), "scale" (center 0) or "standardize"
+    method: str  # "none", "center" (scale 1), "scale" (no center) or "standardize"
     center: tuple[float, ...] | None = None
     scale: tuple[float, ...] | None = None
 
@@ -51,7 +51,7 @@ class ColumnScaling:
         """The view transformed (numpy: a new array; dask and Zarr: a lazy dask array)."""
         if self.method == "none":
             return X
-        center = np.asarray(self.center, dtype=np.float64)
+        center = 0.0 if self.center is None else np.asarray(self.center, dtype=np.float64)
         scale = np.asarray(self.scale, dtype=np.float64)
         if sp.issparse(X):  # never centred (see column_scaling): it stays sparse
             if self.method != "scale":
@@ -161,7 +161,7 @@ def presence_scaling(rows: Any) -> tuple[ColumnScaling, str]:
         return ColumnScaling("none"), (
             f"binary columns (one unit: presence; their root mean squares spread by "
             f"{spread:.3g}x, <= {SCALE_SPREAD_LIMIT:g}x): kept as given")
-    return (ColumnScaling("scale", tuple(0.0 for _ in rms), tuple(map(float, rms))),
+    return (ColumnScaling("scale", None, tuple(map(float, rms))),
             f"binary columns whose root mean squares spread by {spread:.3g}x (> "
             f"{SCALE_SPREAD_LIMIT:g}x: a few common columns would decide every distance): "
             "each divided by its root mean square, not centred")
