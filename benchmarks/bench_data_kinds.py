@@ -16,6 +16,9 @@ For every kind and data seed (the fit's seed is the data seed), NMI in percent o
 - ``4k features``: the default with ``n_components=4k`` (the default takes 2k);
 - ``KMeans`` and ``KMeans(standardised)``: scikit-learn's, 10 starts.
 
+The report also prints the default plan's preprocessing on each kind's first data seed,
+with its reason (the spread of the columns' scales it decides from).
+
 Usage::
 
     python bench_data_kinds.py                 # from benchmarks/: 22 kinds x 5 seeds, ~5 min
@@ -197,6 +200,9 @@ def run(kinds: list[str], seeds: int) -> dict:
         for seed in range(seeds):
             X, y = generate(np.random.default_rng(seed))
             k = int(y.max() + 1)
+            if seed == 0:
+                decision = MKKMRK(k).plan(X).decision("preprocessing")
+                preprocessing = f"{decision.value}: {decision.reason}"
             for method in METHODS:
                 start = time.perf_counter()
                 labels = fit(method, X, k, seed)
@@ -205,7 +211,7 @@ def run(kinds: list[str], seeds: int) -> dict:
                 scores[method].append(100 * normalized_mutual_info(y, labels))
         shape = f"{X.shape[0]:,} x {X.shape[1]}, k = {k}"
         results[kind] = ({m: float(np.mean(v)) for m, v in scores.items()}, shape,
-                         float(np.mean(seconds)))
+                         float(np.mean(seconds)), preprocessing)
         print(kind, results[kind], flush=True)
     return results
 
@@ -215,14 +221,14 @@ def report(results: dict, seeds: int) -> str:
             + " | default more than 2 below the better KMeans | default s |",
             "|---|---|---|" + "---|" * (len(METHODS) + 2)]
     below = []
-    for kind, (scores, shape, seconds) in results.items():
+    for kind, (scores, shape, seconds, _) in results.items():
         better = max(scores["KMeans"], scores["KMeans(standardised)"])
         short = scores["default"] < better - 2
         below += [kind] if short else []
         rows.append(f"| {kind} | {'yes' if KINDS[kind][1] else 'no'} | {shape} | "
                     + " | ".join(f"{scores[m]:.2f}" for m in METHODS)
                     + f" | {'YES' if short else 'no'} | {seconds:.2f} |")
-    binary = [s for kind, (s, _, _) in results.items() if KINDS[kind][1]]
+    binary = [s for kind, (s, *_) in results.items() if KINDS[kind][1]]
     lines = [f"NMI in percent, mean over {seeds} data seeds (each fit seeded with its data's "
              "seed). *graph* and *k-means* are the default with `final_clustering` set, "
              "*standardised* with `preprocessing=\"standardize\"`, *4k features* with "
@@ -234,6 +240,9 @@ def report(results: dict, seeds: int) -> str:
         lost = sum(s["graph"] < s["k-means"] for s in binary)
         lines.append(f"- On the binary kinds the graph's partition is below the k-means "
                      f"partition on {lost} of {len(binary)}.")
+    lines += ["", "## The default plan's preprocessing (data seed 0)", "",
+              "| kind | preprocessing: reason |", "|---|---|",
+              *(f"| {kind} | {result[3]} |" for kind, result in results.items())]
     return "\n".join(lines)
 
 
