@@ -136,8 +136,7 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
         clear = parts_apart(anchor_weights(graph, fitted_rows), graph.labels_, n_clusters)
     del fitted_rows
     fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
-    if not clear and (extra_parts or agreement < GRAPH_MIN_AGREEMENT
-                      or stray_cluster(graph_labels, labels, n_clusters)):
+    if not clear and (extra_parts or agreement < GRAPH_MIN_AGREEMENT):
         return labels, {"final_clustering_": "kmeans", "final_graph_": None, **fitted}
     return graph_labels, {"final_clustering_": "graph", "final_graph_": graph, **fitted}
 
@@ -156,17 +155,6 @@ def clear_parts(eigenvalues: np.ndarray, labels: np.ndarray, n_clusters: int) ->
     if more_parts(eigenvalues, n_clusters) or kth > GRAPH_CLEAR_GAP * following:
         return False
     return int(np.bincount(labels, minlength=n_clusters).min()) >= GRAPH_CLEAR_ROWS
-
-
-def stray_cluster(graph_labels: np.ndarray, labels: np.ndarray, n_clusters: int) -> bool:
-    """Whether the graph's partition makes a cluster of fewer than :data:`GRAPH_CLEAR_ROWS`
-    rows where every cluster of the k-means partition ``labels`` has at least that many: a
-    few stray rows (outliers of heavy tails) set apart as a cluster, which leaves two real
-    clusters merged."""
-    def smallest(values: np.ndarray) -> int:
-        return int(np.bincount(values, minlength=n_clusters).min())
-
-    return smallest(graph_labels) < GRAPH_CLEAR_ROWS <= smallest(labels)
 
 
 def more_parts(eigenvalues: np.ndarray, n_clusters: int) -> bool:
