@@ -27,7 +27,7 @@ from sklearn.utils import check_random_state
 
 from .choices import GRAPH_GEOMETRIES as GEOMETRIES  # noqa: F401 - re-exported
 from .cluster import current_client
-from .landmarks import kmeanspp_order, kmeanspp_rounds
+from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
 from .scales import directions_differ, sample_rows, unit_rows
 from .validation import is_lazy
@@ -164,14 +164,12 @@ def _auto_is_angular(view: Any) -> bool:
 
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
-                   random_state: Any, index: int = 0, max_iter: int = 100,
-                   seeding: str = "greedy") -> tuple[ViewGraph, sp.csr_matrix]:
+                   random_state: Any, index: int = 0, max_iter: int = 100
+                   ) -> tuple[ViewGraph, sp.csr_matrix]:
     """One view's anchors, learned from at most :data:`ANCHOR_SAMPLE_ROWS` rows, and the
     rows of its factor F (one pass over the view).
 
     ``n_anchors`` is capped at half the rows, so that an anchor stands for two rows at least.
-    ``seeding``: the anchors' k-means starts from greedy k-means++ (``"greedy"``, a step a
-    row) or from D^2 sampling in rounds (``"rounds"``, :func:`kmeanspp_rounds`).
     """
     angular = geometry == "angular" or (geometry == "auto" and _auto_is_angular(view))
     rows = _geometry_rows(sample_rows(view, ANCHOR_SAMPLE_ROWS), angular)
@@ -187,9 +185,7 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
     seed_rows = (np.sort(rng.choice(rows.shape[0], pool_size, replace=False))
                  if rows.shape[0] > pool_size else slice(None))
     pool = rows[seed_rows]
-    order = (kmeanspp_rounds(pool, m, rng) if seeding == "rounds" else
-             kmeanspp_order(pool, m, rng, local_trials=2 + int(np.log(m))))
-    init = pool[order]
+    init = pool[kmeanspp_order(pool, m, rng, local_trials=2 + int(np.log(m)))]
     # only the centres serve: the rows' labels (a last pass over them all) are not computed
     anchors = MiniBatchKMeans(m, init=init.toarray() if sp.issparse(init) else init, n_init=1,
                               batch_size=BATCH_ROWS, max_iter=max_iter, compute_labels=False,

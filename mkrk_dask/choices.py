@@ -6,7 +6,6 @@ from __future__ import annotations
 
 __all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
            "FINAL_STEPS", "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "GRAPH_GEOMETRIES",
-           "ANCHOR_SEEDINGS",
            "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS",
            "EXTRA_METHODS", "PROTOCOL_METHODS"]
 
@@ -29,9 +28,6 @@ FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
 FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
 #: the anchor graph's distances between rows
 GRAPH_GEOMETRIES = ("auto", "angular", "euclidean")
-#: how the anchor graph's anchors are seeded before their k-means
-#: (:func:`mkrk_dask.landmarks.kmeanspp_order`, :func:`mkrk_dask.landmarks.kmeanspp_rounds`)
-ANCHOR_SEEDINGS = ("greedy", "rounds")
 #: the column transform before the kernels
 PREPROCESSING_CHOICES = ("auto", "none", "standardize")
 #: how lambda is scaled

@@ -166,47 +166,6 @@ def kmeanspp_order(pool: Any, n_select: int, rng: np.random.RandomState,
     return chosen
 
 
-def kmeanspp_rounds(pool: Any, n_select: int, rng: np.random.RandomState) -> np.ndarray:
-    """Indices into ``pool`` by D^2 sampling in rounds: about ``sqrt(n_select)`` rounds, each
-    drawing about ``sqrt(n_select)`` distinct rows at once with chance proportional to their
-    squared distance to the rows chosen before the round. The closest distances are updated
-    once a round, not once a row.
-
-    k-means++ draws one row a step: at hundreds of seeds (the anchors of a graph) its steps
-    were most of the graph's time. Here the same D^2 weights steer a round's rows away from
-    the chosen ones, though not from each other; the anchors' k-means then moves them.
-    Rows equal to chosen ones are not drawn while others remain; after that, uniform draws
-    among the unchosen rows.
-    """
-    size = pool.shape[0]
-    n_select = min(int(n_select), size)
-    sq = row_sq_norms(pool)
-    per_round = max(1, int(np.ceil(np.sqrt(n_select))))
-    first = int(rng.randint(size))
-    chosen, taken = [np.array([first])], np.zeros(size, dtype=bool)
-    taken[first] = True
-    closest = sq_distances(pool[[first]], pool, sq[[first]], sq)[0]
-    closest[first] = 0.0
-    count = 1
-    while count < n_select:
-        want = min(per_round, n_select - count)
-        positive = np.flatnonzero(closest > 0)
-        if positive.size >= want:
-            weights = closest[positive]
-            picks = positive[rng.choice(positive.size, want, replace=False,
-                                        p=weights / weights.sum())]
-        else:  # every other row coincides with a chosen one
-            picks = np.concatenate([positive, rng.choice(
-                np.flatnonzero(~taken & (closest <= 0)), want - positive.size, replace=False)])
-        distances = sq_distances(pool[picks], pool, sq[picks], sq)
-        np.minimum(closest, distances.min(axis=0), out=closest)
-        closest[picks] = 0.0
-        taken[picks] = True
-        chosen.append(picks)
-        count += want
-    return np.concatenate(chosen)
-
-
 def select_landmarks(
     X: Any,
     n_landmarks: int,

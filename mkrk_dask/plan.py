@@ -52,7 +52,6 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "PREPROCESSING_CHOICES",
            "WIDTHS", "SAMPLE_ROWS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
-           "GRAPH_ANCHOR_SEEDING",
            "GEOMETRIES", "GRAPH_SAMPLE_ROWS", "LIFT", "median_length",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "GRAPH_REFERENCE_INITS",
            "reference_inits", "smooth_kernels", "backend_settings",
@@ -101,10 +100,6 @@ GRAPH_REFERENCE_INITS = 3
 GRAPH_ANCHORS = 2000
 #: passes of the anchors' mini-batch k-means (they need only cover the final rows)
 GRAPH_ANCHOR_ITERATIONS = 10
-#: how the anchors are seeded: D^2 sampling in rounds. The greedy k-means++, a step an
-#: anchor, was about half the graph's time on a few thousand rows (and more on 11,000), and
-#: the anchors' k-means moves them after either (``docs/defaults.rst``)
-GRAPH_ANCHOR_SEEDING = "rounds"
 #: ... and at most one per this many rows
 GRAPH_ROWS_PER_ANCHOR = 2
 #: rows of the smallest cluster of a clear graph: a row's nearest anchors' worth, the floor the

@@ -151,13 +151,11 @@ def test_multiview_graph_is_the_average_of_the_views():
     np.testing.assert_array_equal(model.predict(views), model.labels_)
 
 
-@pytest.mark.parametrize("seeding", ["greedy", "rounds"])
-def test_finds_curved_clusters_that_kmeans_cannot(seeding):
-    """Two concentric rings: no convex split separates them, the local graph does (with
-    either seeding of its anchors)."""
+def test_finds_curved_clusters_that_kmeans_cannot():
+    """Two concentric rings: no convex split separates them, the local graph does."""
     X, y = make_circles(2000, factor=0.4, noise=0.04, random_state=0)
     model = AnchorGraphClustering(2, n_anchors=200, geometry="euclidean",
-                                  anchor_seeding=seeding, random_state=0).fit(X)
+                                  random_state=0).fit(X)
     assert normalized_mutual_info_score(y, model.labels_) > 0.95
     from sklearn.cluster import KMeans
 
@@ -231,7 +229,6 @@ def test_disconnected_parts_warn():
     ({"n_clusters": 4}, np.zeros((6, 2)), "needs at least n_clusters=4 anchors"),
     ({"n_clusters": 2, "n_neighbors": 50, "n_anchors": 20}, None, "n_neighbors=50 exceeds"),
     ({"n_clusters": 2, "geometry": "cosine"}, None, "geometry"),
-    ({"n_clusters": 2, "anchor_seeding": "kmeans++"}, None, "anchor_seeding"),
 ])
 def test_bad_parameters_raise_one_line(params, data, message):
     X = _blobs()[0] if data is None else data

@@ -96,8 +96,8 @@ def test_default_refines_the_partition_on_the_anchor_graph_of_the_final_rows(tmp
     rows = graph_rows(np.asarray(plain.embedding_, dtype=np.float64), plain.final_step_)
     np.testing.assert_array_equal(rows, plain.embedding_)
     graph = AnchorGraphClustering(10, n_anchors=auto.plan_.graph_anchors, n_neighbors=10,
-                                  geometry="euclidean", anchor_max_iter=10,
-                                  anchor_seeding="rounds", random_state=0).fit(rows)
+                                  geometry="euclidean", anchor_max_iter=10, random_state=0
+                                  ).fit(rows)
     np.testing.assert_array_equal(auto.labels_, graph.labels_)
     # checked against a k-means of GRAPH_REFERENCE_INITS restarts (on the unit rows), not
     # the fit's n_init: the check is coarse, and where the graph is kept its labels are the

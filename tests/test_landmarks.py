@@ -9,13 +9,7 @@ import scipy.sparse as sp
 import zarr
 
 from mkrk_dask.kernels import KernelSpec, kernel_blocks, resolve_kernels
-from mkrk_dask.landmarks import (
-    kmeanspp_order,
-    kmeanspp_rounds,
-    landmark_transform,
-    select_landmarks,
-    take_rows,
-)
+from mkrk_dask.landmarks import kmeanspp_order, landmark_transform, select_landmarks, take_rows
 
 
 @pytest.fixture(scope="module")
@@ -93,54 +87,6 @@ def test_local_trials_pick_the_draw_that_lowers_the_potential_most():
     dup = np.repeat(np.arange(3.0)[:, None], 20, axis=0)
     idx = kmeanspp_order(dup, 10, np.random.RandomState(0), local_trials=4)
     assert len(np.unique(idx)) == 10 and len(np.unique(dup[idx, 0])) == 3
-
-
-def _rounds_reference(X, n_select, rng):
-    """D^2 sampling in rounds, written from the definition: each round draws ceil(sqrt(m))
-    distinct rows at once, with chance proportional to the squared distance to the rows
-    chosen before the round (no row at distance 0)."""
-    per = int(np.ceil(np.sqrt(n_select)))
-    chosen = [int(rng.randint(len(X)))]
-    while len(chosen) < n_select:
-        w = ((X[:, None, :] - X[chosen][None, :, :]) ** 2).sum(axis=2).min(axis=1)
-        positive = np.flatnonzero(w > 0)
-        want = min(per, n_select - len(chosen))
-        chosen += list(positive[rng.choice(positive.size, want, replace=False,
-                                           p=w[positive] / w[positive].sum())])
-    return np.array(chosen)
-
-
-def test_d2_rounds_draw_as_their_definition_and_cover_like_d2_seeding():
-    rng = np.random.default_rng(1)
-    X = np.vstack([rng.normal(0, 0.3, (60, 3)) + 4 * rng.normal(size=3) for _ in range(12)])
-    got = kmeanspp_rounds(X, 40, np.random.RandomState(5))
-    np.testing.assert_array_equal(got, _rounds_reference(X, 40, np.random.RandomState(5)))
-    assert len(np.unique(got)) == 40
-    # 16 seeds in 4 rounds of 4: a round's draws share their weights, yet they reach nearly
-    # as many of the twelve groups as one draw a step, and more than uniform draws
-    group = np.repeat(np.arange(12), 60)
-
-    def groups_reached(order):
-        return np.mean([np.unique(group[order(s)]).size for s in range(20)])
-
-    rounds = groups_reached(lambda s: kmeanspp_rounds(X, 16, np.random.RandomState(s)))
-    plain = groups_reached(lambda s: kmeanspp_order(X, 16, np.random.RandomState(s)))
-    uniform = groups_reached(
-        lambda s: np.random.RandomState(s).choice(len(X), 16, replace=False))
-    assert rounds >= plain - 1 and rounds >= uniform + 1.5
-
-
-def test_d2_rounds_on_duplicates_sparse_rows_and_more_seeds_than_rows(X):
-    dup = np.repeat(np.arange(3.0)[:, None], 20, axis=0)  # 3 distinct rows, 60 in all
-    idx = kmeanspp_rounds(dup, 10, np.random.RandomState(0))
-    assert len(np.unique(idx)) == 10 and len(np.unique(dup[idx, 0])) == 3
-    assert sorted(kmeanspp_rounds(dup[:7], 50, np.random.RandomState(0))) == list(range(7))
-    dense = kmeanspp_rounds(X, 30, np.random.RandomState(3))
-    sparse_rows = kmeanspp_rounds(sp.csr_matrix(X), 30, np.random.RandomState(3))
-    np.testing.assert_array_equal(dense, sparse_rows)
-    # the far group of 5 rows (0.8% of them) is found within the first rounds
-    assert all(np.any(kmeanspp_rounds(X, 10, np.random.RandomState(s))[:7] >= 600)
-               for s in range(10))
 
 
 def test_take_rows_numpy_sparse_dask_zarr_agree(X, tmp_path):

@@ -21,7 +21,6 @@ from sklearn.utils.validation import check_is_fitted
 from .._threads import single_blas_thread
 from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
 from ..assignment import assign_clusters, lloyd_centres, nearest_centre
-from ..choices import ANCHOR_SEEDINGS
 from ..exceptions import DisconnectedGraphWarning
 from ..passes import is_dask
 from ..validation import check_feature_views, check_n_clusters
@@ -186,12 +185,6 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         Most passes of the anchors' mini-batch k-means over the sampled rows (it also stops
         after 10 passes without improvement). Anchors need only cover the rows: a few passes
         place them nearly as well, at a fraction of the time where they are many.
-    anchor_seeding : {"greedy", "rounds"}, default="greedy"
-        Where the anchors' k-means starts. ``"greedy"``: scikit-learn's greedy k-means++
-        (2 + log m candidates a step, a step an anchor). ``"rounds"``: the same squared-distance
-        weights, but about sqrt(m) anchors drawn at once in each of about sqrt(m) rounds;
-        at hundreds of anchors it costs a fraction of the greedy seeding, which is then most
-        of the graph's time (:class:`MKKMRK`'s final graph uses it).
     random_state : int, RandomState or None, default=None
         Seeds the anchors' k-means and the final k-means.
 
@@ -221,20 +214,18 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "geometry": [StrOptions(set(GEOMETRIES))],
         "n_init": [Interval(Integral, 1, None, closed="left")],
         "anchor_max_iter": [Interval(Integral, 1, None, closed="left")],
-        "anchor_seeding": [StrOptions(set(ANCHOR_SEEDINGS))],
         "random_state": ["random_state"],
     }
 
     def __init__(self, n_clusters: int = 8, *, n_anchors: int = 1000, n_neighbors: int = 3,
                  geometry: str = "auto", n_init: int = 10, anchor_max_iter: int = 100,
-                 anchor_seeding: str = "greedy", random_state: Any = None) -> None:
+                 random_state: Any = None) -> None:
         self.n_clusters = n_clusters
         self.n_anchors = n_anchors
         self.n_neighbors = n_neighbors
         self.geometry = geometry
         self.n_init = n_init
         self.anchor_max_iter = anchor_max_iter
-        self.anchor_seeding = anchor_seeding
         self.random_state = random_state
 
     def fit(self, X: Any, y: Any = None) -> AnchorGraphClustering:
@@ -270,7 +261,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 self.random_state).randint(2**31 - 1, size=2))
         graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
                                                self.geometry, anchor_seed, index,
-                                               self.anchor_max_iter, self.anchor_seeding)
+                                               self.anchor_max_iter)
                                 for index, v in enumerate(views)), strict=True)
         F = graph_factor(list(factors))
         # ARPACK's BLAS calls are on vectors of the anchors' count: one thread

@@ -22,7 +22,6 @@ from ..assignment import FINAL_CLUSTERINGS, assign_clusters, graph_rows
 from ..exceptions import DisconnectedGraphWarning
 from ..plan import (
     GRAPH_ANCHOR_ITERATIONS,
-    GRAPH_ANCHOR_SEEDING,
     GRAPH_CLEAR_GAP,
     GRAPH_CLEAR_ROWS,
     GRAPH_MIN_AGREEMENT,
@@ -106,7 +105,7 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     graph = AnchorGraphClustering(
         n_clusters, n_anchors=plan.graph_anchors, n_neighbors=GRAPH_NEIGHBORS,
         geometry="euclidean", n_init=n_init, anchor_max_iter=GRAPH_ANCHOR_ITERATIONS,
-        anchor_seeding=GRAPH_ANCHOR_SEEDING, random_state=random_state)
+        random_state=random_state)
     n = rows.shape[0]
     sampled = plan.graph_rows < n
     if sampled:
