@@ -202,6 +202,60 @@ def test_k_parts_apart_beside_stray_rows_are_clear():
     assert normalized_mutual_info_score(truth, default.labels_) > 0.98
 
 
+def test_more_parts_than_clusters_keep_k_means_and_summary_says_why(monkeypatch):
+    """Where the graph has more disconnected parts than clusters and they are not k large
+    parts beside stray rows, k-means is kept at any agreement, and summary() gives that
+    reason, not a low agreement."""
+    from sklearn.datasets import make_moons
+
+    data, _ = make_moons(3000, noise=0.05, random_state=0)
+    # every agreement suffices, and no part is large enough to be apart: only the extra
+    # parts can keep k-means
+    monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_MIN_AGREEMENT", 0.0)
+    monkeypatch.setattr("mkrk_dask.estimators._base.GRAPH_MIN_AGREEMENT", 0.0)
+    monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_CLEAR_ROWS", data.shape[0])
+    model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
+    assert model.final_clustering_ == "kmeans" and model.final_graph_clear_ is False
+    text = model.summary()
+    assert "more parts with no edge between them than clusters" in text
+    assert "below 0.0" not in text
+
+
+def _heavy_tailed(seed, n=450, k=3, d=4):
+    """k Gaussian centres plus Student t noise of 2 degrees of freedom (infinite variance):
+    a few rows lie far out, alone."""
+    rng = np.random.default_rng(seed)
+    truth = np.repeat(np.arange(k), n // k)
+    return rng.normal(0, 5, (k, d))[truth] + rng.standard_t(2, (n, d)), truth
+
+
+def test_summary_points_at_a_graph_cluster_of_a_few_rows():
+    """A graph partition kept on its agreement with a cluster of fewer than 20 rows: on heavy
+    tails a few outlying rows set apart (two real clusters merged, the k-means partition is
+    better); on a true cluster of 10 rows, the right answer. No rule tried tells the two
+    apart (docs/defaults.rst), so the fit keeps the graph and summary() says what to do."""
+    data, truth = _heavy_tailed(0)
+    model = MKKMRK(3, random_state=0).fit(data)
+    plain = MKKMRK(3, final_clustering="kmeans", random_state=0).fit(data)
+    assert model.final_clustering_ == "graph" and model.final_graph_clear_ is False
+    smallest = int(np.bincount(model.labels_, minlength=3).min())
+    assert smallest < 20
+    assert (f"its smallest cluster holds {smallest} rows (fewer than 20): if they are "
+            "outlying rows, not a group, final_clustering='kmeans'") in model.summary()
+    assert (normalized_mutual_info_score(truth, plain.labels_)
+            > normalized_mutual_info_score(truth, model.labels_) + 0.05)
+    # a true small cluster: 10 rows, well apart, which the graph finds
+    rng = np.random.default_rng(0)
+    small_truth = np.repeat(np.arange(4), [600, 150, 40, 10])
+    blobs = rng.normal(0, 4, (4, 5))[small_truth] + rng.normal(size=(800, 5))
+    found = MKKMRK(4, random_state=0).fit(blobs)
+    assert found.final_clustering_ == "graph"
+    assert normalized_mutual_info_score(small_truth, found.labels_) > 0.99
+    assert "its smallest cluster holds 10 rows" in found.summary()
+    # a graph whose clusters are all large says nothing of the kind
+    assert "its smallest cluster" not in MKKMRK(10, random_state=0).fit(X).summary()
+
+
 def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatch):
     # Above GRAPH_SAMPLE_ROWS the parts are those of the sample's graph: its rows' weights
     # and its own labels; the other rows take the graph's labels.

@@ -40,6 +40,7 @@ from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec
 from ..plan import (
+    GRAPH_CLEAR_ROWS,
     GRAPH_MIN_AGREEMENT,
     PREPROCESSING_CHOICES,
     FitPlan,
@@ -522,6 +523,17 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         elif graph is not None:
             lines.append(f"partition kept: the anchor graph's (NMI {agreement:.4f} with the "
                          f"k-means partition, kept from {GRAPH_MIN_AGREEMENT})")
+            smallest = int(np.bincount(self.labels_, minlength=int(self.n_clusters)).min())
+            if smallest < GRAPH_CLEAR_ROWS:
+                # heavy tails: a few outlying rows as a cluster, two real ones merged; or a
+                # true small cluster, which no rule tried could tell apart (docs/defaults.rst)
+                lines.append(f"  its smallest cluster holds {smallest} rows (fewer than "
+                             f"{GRAPH_CLEAR_ROWS}): if they are outlying rows, not a group, "
+                             "final_clustering='kmeans' gives the k-means partition")
+        elif agreement is not None and agreement >= GRAPH_MIN_AGREEMENT:
+            lines.append(f"partition kept: k-means (the anchor graph has more parts with no "
+                         f"edge between them than clusters, so which it joined is arbitrary; "
+                         f"NMI {agreement:.4f} with the k-means partition)")
         elif agreement is not None:
             lines.append(f"partition kept: k-means (the anchor graph's partition agreed with it "
                          f"at NMI {agreement:.4f}, below {GRAPH_MIN_AGREEMENT}: a different "
