@@ -530,7 +530,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 lines.append(f"  its smallest cluster holds {smallest} rows (fewer than "
                              f"{GRAPH_CLEAR_ROWS}): if they are outlying rows, not a group, "
                              "final_clustering='kmeans' gives the k-means partition")
-        elif agreement is not None and agreement >= GRAPH_MIN_AGREEMENT:
+        elif getattr(self, "final_graph_extra_parts_", None):
             lines.append(f"partition kept: k-means (the anchor graph has more parts with no "
                          f"edge between them than clusters, so which it joined is arbitrary; "
                          f"NMI {agreement:.4f} with the k-means partition)")

@@ -96,12 +96,13 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     parts (:func:`clear_parts`): k-means assumes convex clusters in the embedding, the graph
     follows curved ones. Returns the labels kept and the fitted attributes
     ``final_clustering_``, ``final_graph_`` (None where k-means is kept),
-    ``final_graph_agreement_`` and ``final_graph_clear_``."""
+    ``final_graph_agreement_``, ``final_graph_clear_`` and ``final_graph_extra_parts_``."""
     from sklearn.metrics import normalized_mutual_info_score
 
     if plan.final_clustering != "graph":
         return labels, {"final_clustering_": "kmeans", "final_graph_": None,
-                        "final_graph_agreement_": None, "final_graph_clear_": None}
+                        "final_graph_agreement_": None, "final_graph_clear_": None,
+                        "final_graph_extra_parts_": None}
     graph = AnchorGraphClustering(
         n_clusters, n_anchors=plan.graph_anchors, n_neighbors=GRAPH_NEIGHBORS,
         geometry="euclidean", n_init=n_init, anchor_max_iter=GRAPH_ANCHOR_ITERATIONS,
@@ -135,7 +136,8 @@ def graph_partition(plan: FitPlan, rows: np.ndarray, labels: np.ndarray, *, n_cl
     if extra_parts:  # ... unless all but k of them are a few stray rows
         clear = parts_apart(anchor_weights(graph, fitted_rows), graph.labels_, n_clusters)
     del fitted_rows
-    fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear}
+    fitted = {"final_graph_agreement_": agreement, "final_graph_clear_": clear,
+              "final_graph_extra_parts_": extra_parts}
     if not clear and (extra_parts or agreement < GRAPH_MIN_AGREEMENT):
         return labels, {"final_clustering_": "kmeans", "final_graph_": None, **fitted}
     return graph_labels, {"final_clustering_": "graph", "final_graph_": graph, **fitted}

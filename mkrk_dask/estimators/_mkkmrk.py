@@ -89,7 +89,7 @@ class MKKMRK(MultipleKernelKMeans):
         graph lost to k-means), ``"kmeans"``
         otherwise and with an explicit step (the paper's configuration). What was kept:
         ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``,
-        ``final_graph_clear_``.
+        ``final_graph_clear_``, ``final_graph_extra_parts_``.
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
         Nystrom factors hold), k for the spectral step (the loop's own eigenvectors). An
@@ -279,6 +279,10 @@ class MKKMRK(MultipleKernelKMeans):
         k parts with no edge between them beside a few stray rows; see
         ``final_clustering``), which keeps its partition at any agreement (None where no
         graph was built).
+    final_graph_extra_parts_ : bool or None
+        Whether the graph has more parts with no edge between them than ``n_clusters``
+        (which of them it joined is then arbitrary: k-means is kept unless the graph is
+        clear); None where no graph was built.
     n_labels_polished_ : int
         Labels moved by the Lloyd steps that make the centres a fixed point (0 after k-means
         run to convergence).
