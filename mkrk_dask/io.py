@@ -62,6 +62,9 @@ class Dataset:
         it are the training set), ``subset_rows`` when a subset was drawn, and ``read``: how
         a CSV file was read where it was not plain commas and every column (its separator,
         a first column of row names left out).
+    ids : ndarray of str or None
+        The rows' IDs, from the ID column of a CSV file (``CsvColumns.id_column``); None
+        without one.
     """
 
     name: str
@@ -69,6 +72,7 @@ class Dataset:
     y: np.ndarray | None
     view_names: tuple[str, ...] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    ids: np.ndarray | None = None
 
     @property
     def views(self) -> list[Any]:
@@ -98,6 +102,7 @@ class _RawData(NamedTuple):
     y: np.ndarray | None
     view_names: tuple[str, ...] | None
     extra: dict[str, Any]
+    ids: np.ndarray | None = None
 
 
 # --------------------------------------------------------------------------- public readers
@@ -115,10 +120,13 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
       any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
       scalar entries go to ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
-    - ``.csv``: comma-separated numbers, UTF-8 (a byte order mark is ignored). A first row in
+    - ``.csv``: comma-separated numbers, UTF-8 (a byte order mark is ignored), parsed as RFC
+      4180 has it (see :func:`mkrk_dask.csv_input.read_csv` for every rule). A first row in
       which no field is a number is a header and skipped; a first row with some numbers is
-      data (so a missing or non-numeric value in it is an error, as in any row). Every column
-      is a feature unless ``columns`` says otherwise; labels only from its ``label_column``.
+      data (so a missing or non-numeric value in it is an error, as in any row). A row with
+      more or fewer fields than the header is an error. Every column is a feature unless
+      ``columns`` says otherwise; labels only from its ``label_column``, IDs (``ids``) only
+      from its ``id_column``.
     - ``.mat``: variable ``X`` (dense or sparse) and optional ``y``; MATLAB up to v7 through
       scipy, v7.3 (HDF5) through h5py (the ``io`` extra).
 
@@ -138,8 +146,8 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
     random_state : int, default 0
         Seed of the subset draw.
     columns : CsvColumns, optional
-        The feature and label columns of a .csv file (by header name or index); an error for
-        the other formats.
+        The feature, label and ID columns of a .csv file (by header name or 0-based index);
+        an error for the other formats.
 
     Returns
     -------
@@ -147,6 +155,7 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
         Dense data as float64 (uint8 images scaled to [0, 1]), sparse data as CSR float64,
         multi-view data as a list of float64 arrays with ``view_names``. Integral labels are
         kept as they are; other labels (strings, say) are coded 0..c-1 in sorted order.
+        ``ids`` holds the IDs of a CSV file's ID column (None otherwise).
 
     Raises
     ------
@@ -185,7 +194,7 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
     data_dir : str or path-like, optional
         Folder of the benchmark files (default :func:`mkrk_dask.datasets.default_data_dir`).
     columns : CsvColumns, optional
-        The feature and label columns of a .csv file (see :func:`load_array_file`).
+        The feature, label and ID columns of a .csv file (see :func:`load_array_file`).
 
     Returns
     -------
@@ -203,16 +212,17 @@ def load_input(source: str | os.PathLike[str], *, labels: str | os.PathLike[str]
     # Imported here: datasets (benchmark lookup) reads its files through this module.
     from .datasets import _resolve_path
 
+    # an optional label column (a fit's, applied by mkrk predict) gives way to the others
+    column = None if columns is None or columns.optional_label else columns.label_column
     given = [flag for flag, value in (("--labels", labels), ("--y-key", y_key),
-             ("--label-column", columns and columns.label_column)) if value is not None]
+             ("--label-column", column)) if value is not None]
     if len(given) > 1:
         raise ValueError(f"give the labels with {' or with '.join(given)}, "
                          f"not {'both' if len(given) == 2 else 'several'}")
     path = Path(source).expanduser()
     if is_zarr_array(path):
         if columns is not None and columns.chosen:
-            raise ValueError("columns (--columns, --drop-columns, --label-column) apply to "
-                             ".csv files, not to a Zarr array")
+            raise ValueError(f"{_CSV_ONLY} .csv files, not to a Zarr array")
         data = Dataset(path.stem, _open_zarr_array(path), None)
     else:
         if path.is_dir():
@@ -360,9 +370,12 @@ def _read_file(path: Path, columns: CsvColumns | None = None) -> _RawData:
     if path.suffix.lower() == ".csv":
         return reader(path, columns)
     if columns is not None and columns.chosen:
-        raise ValueError(f"columns (--columns, --drop-columns, --label-column) apply to .csv "
-                         f"files, not to {path.name}")
+        raise ValueError(f"{_CSV_ONLY} .csv files, not to {path.name}")
     return reader(path)
+
+
+#: the start of the error for columns named for a file that has none
+_CSV_ONLY = "columns (--columns, --drop-columns, --label-column, --id-column) apply to"
 
 
 def _view_keys(keys: list[str]) -> list[str]:
@@ -442,10 +455,11 @@ def _read_npy(path: Path) -> _RawData:
 
 def _read_csv(path: Path, columns: CsvColumns | None = None) -> _RawData:
     try:
-        X, y, read = read_csv(path, columns)
+        data = read_csv(path, columns)
     except UnicodeDecodeError as err:
         raise _unreadable(path, ".csv (UTF-8 text)", err) from None
-    return _RawData(X, y, None, {} if read is None else {"read": read})
+    return _RawData(data.X, data.y, None, {} if data.read is None else {"read": data.read},
+                    data.ids)
 
 
 def _read_mat(path: Path) -> _RawData:
@@ -532,10 +546,12 @@ def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int)
             raise ValueError(f"{name}: {y.shape[0]} labels for {n_samples} rows")
         check_labels_present(y, f"y of {name}")
     extra = dict(raw.extra)
+    ids = raw.ids
     if subset is not None:
         rows = _subset_rows(n_samples, subset, random_state)
         views = [v[rows] for v in views]
         y = None if y is None else y[rows]
+        ids = None if ids is None else ids[rows]
         if "n_train" in extra:
             extra["n_train"] = int(np.count_nonzero(rows < extra["n_train"]))
         extra["subset_rows"] = rows
@@ -546,6 +562,7 @@ def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int)
         y=None if y is None else _as_int_labels(y),
         view_names=raw.view_names,
         extra=extra,
+        ids=ids,
     )
 
 

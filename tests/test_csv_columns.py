@@ -104,15 +104,18 @@ def test_cli_fit_reads_the_label_column(iris_csv: Path, run_mkrk) -> None:
 
 
 @pytest.mark.parametrize("text, message", [
+    # numpy named this column 3 (1-based) and the row 0-based: both are 0-based now
     ("a,b,color\n1,2,red\n3,4,blue\n",
-     r"column 3\); a column of text: leave it out \(--drop-columns NAME"),
-    ("a,b\n1,2\n3,\n", r"row 1, column 2\); the cell is empty: fill in or drop the rows"),
-    ("1,2,3\n4,5\n", r"changed from 3 to 2 at row 2\); every row needs the same number of "
-                     r"fields$"),
+     r"got 'red' at row 0 of the data, 0-based: line 2 of the file; column 'color', 0-based "
+     r"index 2\); if the column holds text, leave it out \(--drop-columns NAME"),
+    ("a,b\n1,2\n3,\n", r"got '' at row 1 of the data, 0-based: line 3 of the file; column "
+                       r"'b', 0-based index 1\); the cell is empty: fill in or drop the rows"),
+    ("1,2,3\n4,5\n", r"line 2 of the file \(1-based\) has 2 fields, the first row 3; every "
+                     r"row needs one field per column"),
 ])
 def test_a_cell_that_is_no_number_says_what_to_do(tmp_path: Path, text: str,
                                                   message: str) -> None:
-    """Text, an empty cell or a short row: numpy's reason, then what the user can do (not
+    """Text, an empty cell or a short row: where it is, then what the user can do (not
     numpy's advice to use ``usecols``, which the command does not have), in one line."""
     path = tmp_path / "bad.csv"
     path.write_text(text)
