@@ -59,6 +59,7 @@ class StoreLocation:
         if text.startswith("file://"):
             text = text[len("file://"):]
         if _is_url(text):
+            _refuse_credentials(text)
             return cls(text.rstrip("/"), dict(storage_options or {}))
         if storage_options:
             raise ValueError("storage_options apply to URL stores (s3://..., gs://...), not "
@@ -228,13 +229,30 @@ def _endpoint(fs: Any) -> str | None:
 
 def _masked_error(err: BaseException, options: dict[str, Any] | None) -> str:
     """``err`` in one line of at most 200 characters, any storage option's value blanked."""
-    from .secrets import MASK
+    from .secrets import mask_text
 
     text = " ".join(str(err).split()) or type(err).__name__
-    for value in (options or {}).values():
-        if isinstance(value, str) and len(value) >= 4:
-            text = text.replace(value, MASK)
-    return f"{type(err).__name__}: {text[:200]}"
+    secrets = [v for v in (options or {}).values() if isinstance(v, str)]
+    return f"{type(err).__name__}: {mask_text(text, secrets)[:200]}"
+
+
+#: object stores whose fsspec filesystems take credentials from options, never from the URL
+_BUCKET_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "abfs", "abfss", "adl")
+
+
+def _refuse_credentials(url: str) -> None:
+    """An object store's URL with credentials in it (``s3://KEY:SECRET@bucket``) is refused
+    in one line that does not repeat them: its filesystem would take them for the bucket's
+    name, and a URL is recorded and shown where an option's value is masked."""
+    from .secrets import mask_url, url_credentials
+
+    scheme = url.split("://", 1)[0].lower()
+    if scheme in _BUCKET_SCHEMES and url_credentials(url) is not None:
+        raise ValueError(f"the store URL {mask_url(url)} carries credentials; an object "
+                         "store reads them from its options, never from the URL: give them "
+                         "with --storage-option key=... --storage-option secret=... "
+                         "(storage_options= in Python) or in the environment "
+                         "(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)")
 
 
 def _read_marker(location: StoreLocation, name: str, token: str) -> str | None:

@@ -12,12 +12,17 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["MASK", "mask_options", "mask_url", "mask_argv"]
+__all__ = ["MASK", "mask_options", "mask_url", "mask_argv", "url_credentials",
+           "secrets_of_argv", "mask_text"]
 
 MASK = "***"
 
 #: ``scheme://user:password@host``: the user information of a URL
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@]*)@")
+#: the same anywhere in a text (an error message quoting a URL)
+_USERINFO_ANYWHERE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s]*)@")
+#: a secret shorter than this is not searched for in a text (it would mask ordinary words)
+_SHORTEST_SECRET = 4
 #: command-line options whose values are storage options (``KEY=VALUE``)
 _OPTION_FLAGS = ("--storage-option",)
 
@@ -54,3 +59,37 @@ def mask_argv(argv: Sequence[str]) -> list[str]:
         follows = word in _OPTION_FLAGS
         masked.append(mask_url(word))
     return masked
+
+
+def url_credentials(url: str) -> str | None:
+    """The user information of ``url`` (``user:password`` of ``s3://user:password@bucket``),
+    or None."""
+    match = _USERINFO.match(str(url))
+    return match["user"] if match and match["user"] else None
+
+
+def secrets_of_argv(argv: Sequence[str]) -> list[str]:
+    """The secret words of a command line: the values of ``--storage-option KEY=VALUE`` and
+    the user information of every URL (with its parts, which a library may quote alone)."""
+    found: list[str] = []
+    follows = False
+    for word in argv:
+        flag, sep, value = word.partition("=")
+        if follows or (flag in _OPTION_FLAGS and sep):
+            found.append((word if follows else value).partition("=")[2])
+        follows = word in _OPTION_FLAGS
+        for match in _USERINFO_ANYWHERE.finditer(word):
+            user = match["user"]
+            found += [user, *user.split(":", 1)] if user else []
+    return [s for s in found if len(s) >= _SHORTEST_SECRET]
+
+
+def mask_text(text: str, secrets: Sequence[str] = ()) -> str:
+    """``text`` with the user information of any URL in it masked, and every one of
+    ``secrets`` (longest first, so that a part never unmasks the whole) replaced by
+    :data:`MASK`: for messages that quote what a library said about a URL or its options."""
+    text = _USERINFO_ANYWHERE.sub(lambda m: f"{m['scheme']}{MASK}@", str(text))
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if len(secret) >= _SHORTEST_SECRET:
+            text = text.replace(secret, MASK)
+    return text

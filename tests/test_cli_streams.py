@@ -212,6 +212,32 @@ def test_out_refuses_an_earlier_run_without_force(digits_npz: Path, tmp_path: Pa
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # no temporary left
 
 
+def test_force_replaces_only_what_a_run_wrote(digits_npz: Path, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture) -> None:
+    # Round 4: --force over an earlier run folder deleted a note the user had put there.
+    out = tmp_path / "run"
+    argv = ["fit", str(digits_npz), "--n-init", "2", "--max-iter", "2", "--out", str(out),
+            "-q"]
+    assert main(argv) == 0
+    written = json.loads((out / "manifest.json").read_text())["files"]
+    assert "result.json" in written and "labels.csv" in written
+    (out / "user_note.txt").write_text("mine")
+    before = (out / "result.json").read_bytes()
+    capsys.readouterr()
+    assert main([*argv, "--force"]) == 2
+    err = capsys.readouterr().err
+    assert "user_note.txt" in err and "no run wrote" in err and len(err.splitlines()) == 1
+    assert (out / "user_note.txt").read_text() == "mine"
+    assert (out / "result.json").read_bytes() == before
+    # without the note --force replaces the run, and a run whose manifest is gone is refused
+    (out / "user_note.txt").unlink()
+    assert main([*argv, "--force"]) == 0
+    (out / "manifest.json").unlink()
+    assert main([*argv, "--force"]) == 2
+    assert "manifest.json" in capsys.readouterr().err
+    assert (out / "result.json").exists()
+
+
 def test_out_never_replaces_a_folder_of_other_files(digits_npz: Path, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture) -> None:

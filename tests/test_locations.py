@@ -220,3 +220,40 @@ def test_the_visibility_check_asks_a_worker_that_failed_again(tmp_path):
         with pytest.raises(StoreError, match="no worker answered") as caught:
             _ask_every_worker(c, always_fails, None)
         assert "\n" not in str(caught.value)
+
+
+def test_credentials_in_a_store_url_are_refused_and_never_printed(tmp_path, capsys):
+    """Round 4: ``s3://KEY:SECRET@bucket`` failed with exit 2 and printed the key and the
+    secret (the filesystem took them for the bucket's name and quoted it)."""
+    url = "s3://AKIAEXAMPLEKEY:VerySecretValue42@bucket/run.zarr"
+    with pytest.raises(ValueError, match="carries credentials") as caught:
+        StoreLocation.parse(url)
+    assert "AKIAEXAMPLEKEY" not in str(caught.value)
+    assert "VerySecretValue42" not in str(caught.value)
+    data = tmp_path / "d.npz"
+    np.savez(data, X=X)
+    from mkrk_dask.cli import main
+
+    code = main(["fit", str(data), "-k", "3", "--solver", "blockwise", "--store", url,
+                 "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "AKIAEXAMPLEKEY" not in err and "VerySecretValue42" not in err
+    assert err.strip().splitlines()[-1].startswith("mkrk fit: error: the store URL s3://***@")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_message_quoting_a_secret_is_masked_on_the_command_line():
+    """Whatever a library says about a URL or an option's value, the command line's error
+    masks it: the user information of any URL in it, and the secret words of the command."""
+    from mkrk_dask.secrets import mask_text, secrets_of_argv
+
+    argv = ["fit", "x.npz", "--store", "gs://me:hunter2pass@b/x.zarr",
+            "--storage-option", "secret=s3cr3tvalue", "--storage-option=token=abcdef123"]
+    secrets = secrets_of_argv(argv)
+    said = ('Invalid bucket name "me:hunter2pass@b"; s3cr3tvalue refused; token abcdef123; '
+            "see ftp://u:pw99@host/x")
+    masked = mask_text(said, secrets)
+    for word in ("hunter2pass", "s3cr3tvalue", "abcdef123", "pw99"):
+        assert word not in masked
+    assert "Invalid bucket name" in masked and "ftp://***@host/x" in masked

@@ -134,8 +134,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exc()
+        from ..secrets import mask_text, secrets_of_argv
+
         err = _explain_damaged_input(err, args)
-        message = " ".join(str(err).split()) or type(err).__name__
+        # Whatever a library quoted (a URL, an option's value), no credential is printed.
+        message = mask_text(" ".join(str(err).split()) or type(err).__name__,
+                            secrets_of_argv(argv))
         code = exit_code(err)
         if code != EXIT_INTERNAL:
             print(f"mkrk {args.command}: error: {message}", file=sys.stderr)

@@ -439,7 +439,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
         log(args, "mkrk reproduce: --library-only is deprecated and has no effect (the "
                   "protocol always runs from the library)")
     repeats = _repeats(args)
-    out = Output(args.out, force=args.force, marker="paper_table.json")
+    # the protocol writes its files into the folder and deletes none
+    out = Output(args.out, force=args.force, marker="paper_table.json", whole=False)
     out.check()
     lams = parse_lams(args.lams) if args.lams is not None else None
     _check_data_folder(args)
@@ -476,6 +477,7 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         level=2)
     written = make_figures(report, out, datasets=args.datasets, heatmap_lams=heatmap_lams,
                            dpi=args.dpi)
+    Output.add_to_manifest(path.parent, written)  # --force over a run replaces them too
     for file in written:
         result(str(file))
     log(args, f"{len(written)} figure(s) in {out}")

@@ -8,7 +8,9 @@
 - :meth:`Output.folder` writes a result folder under a temporary name beside ``--out`` and
   renames it into place at the end (replacing an earlier run only with ``--force``): an
   interrupted or failed write (a full disk, say) never leaves a half result, and whatever the
-  write created (the temporary folder, missing parent folders) is removed.
+  write created (the temporary folder, missing parent folders) is removed. The folder's
+  :data:`MANIFEST` lists the files the run wrote: ``--force`` refuses a run folder that holds
+  any other file, since replacing the folder would delete it.
 
 A file system error becomes a one-line :class:`~mkrk_dask.cli.errors.UserError` (exit 2).
 """
@@ -16,6 +18,7 @@ A file system error becomes a one-line :class:`~mkrk_dask.cli.errors.UserError` 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -26,8 +29,10 @@ from ..locations import nearest_existing
 from ..results import plain_mode
 from .errors import UserError
 
-__all__ = ["Output", "SMALL_RESULT"]
+__all__ = ["Output", "SMALL_RESULT", "MANIFEST"]
 
+#: the file of a result folder that lists the files the run wrote (``--force`` removes those)
+MANIFEST = "manifest.json"
 #: bytes a small result needs at least (the probe writes this much)
 SMALL_RESULT = 256 * 1024
 
@@ -38,6 +43,12 @@ def _size(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"  # pragma: no cover
+
+
+def _files(folder: Path) -> set[str]:
+    """The files below ``folder``, as paths relative to it with "/" separators."""
+    return {f.relative_to(folder).as_posix() for f in folder.rglob("*")
+            if f.is_file() or f.is_symlink()}
 
 
 def _strerror(err: OSError) -> str:
@@ -57,12 +68,16 @@ class Output:
         What ``--out`` names.
     marker : str
         For a folder: the file whose presence means it holds an earlier run.
+    whole : bool
+        For a folder: the results replace it whole (through :meth:`folder`), so ``--force``
+        must find none but a run's own files there. False where a command writes its files
+        into the folder one by one and removes nothing.
     """
 
     def __init__(self, path: str, *, force: bool, kind: str = "folder",
-                 marker: str = "result.json"):
+                 marker: str = "result.json", whole: bool = True):
         self.path = self.named(path)
-        self.force, self.kind, self.marker = force, kind, marker
+        self.force, self.kind, self.marker, self.whole = force, kind, marker, whole
 
     @staticmethod
     def named(path: str) -> Path:
@@ -93,6 +108,8 @@ class Output:
             if earlier and not self.force:
                 raise UserError(f"--out {p} holds an earlier run ({self.marker}); give --force "
                                 "to replace it, or another folder")
+            if earlier and self.whole:
+                self._refuse_foreign_files(p)
             if not earlier and p.is_dir() and any(p.iterdir()):
                 # The results replace the folder whole: never a folder of the user's files,
                 # even with --force.
@@ -157,10 +174,51 @@ class Output:
                                 f"{_strerror(err)}") from None
             raise
 
+    @staticmethod
+    def _refuse_foreign_files(folder: Path) -> None:
+        """``--force`` replaces a run's own files only: those its manifest lists. Any other
+        file (a note the user put beside the results) makes it refuse, naming the file."""
+        try:
+            written = set(json.loads((folder / MANIFEST).read_text())["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            raise UserError(f"--out {folder} holds a run without a readable {MANIFEST} (the "
+                            "list of the files it wrote), so --force cannot tell its files "
+                            "from yours; remove the folder yourself or give another") from None
+        present = _files(folder) - {MANIFEST}
+        foreign = sorted(present - written)
+        if foreign:
+            more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+            raise UserError(f"--out {folder} holds {foreign[0]}{more}, which no run wrote; "
+                            "--force replaces only a run's own files: move it, or give "
+                            "another folder")
+
+    @staticmethod
+    def add_to_manifest(folder: Path, files: list[Path]) -> None:
+        """Record ``files``, written later into the run folder ``folder`` (figures), in its
+        manifest, so that ``--force`` replaces them with the run; nothing where ``folder``
+        holds no run."""
+        manifest = folder / MANIFEST
+        if not manifest.is_file():
+            return
+        try:
+            listed = set(json.loads(manifest.read_text())["files"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return  # unreadable: --force refuses the folder anyway
+        root = folder.resolve()
+        for file in files:
+            with contextlib.suppress(ValueError):  # a file outside the folder: not the run's
+                listed.add(Path(file).resolve().relative_to(root).as_posix())
+        manifest.write_text(json.dumps({"files": sorted(listed)}, indent=1))
+
     def _commit(self, staging: Path, target: Path) -> None:
+        (staging / MANIFEST).write_text(json.dumps({"files": sorted(_files(staging))},
+                                                   indent=1))
         if not target.exists():
             os.rename(staging, target)
             return
+        # again at the last moment: a file put there since the check is kept too
+        if any(target.iterdir()):
+            self._refuse_foreign_files(target)
         old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old-"))
         os.rename(target, old / target.name)
         try:
