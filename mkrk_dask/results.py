@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 __all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
-           "search_record", "mkkmrk_summary", "search_report", "write_labels", "atomic_path",
+           "search_record", "mkkmrk_summary", "search_report", "write_labels", "labels_table",
+           "atomic_path",
            "plain_mode", "weight_stats",
            "library_version", "machine_line", "report_header"]
 
@@ -118,17 +119,39 @@ def dataset_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
                      "(no 'datasets' list and no single fit)")
 
 
-def write_labels(path: str | os.PathLike[str], labels: Any) -> Path:
-    """Labels to ``.npy``, or to text with a ``label`` header line (any other extension),
-    atomically (:func:`atomic_path`)."""
+def labels_table(labels: Any, ids: Any = None) -> tuple[list[str], list[list[Any]]]:
+    """The header and rows of a labels CSV: ``label``, or ``id,label`` with the rows' IDs.
+
+    Raises
+    ------
+    ValueError
+        If ``ids`` and ``labels`` differ in length.
+    """
+    labels = np.asarray(labels)
+    if ids is None:
+        return ["label"], [[int(v)] for v in labels]
+    ids = np.asarray(ids)
+    if ids.shape[0] != labels.shape[0]:
+        raise ValueError(f"{ids.shape[0]} IDs for {labels.shape[0]} labels")
+    return ["id", "label"], [[str(i), int(v)] for i, v in zip(ids, labels, strict=True)]
+
+
+def write_labels(path: str | os.PathLike[str], labels: Any, ids: Any = None) -> Path:
+    """Labels to ``.npy``, or to CSV text (any other extension) with a header line: ``label``
+    and one label a line, or ``id,label`` and a row's ID beside its label when ``ids`` are
+    given (an ID column's); atomically (:func:`atomic_path`).
+
+    A ``.npy`` file holds the labels only (an array of one type).
+    """
     path = Path(path)
     labels = np.asarray(labels)
+    header, rows = labels_table(labels, ids)  # checked before anything is written
     with atomic_path(path) as temporary:
         if path.suffix == ".npy":
             with open(temporary, "wb") as handle:
                 np.save(handle, labels)
         else:
-            _write_csv(temporary, ["label"], [[int(v)] for v in labels])
+            _write_csv(temporary, header, rows)
     return path
 
 
@@ -237,7 +260,8 @@ def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
               **record: Any) -> dict[str, Any]:
     """Write everything about a fit to the folder ``out`` and return its record.
 
-    Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv`` (the
+    Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv``
+    (``labels.csv`` is ``id,label`` where ``data.ids`` holds the rows' IDs; the other
     CSV files name the kernels: ``Y.csv`` has a header row and a first column of kernel
     names); ``metrics.json`` (with labels); the model, when ``save_model(model, out)`` is
     given (it returns the name it wrote, recorded as ``"model"``); and ``result.json``
@@ -251,7 +275,7 @@ def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
     names = list(model.kernel_names_)
     labels = np.asarray(model.labels_)
     np.save(out / "labels.npy", labels)
-    write_labels(out / "labels.csv", labels)
+    write_labels(out / "labels.csv", labels, getattr(data, "ids", None))
     np.save(out / "weights.npy", model.weights_)
     _write_csv(out / "weights.csv", ["kernel", "weight"],
                [[name, repr(float(w))] for name, w in zip(names, model.weights_, strict=True)])

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -33,6 +35,7 @@ from ..plotting import make_figures  # matplotlib itself is imported when drawin
 from ..protocol import find_datasets, render_markdown, run_protocol
 from ..results import (
     dataset_entries,
+    labels_table,
     library_version,
     mkkmrk_summary,
     read_results,
@@ -184,19 +187,64 @@ def _result_size(data: Dataset) -> int:
 # --------------------------------------------------------------------------- commands
 
 
-def _columns(args: argparse.Namespace) -> CsvColumns:
-    """The CSV columns the options pick (none: every column a feature)."""
-    return CsvColumns(args.columns, args.drop_columns, getattr(args, "label_column", None))
+#: the file of a fit's --out that records the CSV columns it read (mkrk predict applies them)
+INPUT_FILE = "input.json"
 
 
-def _load(args: argparse.Namespace, **kwargs: Any) -> Dataset:
+def _columns(args: argparse.Namespace, recorded: dict[str, Any] | None = None) -> CsvColumns:
+    """The CSV columns the options pick (none: every column a feature), over those a fit
+    recorded (``recorded``, for mkrk predict): an option given replaces the recorded one,
+    --columns and --drop-columns as one choice."""
+    given = {key: value for key, value in (("label_column", getattr(args, "label_column", None)),
+                                           ("id_column", args.id_column)) if value is not None}
+    if args.columns is not None or args.drop_columns:
+        given.update(columns=args.columns, drop_columns=args.drop_columns)
+    if recorded is None:
+        return CsvColumns(**given)
+    # the fit's label column is read where the new data has it: new data may have no labels
+    return CsvColumns.from_json(recorded, optional_label="label_column" not in given, **given)
+
+
+def _load(args: argparse.Namespace, recorded: dict[str, Any] | None = None,
+          **kwargs: Any) -> Dataset:
     """The command's data (:func:`~mkrk_dask.io.load_input` with the CSV columns the options
-    pick), and a line saying how a CSV file was read where the reader chose something (its
-    separator, a column of row names left out), before any work on it."""
-    data = load_input(args.data, columns=_columns(args), **kwargs)
+    pick, over ``recorded``), and a line saying how a CSV file was read where the reader
+    chose something (its separator, a column of row names left out), before any work on
+    it."""
+    data = load_input(args.data, columns=_columns(args, recorded), **kwargs)
     if "read" in data.extra:
         log(args, f"read {args.data}: {data.extra['read']}")
     return data
+
+
+def _write_input(folder: Path, args: argparse.Namespace) -> None:
+    """Record the CSV columns the fit read in its --out (``input.json``), for mkrk predict."""
+    write_json(folder / INPUT_FILE, {"kind": "mkrk-input", "version": library_version(),
+                                     "data": str(args.data),
+                                     "csv_columns": _columns(args).to_json()})
+
+
+def _recorded_columns(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The CSV columns of the fit whose model predict reads (its ``input.json``), where the
+    new data is a CSV file too; else None."""
+    if Path(args.data).suffix.lower() != ".csv":
+        return None
+    model = Path(args.model).expanduser()
+    # MODEL is the fit's --out, or the model inside it
+    folder = model if (model / "result.json").is_file() else model.parent
+    path = folder / INPUT_FILE
+    if not path.is_file():
+        return None  # a fit made before the columns were recorded, or of another format
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise UserError(f"cannot read the fit's columns {path}: {err}") from None
+    columns = record.get("csv_columns") if isinstance(record, dict) else None
+    if not isinstance(columns, dict):
+        raise UserError(f"{path} records no CSV columns (csv_columns)")
+    log(args, f"the CSV columns of the fit ({path}): " + ", ".join(
+        f"{key} {value}" for key, value in columns.items() if value not in (None, [])), 2)
+    return columns
 
 
 def _cmd_build(args: argparse.Namespace) -> int:
@@ -250,6 +298,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             record = write_fit(folder, model, data, save_model=models.save, source=args.data,
                                command=args.command_line, seconds=seconds,
                                scheduler=args.scheduler, store=args.store)
+            _write_input(folder, args)
     log(args, f"fitted in {seconds:.1f} s: {model.n_iter_} iterations "
               f"({'converged' if model.converged_ else 'max_iter reached'}), "
               f"{len(model.selected_kernels_)} of {len(model.weights_)} kernels selected")
@@ -294,10 +343,11 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         with out.folder() as folder:
             labels = np.asarray(model.labels_)
             np.save(folder / "labels.npy", labels)
-            write_labels(folder / "labels.csv", labels)
+            write_labels(folder / "labels.csv", labels, data.ids)
             if "metrics" in record:
                 write_json(folder / "metrics.json", record["metrics"])
             record["model"] = models.save(model, folder)
+            _write_input(folder, args)
             write_json(folder / "result.json", record)  # last: the folder is complete
     log(args, f"clustered in {seconds:.1f} s")
     if "metrics" in record:
@@ -382,16 +432,22 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         raise UserError(f"the model {args.model} cannot label new data: it was fitted on "
                         "precomputed kernels (no kernel between new points and the training "
                         "points); fit it on the features")
-    data = _load(args, labels=args.labels, y_key=args.y_key)
+    data = _load(args, _recorded_columns(args), labels=args.labels, y_key=args.y_key)
     start = time.perf_counter()
     labels = np.asarray(model.predict(data.X))
     log(args, f"predicted {labels.shape[0]} samples in {time.perf_counter() - start:.2f} s")
     if out is not None:
         try:
-            log(args, f"labels written to {write_labels(out.path, labels)}")
+            log(args, f"labels written to {write_labels(out.path, labels, data.ids)}")
         except OSError as err:
             raise UserError(f"cannot write the labels to {out.path}: "
                             f"{err.strerror or err}") from None
+    elif data.ids is not None:
+        header, rows = labels_table(labels, data.ids)  # id,label as in a labels file
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows(rows)
+        sys.stdout.flush()
     else:
         np.savetxt(sys.stdout, labels, fmt="%d")
         sys.stdout.flush()

@@ -205,13 +205,21 @@ def _add_data(p: argparse.ArgumentParser, labels: bool = True) -> None:
                    help="data file (.npz with X [and y], or written by scipy.sparse.save_npz; "
                         ".mat with X [and y], MATLAB v7.3 too; .npy; .csv), a Zarr array "
                         "directory, or a benchmark name (orl, jaffe, tr11, ...)")
-    g = p.add_argument_group("CSV columns (by header name or 0-based index)")
+    g = p.add_argument_group(
+        "CSV columns (by header name or 0-based index)",
+        "RFC 4180 CSV: a field in double quotes may hold the separator; every row needs as "
+        "many fields as the header; a header naming a column twice is refused unless the "
+        "columns are picked by 0-based index only. mkrk predict applies the columns its "
+        "fit was given; those given to it replace them.")
     picked = g.add_mutually_exclusive_group()
     picked.add_argument("--columns", type=_column_list, default=None, metavar="LIST",
                         help="the feature columns, comma-separated (default: all but "
-                             "--drop-columns and --label-column)")
+                             "--drop-columns, --label-column and --id-column)")
     picked.add_argument("--drop-columns", type=_column_list, default=(), metavar="LIST",
-                        help="columns that are not features (ids, notes), comma-separated")
+                        help="columns that are not features (notes, ...), comma-separated")
+    g.add_argument("--id-column", type=_column_key, default=None, metavar="COLUMN",
+                   help="the column of the rows' IDs (never a feature); the labels files "
+                        "of fit, graph and predict then have two columns, id,label")
     if labels:
         g.add_argument("--label-column", type=_column_key, default=None, metavar="COLUMN",
                        help="the column of the true labels, for the metrics (never a feature)")
