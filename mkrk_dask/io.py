@@ -567,12 +567,18 @@ def _to_dataset(name: str, raw: _RawData, subset: int | None, random_state: int)
 
 
 def _check_views(name: str, views: list[Any]) -> int:
-    """Every view must be a non-empty 2-D matrix with the same number of rows."""
+    """Every view must be a non-empty 2-D matrix of real numbers with the same number of
+    rows."""
     n_rows = set()
     for i, view in enumerate(views):
         if view.ndim != 2 or view.shape[0] == 0:
             raise ValueError(f"{name}: data must be a non-empty 2-D array; view {i} has shape "
                              f"{view.shape}")
+        if np.dtype(view.dtype).kind == "c":
+            # float64 would drop the imaginary part with a mere warning, as the API refuses it
+            raise ValueError(f"{name}: view {i} holds complex numbers ({view.dtype}); the "
+                             "kernels take real values: save the real and imaginary parts (or "
+                             "the modulus) as real columns or as two views")
         n_rows.add(view.shape[0])
     if len(n_rows) != 1:
         raise ValueError(f"{name}: the views differ in their number of rows: {sorted(n_rows)}")

@@ -289,6 +289,16 @@ def _with_width(spec: KernelSpec, sigma: float, scale: str) -> KernelSpec:
     return replace(spec, sigma=sigma)
 
 
+def zero_median_error(spec: KernelSpec, D: float = 0.0) -> ValueError:
+    """The error for a width relative to a median pairwise distance of zero (the fit's, and
+    the plan's, which reads the same sample)."""
+    same = "points the same way" if spec.family == "angular" else "is the same"
+    return ValueError(f"view {spec.view}: the median pairwise distance of the sampled rows is "
+                      f"{D} (every row of the sample {same}), so the relative width of "
+                      f"{spec.name} is zero; leave such a view out, or give it kernels without "
+                      "a relative width")
+
+
 def resolve_kernels(
     specs: Sequence[KernelSpec], max_distances: Sequence[float],
     medians: dict[tuple[int, str], float] | None = None,
@@ -312,11 +322,7 @@ def resolve_kernels(
             if not D > 0:
                 # the median falls back to the distinct pairs' where most rows repeat: zero
                 # means every sampled row (or its direction, for angular) is the same
-                same = ("points the same way" if spec.family == "angular" else "is the same")
-                raise ValueError(f"view {spec.view}: the median pairwise distance of the sampled "
-                                 f"rows is {D} (every row of the sample {same}), so the "
-                                 f"relative width of {spec.name} is zero; leave such a view "
-                                 "out, or give it kernels without a relative width")
+                raise zero_median_error(spec, D)
             spec = _with_width(spec, spec.m * D, f"the median pairwise distance of the "
                                f"sampled rows is {D:.3g}")
         elif spec.family == "gaussian" and spec.sigma is None:

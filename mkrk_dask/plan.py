@@ -529,6 +529,18 @@ def _kmeans_cost(clustering: str, n_init: int) -> int | str:
     return f"2 (the graph's, and one of {reference} restarts it is checked against{again})"
 
 
+def _refuse_zero_widths(specs: Any, rows: list) -> None:
+    """A plan for data the fit refuses is refused: a width relative to the median distance
+    of a view whose sampled rows are one point (the fit reads the same sample)."""
+    from .kernels import medians_needed, zero_median_error
+    from .scales import one_point
+
+    needed = medians_needed(specs)
+    for spec in specs:
+        if (spec.view, spec.family) in needed and one_point(rows[spec.view], spec.family):
+            raise zero_median_error(spec)
+
+
 def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> FitPlan:
     """The plan of a fit of ``params`` (an estimator's ``get_params()``, validated, every
     backend option in ``backend_options``) on ``data``: the validated views, or the
@@ -559,9 +571,9 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             decisions.append(Decision("preprocessing" + (f" (view {v})" if n_views > 1 else ""),
                                       c.method, why,
                                       auto=_is_auto(params.get("preprocessing", "none"))))
+        rows = [s if c.method == "none" else c.apply(s)
+                for s, c in zip(samples, scaling, strict=True)]
         if _is_auto(params["kernels"]):
-            rows = [s if c.method == "none" else c.apply(s)
-                    for s, c in zip(samples, scaling, strict=True)]
             geometries = [_geometry(r) for r in rows]
             specs = auto_kernels([g for g, _ in geometries], [median_length(r) for r in rows])
             why = "; ".join(dict.fromkeys(r for _, r in geometries))
@@ -570,6 +582,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             specs = as_kernel_specs(params["kernels"], n_views=n_views)
             decisions.append(Decision("kernels", ", ".join(s.name for s in specs), "given",
                                       auto=False))
+        _refuse_zero_widths(specs, rows)
         m = len(specs)
     solver, solver_reason, dtype, dtype_reason = _solver(params, n, m, specs, precomputed,
                                                          lazy)

@@ -70,8 +70,10 @@ class ColumnScaling:
 def view_sample(view: Any) -> Any:
     """A uniform sample of at most :data:`SAMPLE_ROWS` rows of ``view`` (fixed seed)."""
     from .scales import sample_rows
+    from .validation import canonical_sparse
 
-    return sample_rows(view, SAMPLE_ROWS)
+    # explicit zeros read as zeros: the plan reads the values, not how they are stored
+    return canonical_sparse(sample_rows(view, SAMPLE_ROWS))
 
 
 def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:

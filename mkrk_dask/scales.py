@@ -108,6 +108,13 @@ def directions_differ(rows: Any) -> bool:
     return float(np.max(spread, initial=0.0)) > ROUND_OFF
 
 
+def one_point(rows: Any, family: str) -> bool:
+    """True where the rows of the sample ``rows`` (their directions, for ``angular``) are one
+    point to round-off: the median distance :func:`median_scales` finds is then zero. Read
+    from the columns' ranges, so that the plan can tell before the fit (``O(s d)``)."""
+    return not _values_differ(unit_rows(rows) if family == "angular" else rows)
+
+
 def _median_distance(rows: Any) -> float:
     if not np.isfinite(rows.data if sp.issparse(rows) else rows).all():
         raise ValueError("the data contain NaN or infinite values (found in the rows sampled "

@@ -147,7 +147,8 @@ def materialize(views: list[Any]) -> list[Any]:
 def check_views(X: Any) -> list[Any]:
     """Validate feature input: one matrix or a list of views with the same number of rows.
 
-    Dense views become float64 arrays, sparse ones CSR float64 (never densified). NaN or inf,
+    Dense views become float64 arrays, sparse ones CSR float64 (never densified), without
+    explicitly stored zeros or duplicate entries. NaN or inf,
     a wrong number of dimensions, or views of different lengths raise a ValueError.
     """
     views = list(X) if is_multiview(X) else [X]
@@ -156,8 +157,8 @@ def check_views(X: Any) -> list[Any]:
         prefix = f"view {index}: " if len(views) > 1 else ""
         try:
             check_numeric_columns(view)
-            checked.append(check_array(view, accept_sparse="csr", dtype=np.float64,
-                                       ensure_min_samples=1))
+            checked.append(canonical_sparse(check_array(view, accept_sparse="csr",
+                                                  dtype=np.float64, ensure_min_samples=1)))
         except ValueError as err:
             raise ValueError(f"{prefix}{_one_line(err)}") from None
     lengths = {v.shape[0] for v in checked}
@@ -166,6 +167,18 @@ def check_views(X: Any) -> list[Any]:
     for index, view in enumerate(checked):
         check_magnitude(view, index if len(checked) > 1 else None)
     return checked
+
+
+def canonical_sparse(view: Any) -> Any:
+    """A sparse view with its zeros stored explicitly or its entries duplicated, as the same
+    matrix stored plainly (a copy; the user's is left as given): what the plan reads of it
+    (its share of zeros) is then the values', not the storage's."""
+    if not sp.issparse(view) or (view.has_canonical_format and view.data.all()):
+        return view
+    view = view.copy()
+    view.sum_duplicates()
+    view.eliminate_zeros()
+    return view
 
 
 def check_magnitude(view: Any, index: int | None = None, *, underflow: bool = True) -> None:

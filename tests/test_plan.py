@@ -378,3 +378,40 @@ def test_binary_columns_keep_the_kmeans_partition():
         kmeans.append(normalized_mutual_info_score(
             y, KMeans(3, n_init=10, random_state=seed).fit_predict(X)))
     assert np.mean(default) >= np.mean(kmeans) - 0.02
+
+
+def test_the_plan_reads_values_not_storage():
+    """Round 4: a CSR matrix with its zeros stored explicitly was read as 0% zeros (67% for
+    the same matrix stored plainly): another kernel geometry, other labels."""
+    rng = np.random.default_rng(0)
+    X = rng.poisson(0.4, size=(200, 30)).astype(float)
+    plain = sp.csr_matrix(X)
+    rows, cols = np.nonzero(np.ones_like(X))
+    stored = sp.csr_matrix((X[rows, cols], (rows, cols)), shape=X.shape)
+    assert stored.nnz == X.size and plain.nnz < 0.4 * X.size
+    plans = [MKKMRK(3).plan(m) for m in (plain, stored)]
+    assert plans[0].decision("kernels").value == plans[1].decision("kernels").value
+    assert "angular" in plans[1].decision("kernels").value
+    fits = [MKKMRK(3, random_state=0).fit(m) for m in (plain, stored)]
+    np.testing.assert_array_equal(fits[0].labels_, fits[1].labels_)
+    assert stored.nnz == X.size  # the user's matrix is left as given
+
+
+def test_a_plan_is_refused_for_data_the_fit_refuses(tmp_path, capsys):
+    """Round 4: plan() and ``mkrk fit --plan`` gave a plan for constant columns (median
+    distance 0), which the fit then refused."""
+    from mkrk_dask.cli import main
+
+    X = np.ones((50, 3))
+    with pytest.raises(ValueError) as fit_error:
+        MKKMRK(3).fit(X)
+    with pytest.raises(ValueError) as plan_error:
+        MKKMRK(3).plan(X)
+    assert str(plan_error.value) == str(fit_error.value)
+    assert "median pairwise distance" in str(plan_error.value)
+    np.savez(tmp_path / "const.npz", X=X)
+    assert main(["fit", str(tmp_path / "const.npz"), "-k", "3", "--plan"]) == 2
+    assert "median pairwise distance" in capsys.readouterr().err
+    # one distinct row among identical ones is data: planned, as the fit takes it
+    X[0, 0] = 2.0
+    assert MKKMRK(3).plan(X).n_samples == 50
