@@ -128,12 +128,40 @@ _SEPARATORS = {",": "commas", ";": "semicolons", "\t": "tabs"}
 _QUOTED = re.compile(r'"(?:[^"]|"")*("|$)')
 
 
-def _separator(line: str) -> str:
-    """The values' separator, from the first line outside its quoted fields: semicolons
-    (Excel's CSV where the decimal mark is a comma) or tabs where the line has them, else
-    commas."""
-    bare = _QUOTED.sub("", line)
-    return next((sep for sep in (";", "\t") if sep in bare), ",")
+def _reader(handle: Any, sep: str) -> Any:
+    """The csv module's reader of the file from its start, fields split at ``sep``."""
+    handle.seek(0)
+    return csv.reader(handle, delimiter=sep, quotechar='"', doublequote=True,
+                      skipinitialspace=True, strict=True)
+
+
+def _blank(row: list[str]) -> bool:
+    """A blank line (skipped, as pandas does)."""
+    return not row or (len(row) == 1 and not row[0].strip())
+
+
+def _separator(handle: Any) -> str:
+    """The values' separator: semicolons (Excel's CSV where the decimal mark is a comma),
+    tabs or commas, the first that splits the first two rows into the same number of fields,
+    more than one; else commas where they split both into one (one column); else (a ragged
+    second row) semicolons or tabs where the first line has them outside its quoted fields,
+    else commas. A tab or a semicolon in an unquoted header name of a comma-separated file
+    is no separator so."""
+    widths = {}
+    for sep in (";", "\t", ","):
+        try:
+            widths[sep] = {len(row) for row in itertools.islice(
+                (row for row in _reader(handle, sep) if not _blank(row)), 2)}
+        except csv.Error:
+            widths[sep] = set()  # not this separator's quoting: the parse says what is wrong
+    for sep, found in widths.items():
+        if len(found) == 1 and min(found) > 1:
+            return sep
+    if widths[","] == {1}:
+        return ","
+    handle.seek(0)
+    first = next((line for line in handle if line.strip()), "")
+    return next((sep for sep in (";", "\t") if sep in _QUOTED.sub("", first)), ",")
 
 
 def _decimal_comma(value: str) -> float:
@@ -159,8 +187,7 @@ def _is_header(fields: list[str]) -> bool:
 def _rows(handle: Any, sep: str, path: Path) -> Iterator[tuple[int, list[str]]]:
     """The non-blank rows of the file with the 1-based line of the file each starts on (a
     quoted field may span lines)."""
-    reader = csv.reader(handle, delimiter=sep, quotechar='"', doublequote=True,
-                        skipinitialspace=True, strict=True)
+    reader = _reader(handle, sep)
     while True:
         line = reader.line_num + 1
         try:
@@ -171,7 +198,7 @@ def _rows(handle: Any, sep: str, path: Path) -> Iterator[tuple[int, list[str]]]:
                              "quote)") from None
         if row is None:
             return
-        if row and (len(row) > 1 or row[0].strip()):  # blank lines are skipped, as pandas does
+        if not _blank(row):
             yield line, row
 
 
@@ -281,8 +308,10 @@ def read_csv(path: Path, columns: CsvColumns | None = None) -> CsvData:
     The rules, one set for every file:
 
     - UTF-8; a byte order mark (Excel's "CSV UTF-8") is ignored.
-    - The separator is a comma, or a semicolon or a tab where the first line has one outside
-      its quoted fields; there a decimal comma (``3,25``) is read too.
+    - The separator is a semicolon, a tab or a comma: the first that splits the first two
+      rows into as many fields, more than one; else a comma where the file has one column;
+      else a semicolon or a tab where the first line has one outside its quoted fields, else
+      a comma. Where it is no comma, a decimal comma (``3,25``) is read too.
     - Fields are parsed as RFC 4180 has them: a field in double quotes may hold the
       separator, a line break or a doubled quote (``""``), and the quotes are no part of its
       value. Blanks around a field and blank lines are ignored.
@@ -324,8 +353,7 @@ def read_csv(path: Path, columns: CsvColumns | None = None) -> CsvData:
     # utf-8-sig: Excel's "CSV UTF-8" starts with a byte order mark, which is no data;
     # newline="": the csv module reads line breaks inside quoted fields itself.
     with open(path, encoding="utf-8-sig", newline="") as handle:
-        sep = next((_separator(line) for line in handle if line.strip()), ",")
-        handle.seek(0)
+        sep = _separator(handle)
         rows = _rows(handle, sep, path)
         first_line, first = next(rows, (0, []))
         if not first:
