@@ -193,9 +193,9 @@ def _rows(handle: Any, sep: str, path: Path) -> Iterator[tuple[int, list[str]]]:
         try:
             row = next(reader, None)
         except csv.Error as err:
-            raise ValueError(f"{path}: line {line} of the file is no valid CSV ({err}): a "
-                             'field in double quotes ends at a quote ("" inside it is a '
-                             "quote)") from None
+            raise ValueError(f"{path}: line {line} of the file (1-based) is no valid CSV "
+                             f'({err}): a field in double quotes ends at a quote ("" inside '
+                             "it is a quote)") from None
         if row is None:
             return
         if not _blank(row):

@@ -270,3 +270,26 @@ def test_fit_and_predict_write_the_ids(tmp_path: Path, capsys: pytest.CaptureFix
                  str(tmp_path / "k.csv"), "--force", "-q"]) == 0
     assert capsys.readouterr().out.startswith("ACC 100.00")
     np.testing.assert_array_equal(pd.read_csv(tmp_path / "k.csv")["label"], fitted)
+
+
+def test_graph_writes_the_ids_and_records_the_columns(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """``mkrk graph`` writes ``id,label`` too, and predict takes its recorded columns."""
+    X, y = _two_groups()
+    data = tmp_path / "d.csv"
+    ids = _with_ids(data, X, y)
+    run = tmp_path / "graph"
+    assert main(["graph", str(data), "-k", "2", "--n-anchors", "20", "--id-column", "name",
+                 "--label-column", "species", "--out", str(run), "-q"]) == 0
+    table = pd.read_csv(run / "labels.csv", dtype={"id": str})
+    assert list(table.columns) == ["id", "label"] and table["id"].tolist() == ids
+    capsys.readouterr()
+    assert main(["predict", str(run), str(data), "-q"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f'"{ids[0]}",{table["label"][0]}'
+
+
+def test_a_stray_quote_is_refused_by_its_line(tmp_path: Path) -> None:
+    """Text after a closing quote: no silent guess at what the field was."""
+    path = _write(tmp_path / "q.csv", ["a,b", "1,2", '3,"4"5'])
+    with pytest.raises(ValueError, match=r"line 3 of the file \(1-based\) is no valid CSV"):
+        read_csv(path)
