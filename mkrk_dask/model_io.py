@@ -112,14 +112,16 @@ _MAY_BE_NON_FINITE = frozenset({"objective_history_", "qp_relative_gaps_", "rela
 
 
 def _digest(array: np.ndarray) -> str:
-    """SHA-256 of an array's dtype, shape and bytes (C order): a change to any of them, or to
-    its name's place, is seen."""
+    """SHA-256 of an array's dtype, shape and bytes (C order): a change to any of them is
+    seen (and, as model.json keys the digests by name, two arrays swapped)."""
     digest = hashlib.sha256(f"{array.dtype.str} {array.shape} ".encode())
-    digest.update(np.ascontiguousarray(array).tobytes())
+    # the bytes in place (no copy of a large array), as a flat view the hash can read
+    digest.update(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
     return digest.hexdigest()
 
 
 def _names(names: Any) -> str:
+    """Sorted names, quoted, for a message."""
     return ", ".join(repr(n) for n in sorted(names))
 
 
