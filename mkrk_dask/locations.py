@@ -166,6 +166,26 @@ class StoreLocation:
             raise StoreError(f"{bucket!r} of {where} is not a bucket")
         object.__setattr__(self, "_bucket_checked", True)
 
+    def check_writable(self) -> None:
+        """A local store's path can take a store: no file where a folder must be, a file
+        system that is not read-only; else one line saying which, before anything is written
+        (the lock beside the store is the first write). Object stores are checked by
+        :meth:`check_bucket`."""
+        if not self.is_local:
+            return
+        path = Path(self.url)
+        base = nearest_existing(path)
+        if base != path and not base.is_dir():
+            raise StoreError(f"cannot create the store {path}: {base} is a file, not a folder")
+        if base == path and not base.is_dir():
+            raise StoreError(f"the store {path} is a file, not a Zarr store (a folder); "
+                             "choose another path")
+        if not os.access(base, os.W_OK):
+            why = ("its file system is read-only"
+                   if os.statvfs(base).f_flag & os.ST_RDONLY else "permission denied")
+            raise StoreError(f"cannot write the store {path}: {why} ({base}); give --store "
+                             "(store= in Python) a writable path")
+
     def remove(self) -> None:
         fs, path = self.fs
         if fs.exists(path):

@@ -390,12 +390,25 @@ def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
     from .backends import make_options
 
     options = make_options(solver, **backend_settings(solver, params, dtype, strict))
+    _refuse_tiny_chunks(getattr(options, "chunk_size", None), n)
     if solver == "nystrom":
         options = replace(
             options, max_components=options.resolved_max_components(n, m),
             landmark_oversampling=options.resolved_landmark_oversampling(n, m),
             exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m))
     return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:
+    """A chunk size that cuts the rows into more than :data:`MAX_ROW_BLOCKS` blocks starts
+    work that never ends: refused before it starts, with the least one that is taken."""
+    from .validation import MAX_ROW_BLOCKS
+
+    if chunk_size is not None and -(-n // chunk_size) > MAX_ROW_BLOCKS:
+        least = -(-n // MAX_ROW_BLOCKS)
+        raise ValueError(f"chunk_size={chunk_size} cuts the {n:,} rows into "
+                         f"{-(-n // chunk_size):,} blocks (at most {MAX_ROW_BLOCKS:,}); give "
+                         f"at least {least:,} rows a block, or leave it unset to have it chosen")
 
 
 def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,

@@ -191,6 +191,7 @@ def create_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     if reserved:
         raise ValueError(f"metadata may not set the reserved keys {sorted(reserved)}")
     location.check_bucket()
+    location.check_writable()
     acquire_build_lock(location)  # before anything is deleted or written
     if not location.is_empty():
         if not overwrite:
@@ -229,6 +230,7 @@ def open_store(path: str | os.PathLike | StoreLocation, *, kind: str,
     """
     location = _location(path)
     location.check_bucket()
+    location.check_writable()  # a fit writes its checkpoints and results into the store
     if location.is_empty():
         return None, False
     if not location.is_dir() or not location.looks_like_zarr():

@@ -92,6 +92,13 @@ def check_lazy_views(X: Any) -> list[Any]:
     return checked
 
 
+#: most k-means restarts a fit takes: past a few dozen none gains anything measurable, and a
+#: count such as 10^12 (a typo) would run without end instead of being refused
+MAX_N_INIT = 1000
+#: most row blocks a store may be cut into: a chunk size of a few rows makes a blockwise fit
+#: of n/c blocks run (n/c)^2 / 2 tasks a pass, work that does not end
+MAX_ROW_BLOCKS = 4096
+
 #: the dask configuration key that lets Zarr input have unwritten chunks (read as the fill value)
 ALLOW_MISSING_CHUNKS = "mkrk-dask.allow-missing-chunks"
 
@@ -282,6 +289,8 @@ def _describe(constraint: Any) -> str:
                 kind == "integer" or constraint.closed in ("neither", "right")):
             return f"a positive {kind.split()[-1]}"
         words = [f"a{'n' if kind == 'integer' else ''} {kind}"]  # "a finite number >= 0"
+        if low is not None and high is not None and constraint.closed == "both":
+            return f"{words[0]} from {low} to {high}"
         if low is not None:
             words.append(f"{'>=' if constraint.closed in ('left', 'both') else '>'} {low}")
         if high is not None:

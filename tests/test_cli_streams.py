@@ -13,6 +13,7 @@ import pickle
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -348,6 +349,40 @@ def test_out_on_a_read_only_or_full_disk(mount: str, message: str, digits_npz: P
     assert list(target.iterdir()) == []  # outside the namespace: the plain empty folder
 
 
+@needs_root
+@pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
+@pytest.mark.parametrize("mount, message", [
+    ("ro", "its file system is read-only"),
+    ("size=64k", "No space left on device"),
+])
+def test_store_on_a_read_only_or_full_disk(mount: str, message: str, solver: str,
+                                           digits_npz: Path, tmp_path: Path) -> None:
+    # Round 4: both ended in exit 1 and a Python error name, for either backend.
+    target = tmp_path / "mnt"
+    target.mkdir()
+    proc = _in_mount_namespace(mount, ["fit", str(digits_npz), "-q", "--solver", solver,
+                                       "--store", str(target / "s.zarr"),
+                                       "--out", str(tmp_path / "run")], target)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0] and "s.zarr" in lines[0], lines
+    assert not (tmp_path / "run").exists()
+
+
+def test_store_under_a_file_or_at_a_file(digits_npz: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture) -> None:
+    # Round 4: a store whose parent is a file ended in exit 1 (FileExistsError).
+    a_file = tmp_path / "afile"
+    a_file.write_text("mine")
+    for store, message in ((a_file / "s.zarr", "is a file, not a folder"),
+                           (a_file, "is a file, not a Zarr store")):
+        assert main(["fit", str(digits_npz), "-q", "--solver", "blockwise", "--store",
+                     str(store), "--out", str(tmp_path / "run")]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert len(lines) == 1 and message in lines[0], lines
+    assert a_file.read_text() == "mine" and not (tmp_path / "run").exists()
+
+
 # --------------------------------------------------------------------------- files of a fit
 
 
@@ -470,3 +505,40 @@ def test_store_takes_a_url_and_storage_options(capsys: pytest.CaptureFixture) ->
     text = " ".join(capsys.readouterr().out.split())
     assert "--store PATH_OR_URL" in text and "s3://bucket/run.zarr" in text
     assert "--storage-option KEY=VALUE" in text
+
+
+def test_work_far_beyond_the_data_is_refused_before_it_starts(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture
+                                                              ) -> None:
+    # Round 4: --n-init 10^12 and --chunk-size 1 started work that never ended.
+    X = np.random.default_rng(0).normal(size=(5000, 3))
+    np.savez(tmp_path / "x.npz", X=X)
+    for extra, message in ((["--n-init", str(10**12)], "n_init must be an integer from 1 to "),
+                           (["--solver", "blockwise", "--chunk-size", "1"],
+                            "chunk_size=1 cuts the 5,000 rows into 5,000 blocks")):
+        started = time.monotonic()
+        code = main(["fit", str(tmp_path / "x.npz"), "-k", "3", "-q", *extra,
+                     "--out", str(tmp_path / "run")])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(lines) == 1 and message in lines[0], lines
+        assert time.monotonic() - started < 30 and not (tmp_path / "run").exists()
+
+
+def test_a_store_of_another_chunk_size_says_how_to_rebuild_it(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture
+                                                              ) -> None:
+    # Round 4: the refusal advised overwrite=True, which is no option of mkrk fit.
+    X = np.random.default_rng(0).normal(size=(300, 3))
+    np.savez(tmp_path / "x.npz", X=X)
+    argv = ["fit", str(tmp_path / "x.npz"), "-k", "3", "-q", "--solver", "blockwise",
+            "--store", str(tmp_path / "s.zarr")]
+    assert main([*argv, "--chunk-size", "150", "--out", str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--chunk-size", "100", "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "'chunk_size' differs (stored 150, expected 100)" in err and "--overwrite" in err
+    assert "overwrite=True" not in err
+    assert main([*argv, "--chunk-size", "100", "--overwrite", "--out", str(tmp_path / "b")]) == 0
+    a, b = (np.loadtxt(tmp_path / r / "labels.csv", skiprows=1, delimiter=",")
+            for r in ("a", "b"))
+    assert np.array_equal(a, b)

@@ -21,6 +21,7 @@ the library), :mod:`.session` (the Dask client), :mod:`.output` (checked, atomic
 from __future__ import annotations
 
 import logging
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -90,6 +91,22 @@ def _explain_damaged_input(err: Exception, args: object) -> Exception:
         return err
 
 
+def _explain_full_disk(err: Exception, args: object) -> Exception:
+    """A file system that filled up (or turned read-only) while the store was written, as a
+    user error naming the store: the user's to fix, with free space or another path."""
+    import errno
+
+    if not isinstance(err, OSError) or err.errno not in (errno.ENOSPC, errno.EDQUOT,
+                                                         errno.EROFS, errno.EFBIG):
+        return err
+    store = getattr(args, "store", None)
+    where = f"the store {store}" if store else "the results"
+    resume = ("; the blocks written so far are kept: a re-run with the same --store resumes"
+              if store else "")
+    return UserError(f"cannot write {where}: {os.strerror(err.errno)}; free space there or "
+                     f"give another path{resume}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mkrk`` console script. Returns the exit code."""
     parser = build_parser()
@@ -136,10 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         from ..secrets import mask_text, secrets_of_argv
 
-        err = _explain_damaged_input(err, args)
+        err = _explain_full_disk(_explain_damaged_input(err, args), args)
         # Whatever a library quoted (a URL, an option's value), no credential is printed.
         message = mask_text(" ".join(str(err).split()) or type(err).__name__,
                             secrets_of_argv(argv))
+        if hasattr(args, "overwrite"):  # the library's advice, in the command's words
+            message = message.replace("overwrite=True", "--overwrite")
         code = exit_code(err)
         if code != EXIT_INTERNAL:
             print(f"mkrk {args.command}: error: {message}", file=sys.stderr)

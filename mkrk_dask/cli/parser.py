@@ -353,6 +353,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
                        help="Zarr store of the blockwise kernels / Nystrom factors, a path or "
                             "a URL such as s3://bucket/run.zarr; reused when it matches (see "
                             "mkrk build); default: a temporary store")
+        g.add_argument("--overwrite", action="store_true",
+                       help="rebuild a --store that was built for other inputs or settings "
+                            "(another chunk size, say) instead of refusing it")
     g.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    dest="storage_options",
                    help="an fsspec option of a --store URL, e.g. "

@@ -23,7 +23,7 @@ from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
 from ..assignment import assign_clusters, lloyd_centres, nearest_centre
 from ..exceptions import DisconnectedGraphWarning
 from ..passes import is_dask
-from ..validation import check_feature_views, check_n_clusters
+from ..validation import MAX_N_INIT, check_feature_views, check_n_clusters
 from ._out_of_sample import lazy_rows, score_rows
 
 __all__ = ["AnchorGraphClustering"]
@@ -212,7 +212,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         "n_anchors": [Interval(Integral, 1, None, closed="left")],
         "n_neighbors": [Interval(Integral, 1, None, closed="left")],
         "geometry": [StrOptions(set(GEOMETRIES))],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "anchor_max_iter": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
     }

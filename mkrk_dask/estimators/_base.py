@@ -51,6 +51,7 @@ from ..plan import (
 from ..precomputed import check_precomputed, kernel_stack
 from ..solver import SELECTION_THRESHOLD, IterationInfo, SolverResult, selected_kernels
 from ..validation import (
+    MAX_N_INIT,
     TOL_MODES,
     check_constraints,
     check_feature_views,
@@ -111,7 +112,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "tol": [Interval(Real, 0, None, closed="neither")],
         "tol_mode": [StrOptions(set(TOL_MODES))],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "n_init": [Interval(Integral, 1, MAX_N_INIT, closed="both")],
         "store": [None, str, os.PathLike],
         "storage_options": [None, dict],
         "scheduler": [None, str, HasMethods(["submit", "scatter"])],
