@@ -23,9 +23,11 @@ class MKKMRK(MultipleKernelKMeans):
 
     Learns weights ``w`` for a set of base kernels and clusters with the combined kernel
     ``K_w = sum_p w_p^2 K_p``. Every base kernel chooses representatives among the others (the
-    matrix Y); the weight of a kernel is the mean of its row of Y. A small lambda makes the
-    weights sparse and diverse, as in the paper (:meth:`paper`); at the default ``lam=1``
-    every kernel represents itself and the weights are equal (see ``lam``).
+    matrix Y); the weight of a kernel is the mean of its row of Y. In the paper's
+    configuration (:meth:`paper`, ``dissimilarity="fip"``) a larger lambda concentrates the
+    weight on fewer, representative kernels; with the default ``"sfn"`` a smaller one does,
+    and at the default ``lam=1`` every kernel represents itself and the weights are equal
+    (see ``lam``).
 
     Parameters
     ----------
@@ -262,7 +264,7 @@ class MKKMRK(MultipleKernelKMeans):
         The map of new rows to the embedding that :meth:`transform` and :meth:`predict`
         apply (feature input only): the spectral out-of-sample extension through the
         training rows (exact, blockwise), or the Nystrom landmarks and transforms.
-    cluster_centers_ : ndarray of shape (n_clusters, n_clusters)
+    cluster_centers_ : ndarray of shape (n_clusters, n_components_)
         Centres of the unit-length rows of ``embedding_`` (``predict`` assigns the nearest;
         with ``final_clustering_="graph"``, the clusters' means of the final rows, and
         ``predict`` goes through ``final_graph_``).
