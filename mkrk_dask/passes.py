@@ -26,6 +26,7 @@ import contextlib
 import heapq
 import threading
 import time
+import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
@@ -88,10 +89,39 @@ def check_client(client: Any, reconnect_wait: float = 120.0) -> None:
             "given with --store resumes where the fit stopped)")
 
 
+#: per client, the nanny address of every worker a pass has seen (None: no nanny): whether
+#: anything is left to bring a lost worker back
+_NANNIES: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakKeyDictionary()
+
+
+def _listening(address: str | None) -> bool:
+    """Whether something accepts connections at a nanny's ``tcp://`` or ``tls://`` address
+    (an address of another kind cannot be probed: taken as alive)."""
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    if address is None:
+        return False  # a worker without a nanny: nothing restarts it
+    try:
+        scheme, location = parse_address(address)
+        if scheme not in ("tcp", "tls"):
+            return True
+        host, port = parse_host_port(location)
+        socket.create_connection((host, port), timeout=1.0).close()
+    except OSError:
+        return False
+    except Exception:  # noqa: BLE001 - an address not understood: do not conclude
+        return True
+    return True
+
+
 class WorkerWatch:
     """Raises :class:`WorkersLostError` once the cluster has had no worker for
     ``mkrk-dask.no-workers-timeout`` seconds (Dask configuration, default 20): tasks submitted
-    to a cluster whose every worker (and nanny) died wait for a worker forever."""
+    to a cluster whose every worker (and nanny) died wait for a worker forever. When no
+    nanny of the workers seen is left to restart one (they were killed too), at once: the
+    wait is for nannies that restart their workers."""
 
     def __init__(self, client: Any):
         import dask.config
@@ -100,20 +130,42 @@ class WorkerWatch:
         self.timeout = float(dask.config.get(NO_WORKERS_TIMEOUT, default=_NO_WORKERS_DEFAULT))
         self._since: float | None = None
 
+    def _nannies(self) -> dict[str, str | None]:
+        try:
+            return _NANNIES.setdefault(self.client, {})
+        except TypeError:  # a client that cannot be weakly referenced: nothing remembered
+            return {}
+
+    def _learn(self, workers: Any) -> None:
+        known = self._nannies()
+        if all(address in known for address in workers):
+            return
+        try:
+            info = self.client.scheduler_info(n_workers=-1).get("workers", {})
+        except Exception:  # noqa: BLE001 - only an early answer is lost
+            return
+        for address, worker in info.items():
+            known[address] = worker.get("nanny")
+
     def check(self) -> None:
         try:
-            workers = len(self.client.nthreads())
+            workers = self.client.nthreads()
         except Exception:  # noqa: BLE001 - a lost scheduler is check_client's to report
             return
         if workers:
             self._since = None
+            self._learn(workers)
             return
         now = time.monotonic()
         if self._since is None:
             self._since = now
-        elif now - self._since > self.timeout:
+        known = self._nannies()
+        hopeless = bool(known) and not any(_listening(n) for n in set(known.values()))
+        if hopeless or now - self._since > self.timeout:
+            why = ("and no nanny is left to restart one" if hopeless else
+                   f"none for {self.timeout:.0f} s")
             raise WorkersLostError(
-                f"every Dask worker of the cluster is gone (none for {self.timeout:.0f} s); "
+                f"every Dask worker of the cluster is gone ({why}); "
                 "the fit cannot go on. Restart the workers (or the cluster) and run the same "
                 "command again with the same --store to resume where it stopped")
 
@@ -202,6 +254,17 @@ def block_pairs(n_blocks: int) -> list[tuple[int, int]]:
     return [(i, j) for i in range(n_blocks) for j in range(i, n_blocks)]
 
 
+def _before_scatter(client: Any) -> None:
+    """Raise :class:`WorkersLostError` now if the cluster has no worker and no nanny to
+    restart one: a scatter would wait for a worker until distributed's timeout."""
+    try:
+        if client.nthreads():
+            return
+    except Exception:  # noqa: BLE001 - a lost scheduler is check_client's to report
+        return
+    WorkerWatch(client).check()
+
+
 class Shared:
     """An object held by one worker; :attr:`ref` is a live future of it (shared again if its
     holder died)."""
@@ -216,6 +279,7 @@ class Shared:
         if self._future is None or self._future.status in ("cancelled", "lost", "error"):
             # hash=False: a unique key, never shared with (and released by) other work that
             # scattered the same data on the same client.
+            _before_scatter(self.client)
             try:
                 [self._future] = self.client.scatter([self.value], hash=False)
             except TimeoutError as err:  # the scheduler found no worker to hold it
@@ -374,6 +438,7 @@ class RowSource:
                 future = self._held[key] = self.client.compute(self.X[start:stop])
             return (future, None, None, where)
         if not hold:
+            _before_scatter(self.client)
             [future] = self.client.scatter([self.X[start:stop]], hash=False)
             return (future, None, None, where)
         if key not in self._held:

@@ -19,7 +19,7 @@ from typing import Any
 
 from .. import progress
 from ..cluster import DaskSession, connect, slurm_job_states, start_slurm_cluster
-from ..exceptions import SchedulerLostError
+from ..exceptions import SchedulerLostError, WorkersLostError
 from .errors import UserError
 
 __all__ = ["dask_client", "bounded_connect", "security_from_args", "storage_options"]
@@ -97,6 +97,25 @@ def _lost(client: Any) -> bool:
     return comm is None or bool(getattr(comm, "closed", lambda: False)())
 
 
+def _no_workers(client: Any) -> bool:
+    """True when the scheduler answers and has no worker at all: whatever error a step
+    raised then (a check that no worker answered, a task that could not run), its cause is
+    the lost workers, not the input."""
+    try:
+        return not client.nthreads()
+    except Exception:  # noqa: BLE001 - a scheduler that does not answer is not this case
+        return False
+
+
+def _workers_lost(args: argparse.Namespace, err: BaseException) -> WorkersLostError:
+    # Name --store only where the command has one given: resuming needs it.
+    again = ("run the same command again with the same --store to resume where it stopped"
+             if getattr(args, "store", None) else "run the command again")
+    return WorkersLostError(
+        f"every Dask worker of the cluster is gone ({type(err).__name__} meanwhile); the run "
+        f"cannot go on. Restart the workers (or the cluster) and {again}")
+
+
 def reporting(args: argparse.Namespace) -> contextlib.AbstractContextManager:
     """The command's report on stderr at its verbosity: its messages always, progress (bars)
     only on a terminal, never on a pipe or a file, where it would be noise in a log."""
@@ -145,10 +164,14 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
                                         f"{len(info.get('workers', {}))} worker(s)", 2)
             yield session.client
         except Exception as err:
-            if address and not isinstance(err, SchedulerLostError) and _lost(client):
+            if isinstance(err, SchedulerLostError | WorkersLostError) or client is None:
+                raise
+            if address and _lost(client):
                 raise SchedulerLostError(
                     f"lost the Dask scheduler at {address} during the run "
                     f"({type(err).__name__}); restart it and run the command again") from err
+            if _no_workers(client):
+                raise _workers_lost(args, err) from err
             raise
         finally:
             session.close()
