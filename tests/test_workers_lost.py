@@ -122,8 +122,8 @@ MOMENTS = {
 @pytest.mark.parametrize("moment", list(MOMENTS))
 def test_every_worker_killed_during_a_nystrom_fit_exits_3(tmp_path: Path, moment: str) -> None:
     """Nystrom, with every worker and nanny killed at three moments: exit 3 and one line
-    within 15 s. The fit waits 20 s for a nanny to restart a worker only while a nanny is
-    left: here none is."""
+    within 8 s (1-4 s measured; 12 s before issue 80, a scatter's timeout). The fit waits 20 s
+    for a nanny to restart a worker only while a nanny is left: here none is."""
     with _nystrom_fit_on_a_cluster(tmp_path) as (nanny, fit):
         lines = []
         for line in fit.stderr:
@@ -133,4 +133,4 @@ def test_every_worker_killed_during_a_nystrom_fit_exits_3(tmp_path: Path, moment
         else:
             pytest.fail(f"the fit ended before the {moment}: " + "".join(lines))
         _kill_tree(nanny.pid)
-        _ends_in_one_line_with_exit_3(fit, lines, time.monotonic(), 15)
+        _ends_in_one_line_with_exit_3(fit, lines, time.monotonic(), 8)
