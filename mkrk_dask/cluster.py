@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from .exceptions import ClusterStartError, SchedulerUnreachableError
@@ -272,20 +273,141 @@ def slurm_job_states(cluster: Any) -> str:
     return ", ".join(f"{i} {states.get(i, 'gone')}" for i in ids)
 
 
+#: seconds between the reports of the worker jobs' states while they are awaited
+SLURM_REPORT_SECONDS = 10.0
+#: seconds SLURM's controller is given to answer ``scontrol ping`` before a cluster starts
+_PING_SECONDS = 20.0
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _check_slurm_controller() -> None:
+    """Raise :class:`ClusterStartError` when SLURM's controller does not answer: sbatch and
+    squeue would retry for long and dask-jobqueue only logs their failures, so the jobs would
+    be awaited in silence for the whole wait."""
+    import shutil
+    import subprocess
+
+    if shutil.which("scontrol") is None:
+        return  # nothing to ask; a failing sbatch is reported by the wait
+    try:
+        done = subprocess.run(["scontrol", "ping"], capture_output=True, text=True,
+                              timeout=_PING_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise ClusterStartError(f"SLURM's controller did not answer `scontrol ping` within "
+                                f"{_PING_SECONDS:g}s; is slurmctld running?") from None
+    except OSError:
+        return
+    text = done.stdout + "\n" + done.stderr
+    # Any controller up will do (a site's backup controller may be down).
+    if done.returncode == 0 or " is UP" in text:
+        return
+    said = next((line.strip() for line in text.splitlines()
+                 if line.strip() and not line.lstrip().startswith("*")), "no answer")
+    raise ClusterStartError(f"SLURM is installed but its controller does not answer "
+                            f"(`scontrol ping`: {_one_line(said)}); start slurmctld, or run "
+                            "on a login node of the cluster")
+
+
+def _submission_error(err: BaseException) -> str:
+    """What sbatch said, from dask-jobqueue's error for a failed submission."""
+    text = str(err)
+    if "stderr:" in text:
+        said = [line for line in text.split("stderr:", 1)[1].splitlines() if line.strip()]
+        if said:
+            return _one_line(said[0])
+    return _one_line(text) or type(err).__name__
+
+
+def _job_class(failures: list[BaseException]) -> Any:
+    """dask-jobqueue's SLURM job, recording why a submission failed: dask-jobqueue only logs
+    it (the workers would be awaited for nothing), and leaves the job's status such that
+    closing the cluster fails an assertion (an internal error instead of the real one)."""
+    from dask_jobqueue.slurm import SLURMJob
+    from distributed.core import Status
+
+    class RecordedJob(SLURMJob):
+        async def start(self) -> None:
+            try:
+                await super().start()
+            except BaseException as err:  # cancelled too: never submitted, nothing to close
+                self.status = Status.failed
+                if isinstance(err, Exception):
+                    failures.append(err)
+                raise
+
+    return RecordedJob
+
+
+def _cancel(cluster: Any, client: Any) -> None:
+    """Close the client and the cluster (which cancels the jobs), whatever happened; if
+    closing fails, scancel the jobs it knows directly."""
+    import contextlib
+    import subprocess
+
+    if client is not None:
+        with contextlib.suppress(Exception):
+            client.close(timeout=5)
+    ids = [str(job.job_id) for job in list(cluster.workers.values())
+           if getattr(job, "job_id", None)]
+    try:
+        cluster.close(timeout=30)
+    except Exception:  # noqa: BLE001 - the jobs are cancelled below; the caller's error wins
+        if ids:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+
+
+def _await_workers(cluster: Any, client: Any, workers: int, jobs: int, wait: float,
+                   failures: list[BaseException]) -> None:
+    """Wait up to ``wait`` seconds for ``workers`` workers, reporting the jobs' states every
+    :data:`SLURM_REPORT_SECONDS` (a user waits on a queue and must see why); a submission
+    that failed ends the wait at once."""
+    from .progress import reporter
+
+    start = time.monotonic()
+    deadline = start + wait
+    report = start + SLURM_REPORT_SECONDS
+    while True:
+        if failures:
+            raise ClusterStartError(f"sbatch could not submit the worker jobs: "
+                                    f"{_submission_error(failures[0])}")
+        now = time.monotonic()
+        if now >= deadline:
+            states = slurm_job_states(cluster)
+            raise ClusterStartError(f"{jobs} SLURM job(s) of workers did not start within "
+                                    f"{wait:g}s ({states}); they are cancelled")
+        if now >= report:
+            report = now + SLURM_REPORT_SECONDS
+            up = len(client.nthreads())
+            reporter().log(f"[slurm] waiting for the worker jobs ({up}/{workers} workers up "
+                           f"after {now - start:.0f}s): {slurm_job_states(cluster)}")
+        try:
+            # Short waits, so that failures and reports are seen between them.
+            client.wait_for_workers(workers, timeout=min(1.0, max(deadline - now, 0.1)))
+            return
+        except TimeoutError:
+            continue
+
+
 def start_slurm_cluster(jobs: int, *, config: str | os.PathLike[str] | None = None,
                         wait: float = 600.0) -> tuple[Any, Any]:
     """A :class:`dask_jobqueue.SLURMCluster` with ``jobs`` worker jobs running, and a client.
 
     The jobs are described by Dask's ``jobqueue.slurm`` configuration (for instance
     ``~/.config/dask/jobqueue.yaml``), overridden by the YAML file ``config`` if given. The
-    caller closes the client and the cluster (which cancels the jobs) when done.
+    caller closes the client and the cluster (which cancels the jobs) when done. While the
+    jobs are awaited their SLURM states are reported (:mod:`mkrk_dask.progress`) every
+    :data:`SLURM_REPORT_SECONDS`.
 
     Raises
     ------
     ClusterStartError
-        dask-jobqueue or SLURM's commands are missing, sbatch refuses the job, or the workers
-        are not all up within ``wait`` seconds (the jobs are cancelled; the message gives
-        their states).
+        dask-jobqueue or SLURM's commands are missing, SLURM's controller does not answer,
+        sbatch refuses the job, or the workers are not all up within ``wait`` seconds (the
+        jobs are cancelled; the message gives their states).
     ValueError
         ``jobs`` or ``wait`` out of range, or a ``config`` that is no jobqueue YAML file.
     """
@@ -312,9 +434,12 @@ def start_slurm_cluster(jobs: int, *, config: str | os.PathLike[str] | None = No
     # status 0 that says nothing. Ctrl-C is the caller's again.
     if threading.current_thread() is threading.main_thread() and ctrl_c is not None:
         signal.signal(signal.SIGINT, ctrl_c)
-    if shutil.which("sbatch") is None:
-        raise ClusterStartError("a SLURM cluster needs SLURM's sbatch, which is not on PATH "
-                                "here (run on a login node of the cluster)")
+    # dask-jobqueue submits, watches and cancels the jobs with these three.
+    missing = [c for c in ("sbatch", "squeue", "scancel") if shutil.which(c) is None]
+    if missing:
+        raise ClusterStartError(f"a SLURM cluster needs SLURM's {', '.join(missing)}, which "
+                                f"{'is' if len(missing) == 1 else 'are'} not on PATH here "
+                                "(run on a login node of the cluster)")
     options: dict[str, Any] = {}
     if config is not None:
         try:
@@ -336,22 +461,19 @@ def start_slurm_cluster(jobs: int, *, config: str | os.PathLike[str] | None = No
     Path(options["log_directory"]).mkdir(parents=True, exist_ok=True)
     processes = int(options.get("processes")
                     or dask.config.get("jobqueue.slurm.processes", None) or 1)
+    _check_slurm_controller()
+    failures: list[BaseException] = []
     try:
-        cluster = SLURMCluster(**options)
+        cluster = SLURMCluster(job_cls=_job_class(failures), **options)
     except (TypeError, ValueError) as err:
         raise ValueError(f"the SLURM cluster configuration is invalid: "
                          f"{' '.join(str(err).split())}") from None
+    client = None
     try:
         cluster.scale(jobs=jobs)
         client = Client(cluster)
-        try:
-            client.wait_for_workers(jobs * processes, timeout=wait)
-        except TimeoutError:
-            states = slurm_job_states(cluster)
-            client.close()
-            raise ClusterStartError(f"{jobs} SLURM job(s) of workers did not start within "
-                                    f"{wait:g}s ({states}); they are cancelled") from None
+        _await_workers(cluster, client, jobs * processes, jobs, wait, failures)
     except BaseException:
-        cluster.close()
+        _cancel(cluster, client)
         raise
     return cluster, client

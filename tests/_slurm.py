@@ -211,3 +211,16 @@ def start() -> Slurm:
     (folder / "slurm.conf").write_text(_conf(folder, munge_socket, free_port(), free_port()))
     slurm.start(munge_socket)
     return slurm
+
+
+def stopped(folder: Path) -> dict[str, str]:
+    """The environment of SLURM's client commands for a SLURM that is installed and configured
+    but not running: a ``slurm.conf`` whose controller port nothing listens on, and no daemon
+    started. :class:`SlurmUnavailable` where SLURM's client commands are not installed."""
+    missing = [c for c in ("sbatch", "squeue", "scancel", "scontrol") if not shutil.which(c)]
+    if missing:
+        raise SlurmUnavailable(f"SLURM is not installed here (no {', '.join(missing)}; "
+                               "apt-get install slurm-wlm munge)")
+    conf = folder / "slurm.conf"
+    conf.write_text(_conf(folder, folder / "munge.socket", free_port(), free_port()))
+    return dict(os.environ, SLURM_CONF=str(conf))
