@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from ._text import LINE_WIDTH, wrap_lines
 from .backends.base import APPROXIMATION_WARNING
 from .choices import PREPROCESSING_CHOICES  # noqa: F401 - re-exported
 from .kernel_evaluation import WIDTHED_FAMILIES
@@ -118,6 +119,11 @@ GRAPH_SAMPLE_ROWS = 100_000
 DEFAULT_KERNELS_MISSED_WARNING = 0.25
 
 
+#: the plan's cost keys as :meth:`FitPlan.lines` names them
+_COST_LABELS = {"kmeans": "k-means runs", "graph": "anchor graphs",
+                "passes": "passes over the data"}
+
+
 @dataclass(frozen=True)
 class Decision:
     """One choice of the plan: what, the value, why, and whether ``"auto"`` made it."""
@@ -200,16 +206,25 @@ class FitPlan:
             raise ValueError(f"the plan has {len(self.scaling)} view(s), got {len(views)}")
         return [s.apply(v) for s, v in zip(self.scaling, views, strict=True)]
 
-    def lines(self) -> list[str]:
-        """The plan as text, one line per decision, then the cost."""
+    def lines(self, width: int | None = LINE_WIDTH) -> list[str]:
+        """The plan as text for a terminal: a line per decision, then the cost.
+
+        Parameters
+        ----------
+        width : int or None, default=100
+            The widest line; a longer decision is wrapped onto indented continuation lines
+            (:func:`~mkrk_dask._text.wrap_lines`). None: one line per decision, however long.
+            :meth:`to_dict` keeps every reason whole.
+        """
         out = [f"plan: {self.method}, n={self.n_samples:,}"
                + (f", {self.n_views} view(s)" if self.n_views else ", precomputed kernels")]
         for d in self.decisions:
             out.append(f"  {d.what}: {d.value}" + (f" ({'auto: ' if d.auto else ''}{d.reason})"
                                                    if d.reason else ""))
-        cost = ", ".join(f"{k} {v}" for k, v in self.cost.items())
-        out.append(f"  expected cost: {cost}")
-        return out
+        # counts of the steps the fit will run: no time or memory is estimated here
+        cost = ", ".join(f"{_COST_LABELS.get(k, k)} {v}" for k, v in self.cost.items())
+        out.append(f"  expected cost, in steps (not seconds): {cost}")
+        return out if width is None else wrap_lines(out, width)
 
     def __str__(self) -> str:
         return "\n".join(self.lines())
@@ -274,7 +289,8 @@ def _geometry(rows: Any) -> tuple[str, str]:
     if low < 0:
         return "signed", ("negative values (an arbitrary origin, near which a row's direction "
                           "means nothing): Euclidean Gaussians and the cosine of the rows "
-                          f"lifted by {LIFT:g} times their median length")
+                          f"lifted by {LIFT:g} times their median length (polynomial(a=..., "
+                          "b=1): the normalised linear kernel with that offset)")
     size = rows.shape[0] * rows.shape[1]
     zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
     if not directions_differ(rows):

@@ -29,12 +29,15 @@ from .validation import LAM_SCALINGS, TOL_MODES, check_choice, check_lambda
 from .weight_steps import RepresentativeStep, WeightStep, WeightUpdate
 
 __all__ = ["SolverResult", "IterationInfo", "effective_lambda", "solve", "alternate",
-           "SELECTION_THRESHOLD", "selected_kernels", "LAM_SCALINGS", "TOL_MODES"]
+           "SELECTION_THRESHOLD", "EQUAL_SPREAD", "selected_kernels", "equal_weights",
+           "selection_words", "LAM_SCALINGS", "TOL_MODES"]
 
 #: A kernel counts as selected (a representative) when its weight is at least this. K_w uses
 #: w_p^2, so a smaller weight contributes less than 1e-6 of the combination; the exact QP
 #: optimum often spreads such crumbs over kernels whose column of C is nearly constant.
 SELECTION_THRESHOLD = 1e-3
+#: weights that spread over less than this are equal (every kernel represents itself)
+EQUAL_SPREAD = 1e-6
 
 
 @dataclass
@@ -89,6 +92,20 @@ def effective_lambda(lam: float, scaling: str, traces: np.ndarray, C: np.ndarray
 def selected_kernels(weights: np.ndarray) -> np.ndarray:
     """Indices of the kernels whose weight reaches :data:`SELECTION_THRESHOLD`."""
     return np.flatnonzero(np.asarray(weights) >= SELECTION_THRESHOLD)
+
+
+def equal_weights(weights: np.ndarray) -> bool:
+    """Whether the weights are all equal (to :data:`EQUAL_SPREAD`): nothing was selected."""
+    return float(np.ptp(np.asarray(weights))) < EQUAL_SPREAD
+
+
+def selection_words(weights: np.ndarray) -> str:
+    """What the weights select, in plain words: equal weights select nothing, although
+    every kernel reaches the threshold."""
+    if equal_weights(weights):
+        return "equal weights: no kernel selected at this lambda"
+    return (f"{selected_kernels(weights).size} of {np.asarray(weights).size} kernels carry "
+            f"weight (>= {SELECTION_THRESHOLD:g})")
 
 
 def _residuals(traces: np.ndarray, quad_forms: np.ndarray) -> np.ndarray:

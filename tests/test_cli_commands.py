@@ -300,8 +300,8 @@ def test_fit_and_predict_simple_mkkm(digits_npz: Path, tmp_path: Path,
     read by mkrk predict."""
     out = tmp_path / "simple"
     assert main(["fit", str(digits_npz), "--method", "SimpleMKKM", "--out", str(out),
-                 "--n-init", "3"]) == 0
-    printed = capsys.readouterr()
+                 "--n-init", "3", "-v"]) == 0
+    printed = capsys.readouterr()  # -v: with the solver's diagnostics
     assert "SimpleMKKM: " in printed.out and "certified relative optimality gap" in printed.out
     result = json.loads((out / "result.json").read_text())
     assert result["method"] == "SimpleMKKM" and result["lam"] is None and result["Y"] is None

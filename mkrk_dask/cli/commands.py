@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._text import plural, wrap_lines
 from ..choices import PROTOCOL_METHODS
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
@@ -46,6 +47,7 @@ from ..results import (
     write_labels,
 )
 from ..search import build_store, lambda_search, paper_lambda_grid
+from ..solver import selection_words
 from . import models
 from .demo import run_demo
 from .errors import EXIT_OK, UserError
@@ -284,11 +286,13 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     solver = _solver_of(args)
     cls = _method(args)
     lam = _model_settings(args).get("lam", cls().get_params().get("lam"))
-    log(args, f"fitting {cls.method} on {data.name}: {data.n_samples} samples, k = {k}, "
+    planning = getattr(args, "plan", False)
+    log(args, f"{'plan for' if planning else 'fitting'} {cls.method} on {data.name}: "
+              f"{data.n_samples} samples, k = {k}, "
               + (f"lambda = {format_default(lam)}, " if lam is not None else "")
               + f"solver = {solver}"
               + (f", scheduler {args.scheduler}" if args.scheduler else ""))
-    if getattr(args, "plan", False):
+    if planning:
         result(str(_estimator(args, k, solver, None).plan(data.X)))
         return EXIT_OK
     start = time.perf_counter()
@@ -302,19 +306,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                                command=args.command_line, seconds=seconds,
                                scheduler=args.scheduler, store=args.store)
             _write_input(folder, args)
-    log(args, f"fitted in {seconds:.1f} s: {model.n_iter_} iterations "
-              f"({'converged' if model.converged_ else 'max_iter reached'}), "
-              f"{len(model.selected_kernels_)} of {len(model.weights_)} kernels selected")
+    log(args, f"fitted in {seconds:.1f} s: {plural(model.n_iter_, 'iteration')} "
+              f"({'converged' if model.converged_ else '--max-iter reached'}); "
+              f"{selection_words(model.weights_)}")
     if args.verbosity >= 2:
         log(args, "timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in model.timings_.items()),
             2)
     if data.y is not None:
         result(scores_line(record["metrics"] if record else
                            clustering_scores(data.y, model.labels_)))
-    result(model.summary())  # the weights are results: -q silences stderr only
+    # the weights are results: -q silences stderr only; -v adds the solver's diagnostics
+    result(model.summary(detail=args.verbosity >= 2))
     if out is not None:
-        log(args, f"results in {out.path}/ (labels, weights, Y, objective: .npy/.csv; "
-                  f"metrics.json, result.json; the model: {record['model']})")
+        for line in wrap_lines([f"results in {out.path}/ (labels, weights, Y, objective: "
+                                f".npy/.csv; metrics.json, result.json; the model: "
+                                f"{record['model']})"]):
+            log(args, line)
     return EXIT_OK
 
 

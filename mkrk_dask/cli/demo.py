@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._text import plural
 from ..estimators import MKKMRK
 from ..metrics import clustering_scores
 from ..results import weight_stats
@@ -135,7 +136,7 @@ def _paper_part(args: argparse.Namespace, X: np.ndarray, y: np.ndarray,
                              scheduler=client, verbose=1 if args.verbosity >= 1 else 0,
                              backend_options=_DEMO_OPTIONS.get(solver)).fit(X)
     seconds = time.perf_counter() - start
-    result(f"fitted in {seconds:.1f} s: {model.n_iter_} iterations "
+    result(f"fitted in {seconds:.1f} s: {plural(model.n_iter_, 'iteration')} "
            f"({'converged' if model.converged_ else 'max_iter reached'}), backend "
            f"{model.solver_}.")
     result("")

@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import progress
 from .._compute import compute_here
+from .._text import LINE_WIDTH, plural, wrap_lines
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, make_backend, make_options
@@ -264,10 +265,13 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
     # -- fitting ----------------------------------------------------------------------------
 
     def _progress(self, info: IterationInfo) -> None:
-        progress.reporter().log(
-            f"[{type(self).__name__}] iter {info.iteration:3d}  objective "
-            f"{info.objective:.10g}  change {info.change:.3g}  gap {info.qp_relative_gap:.1e}  "
-            f"{info.seconds:.2f}s")
+        report = progress.reporter()
+        # the change and the weight step's certified gap are the solver's diagnostics, for
+        # verbose=2 (-v): nothing a user acts on at the default
+        detail = (f"  change {info.change:.3g}  gap {info.qp_relative_gap:.1e}"
+                  if report.wants(2) else "")
+        report.log(f"[{type(self).__name__}] iter {info.iteration:3d}  objective "
+                   f"{info.objective:.10g}{detail}  {info.seconds:.2f}s")
 
     def _fit_key(self, *names: str) -> str:
         """What identifies this fit's loop in a store: a checkpoint saved by a fit with other
@@ -330,8 +334,9 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
         plan, data = self._resolve(X)
         with self._reporting():
-            for line in plan.lines():
-                progress.reporter().log(f"[{type(self).__name__}] {line}")
+            prefix = f"[{type(self).__name__}] "
+            for line in plan.lines(LINE_WIDTH - len(prefix)):
+                progress.reporter().log(prefix + line)
             mark("plan")
             name = f"[{type(self).__name__}]"
             with progress.stage(f"{name} kernels"):
@@ -492,25 +497,49 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         tags.input_tags.pairwise = isinstance(self.kernels, str) and self.kernels == "precomputed"
         return tags
 
-    def _summary_head(self) -> list[str]:
-        return [f"{self.method}: {len(self.weights_)} kernels, {self.n_iter_} iterations "
-                f"({'converged' if self.converged_ else 'max_iter'}), objective "
-                f"{self.objective_history_[-1]:.10g}"]
+    def _summary_head(self, detail: bool = False) -> list[str]:
+        """The first lines of :meth:`summary`; ``detail``: with the weight steps' certified
+        duality gaps (methods with a QP weight step)."""
+        lam = f"lambda={self.lam:g}, " if "lam" in self.get_params() else ""
+        lines = [f"{self.method}: {len(self.weights_)} kernels, {lam}"
+                 f"{self._iterations_words()}, objective {self.objective_history_[-1]:.10g}"]
+        gaps = getattr(self, "qp_relative_gaps_", None)
+        if detail and gaps is not None:
+            lines.append(f"max QP relative gap {np.max(gaps):.1e} (every weight step is "
+                         "certified by its duality gap)")
+        return lines
 
-    def summary(self) -> str:
-        """A short human-readable account of the fit."""
+    def _iterations_words(self) -> str:
+        """``"converged in 1 iteration"`` or ``"stopped at max_iter = 100"``."""
+        return (f"converged in {plural(self.n_iter_, 'iteration')}" if self.converged_ else
+                f"stopped at max_iter = {self.n_iter_} before converging")
+
+    def summary(self, detail: bool = False) -> str:
+        """A short account of the fit in plain words: the weights, what the plan chose and
+        why, and what the final partition kept; no line over 100 characters.
+
+        Parameters
+        ----------
+        detail : bool, default=False
+            Also the solver's diagnostics: the weight steps' certified duality gaps and how
+            the Nystrom factors were kept (the command line's ``-v``).
+
+        Returns
+        -------
+        str
+        """
         check_is_fitted(self)
-        lines = self._summary_head() + ["weights:"]
+        lines = self._summary_head(detail) + ["weights:"]
         for p in np.argsort(-self.weights_):
             if self.weights_[p] >= SELECTION_THRESHOLD:
                 lines.append(f"  {self.kernel_names_[p]:<28s} {self.weights_[p]:.4f}")
-        lines += approximation_lines(self)
+        lines += approximation_lines(self, detail)
         lines += self._summary_choices()
-        return "\n".join(lines)
+        return "\n".join(wrap_lines(lines))
 
     def _summary_choices(self) -> list[str]:
         """What the plan chose, and why, then what the final partition kept."""
-        lines = list(self.plan_.lines()) if hasattr(self, "plan_") else []
+        lines = list(self.plan_.lines(None)) if hasattr(self, "plan_") else []
         agreement = getattr(self, "final_graph_agreement_", None)
         graph = getattr(self, "final_graph_", None)
         if graph is not None and getattr(self, "final_graph_clear_", False):

@@ -289,8 +289,3 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.qp_relative_gaps_ = result.qp_relative_gaps
         self.lam_effective_ = result.lam_effective
 
-    def _summary_head(self) -> list[str]:
-        return [f"MKKM-MR: {len(self.weights_)} kernels, lambda={self.lam:g}, "
-                f"{self.n_iter_} iterations ({'converged' if self.converged_ else 'max_iter'})",
-                f"objective {self.objective_history_[-1]:.10g}, "
-                f"max QP relative gap {self.qp_relative_gaps_.max():.1e}"]

@@ -6,12 +6,11 @@ from __future__ import annotations
 from numbers import Real
 from typing import Any
 
-import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
 from ..dissimilarity import MEASURES
-from ..solver import SolverResult, solve
+from ..solver import SolverResult, equal_weights, solve
 from ..validation import LAM_SCALINGS
 from ._base import MultipleKernelKMeans
 
@@ -422,16 +421,9 @@ class MKKMRK(MultipleKernelKMeans):
     def _summary_choices(self) -> list[str]:
         lines = super()._summary_choices()
         if self.lam_scaling == "normalized":
-            spread = float(np.ptp(self.weights_))
             lines.append(f"lambda: {self.lam:g} relative to the scales of C and of the residuals "
                          f"(the same effect at every n; effective {self.lam_effective_:.3g})"
                          + ("; every kernel represents itself at this lambda, so the weights "
-                            "are equal (a smaller lambda selects representatives)"
-                            if spread < 1e-6 else ""))
+                            "are equal: no kernel selected (with sfn a smaller lambda selects "
+                            "representatives)" if equal_weights(self.weights_) else ""))
         return lines
-
-    def _summary_head(self) -> list[str]:
-        return [f"MKKM-RK: {len(self.weights_)} kernels, lambda={self.lam:g}, "
-                f"{self.n_iter_} iterations ({'converged' if self.converged_ else 'max_iter'})",
-                f"objective {self.objective_history_[-1]:.10g}, "
-                f"max QP relative gap {self.qp_relative_gaps_.max():.1e}"]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._text import plural
 from ..backends import KernelBackend, TopK
 from ..solver import SolverResult, alternate
 from ..weight_steps import ReducedGradientStep
@@ -214,9 +215,10 @@ selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster
         self.optimality_gap_ = float(result.qp_relative_gaps[-1])
         self.n_h_steps_ = int(result.h_steps)
 
-    def _summary_head(self) -> list[str]:
-        return [f"SimpleMKKM: {len(self.weights_)} kernels, {self.n_iter_} iterations "
-                f"({'converged' if self.converged_ else 'max_iter'}), "
-                f"{self.n_h_steps_} H-steps",
-                f"objective J {self.objective_history_[-1]:.10g}, certified relative "
-                f"optimality gap {self.optimality_gap_:.1e}"]
+    def _summary_head(self, detail: bool = False) -> list[str]:
+        lines = [f"SimpleMKKM: {len(self.weights_)} kernels, {self._iterations_words()} "
+                 f"({plural(self.n_h_steps_, 'H-step')}), objective J "
+                 f"{self.objective_history_[-1]:.10g}"]
+        if detail:
+            lines.append(f"certified relative optimality gap {self.optimality_gap_:.1e}")
+        return lines

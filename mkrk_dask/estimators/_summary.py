@@ -11,9 +11,10 @@ import numpy as np
 __all__ = ["approximation_lines"]
 
 
-def approximation_lines(estimator: Any) -> list[str]:
+def approximation_lines(estimator: Any, detail: bool = False) -> list[str]:
     """The lines of ``summary()`` on the Nystrom factors of a fitted estimator (none for
-    the exact and blockwise backends)."""
+    the exact and blockwise backends); ``detail``: also whether the factors were stored,
+    and the cost that decided it."""
     if not hasattr(estimator, "nystrom_missed_fraction_"):
         return []
     names = estimator.kernel_names_
@@ -27,7 +28,7 @@ def approximation_lines(estimator: Any) -> list[str]:
             + ("" if limit is None else f" (max_components = {limit})") + ": "
             + ", ".join(f"{name} {rank}{_landmark_note(estimator, p)}" for p, (name, rank)
                         in enumerate(zip(names, estimator.nystrom_ranks_, strict=True))))
-        if storage is not None:
+        if storage is not None and detail:
             lines.append(f"Nystrom factors: {storage}")
     flagged = [f"{name} ({miss:.0%})" for name, miss in
                zip(names, estimator.nystrom_residual_, strict=True) if miss > 0.5]
