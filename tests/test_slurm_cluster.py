@@ -252,3 +252,34 @@ def test_mkrk_cluster_slurm_pending_and_killed(slurm, zarr_data: Path, tmp_path:
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert slurm.wait_until_no_jobs(5) == [], slurm.jobs()
+
+
+def test_mkrk_cluster_slurm_reports_pending_jobs_and_ctrl_c_cancels_them(
+        slurm, zarr_data: Path, tmp_path: Path) -> None:
+    """Jobs the queue holds (issue 80): their squeue states on stderr every 10 s while they
+    are awaited; Ctrl-C (SIGINT to mkrk alone) then: exit 130 within 10 s, the jobs
+    cancelled (also checked by the autouse fixture)."""
+    config = _config(tmp_path, **{"job-extra-directives": ["--begin=now+1hour"]})
+    args = [a for a in _fit_args(zarr_data, "nystrom", tmp_path / "run") if a != "-q"]
+    proc = _mkrk(slurm, [*args, "--cluster", "slurm", "--jobs", "2", "--cluster-config",
+                         str(config), "--cluster-wait", "300"], tmp_path)
+    try:
+        started = time.monotonic()
+        reports = [_wait_for_line(proc.stderr, "[slurm] waiting for the worker jobs", 30)
+                   for _ in range(2)]
+        between = time.monotonic() - started
+        assert all(r.count("PENDING(BeginTime)") == 2 for r in reports), reports
+        assert 10 <= between < 40, between
+        assert len(slurm.jobs()) == 2, slurm.jobs()
+        proc.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        seconds = time.monotonic() - interrupted
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert seconds < 10, seconds
+    assert err.strip().splitlines()[-1] == "mkrk fit: interrupted", err
+    assert slurm.wait_until_no_jobs(5) == [], slurm.jobs()
