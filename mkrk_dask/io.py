@@ -116,9 +116,11 @@ def load_array_file(path: str | os.PathLike[str], *, name: str | None = None,
     Supported formats, chosen by extension:
 
     - ``.npz`` (read with ``allow_pickle=False``): array ``X`` and optional labels ``y``; or
-      views ``view0``, ``view1``, ... (optional ``y`` and ``view_names``); or a single array of
-      any name; or a sparse matrix written by :func:`scipy.sparse.save_npz` (no labels). Other
-      scalar entries go to ``Dataset.extra``.
+      views ``view0``, ``view1``, ... (optional ``y`` and ``view_names``); or two or more 2-D
+      arrays of other names, the views named by their keys in the file's order (``pixels``,
+      ``hog``; optional ``y``); or a single array of any name; or a sparse matrix written
+      by :func:`scipy.sparse.save_npz` (no labels). Other scalar entries go to
+      ``Dataset.extra``.
     - ``.npy``: one 2-D array, no labels.
     - ``.csv``: comma-separated numbers, UTF-8 (a byte order mark is ignored), parsed as RFC
       4180 has it (see :func:`mkrk_dask.csv_input.read_csv` for every rule). A first row in
@@ -420,18 +422,24 @@ def _is_sparse_npz(keys: list[str]) -> bool:
 def _read_archive(path: Path, archive: Any) -> _RawData:
     keys = list(archive.files)
     view_keys = _view_keys(keys)
+    # other 2-D arrays are views named by their keys (pixels, hog), in the file's order
+    named = ([] if "X" in keys or view_keys or len(keys) == 1 else
+             [k for k in keys if k not in ("y", "view_names") and archive[k].ndim == 2])
+    view_names = None
     if "X" in keys:
         X, used = archive["X"], {"X"}
     elif view_keys:
         X, used = [archive[k] for k in view_keys], {*view_keys, "view_names"}
     elif len(keys) == 1:
         X, used = archive[keys[0]], set(keys)
+    elif len(named) > 1:
+        X, used, view_names = [archive[k] for k in named], set(named), tuple(named)
     else:
         raise ValueError(
             f"{path}: expected an array 'X' (and optional 'y'), views 'view0', 'view1', ..., "
-            f"a sparse matrix saved by scipy.sparse.save_npz, or a single array; found {keys}"
+            "two or more 2-D arrays (views named by their keys), a sparse matrix saved by "
+            f"scipy.sparse.save_npz, or a single array; found {keys}"
         )
-    view_names = None
     if isinstance(X, list) and "view_names" in keys:
         view_names = tuple(str(name) for name in archive["view_names"])
     y = archive["y"] if "y" in keys else None

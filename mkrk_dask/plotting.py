@@ -2,8 +2,11 @@
 
 Input: the JSON written by ``mkrk search`` or the paper's protocol (``mkrk reproduce``,
 :mod:`mkrk_dask.protocol`): a list ``datasets``, each with ``kernel_names`` and
-``["MKKM-RK"]["per_lambda"]``; or the ``result.json`` of ``mkrk fit`` (one lambda). The
-layout is documented in :mod:`mkrk_dask.results`.
+``["MKKM-RK"]["per_lambda"]``; or the ``result.json`` of ``mkrk fit`` (one lambda); or a
+fitted estimator itself (``plot_weights(model, "w.png")``), read through the same record
+(:func:`mkrk_dask.results.model_record`). The layout is documented in
+:mod:`mkrk_dask.results`. A multi-view fit's kernels are named with their view
+(``kernel_views``) and grouped and coloured by it in the weights figure.
 
 Figures, one PNG each, per dataset; each title says what to read off it:
 
@@ -16,7 +19,8 @@ Figures, one PNG each, per dataset; each title says what to read off it:
    counts them), the effective number of kernels ``1 / sum w^2``, and the share of the weight
    the two heaviest kernels carry;
 4. ``<name>_fig4_objective.png``: the objective minus its final value, relative to the final
-   value, per iteration (log axis): how fast each lambda's loop converges;
+   value, per iteration (log axis): how fast each lambda's loop converges (a fit that
+   converged at once, in one iteration, is its objective as one point);
 5. ``<name>_fig5_weights.png``: the learned weight of every kernel: a heat map kernels x
    log2 lambda for a search, bars for a single fit.
 
@@ -26,6 +30,7 @@ Matplotlib is imported here only, with the non-interactive Agg backend.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,7 @@ import numpy as np
 from .results import (
     dataset_entries,
     mkkmrk_summary,
+    model_record,
     read_results,
     search_record,
     search_report,
@@ -68,22 +74,58 @@ def _log2(lams: Sequence[float]) -> np.ndarray:
 
 def _per_lambda(entry: dict[str, Any]) -> list[dict[str, Any]]:
     items = entry.get("MKKM-RK", {}).get("per_lambda", [])
-    return sorted(items, key=lambda item: item["lam"])
+    return sorted(items, key=lambda item: item["lam"] if item["lam"] is not None else 0.0)
+
+
+def _entries(source: Any) -> list[dict[str, Any]]:
+    """The dataset entries of a results file (path or dict) or of a fitted estimator: the
+    one adapter, so that every figure reads a fitted estimator as it reads its saved fit."""
+    if hasattr(source, "weights_"):
+        return dataset_entries({**model_record(source), "data": type(source).__name__})
+    return dataset_entries(read_results(source))
+
+
+def _entry(source: Any) -> dict[str, Any]:
+    """One dataset entry: as given (an entry of :func:`~mkrk_dask.results.dataset_entries`),
+    or the first of a results file or a fitted estimator (:func:`_entries`)."""
+    if isinstance(source, dict) and "MKKM-RK" in source:
+        return source
+    return _entries(source)[0]
+
+
+def _views(entry: dict[str, Any], m: int) -> list[str] | None:
+    """The view of every kernel where there are several views, else None."""
+    views = entry.get("kernel_views")
+    return list(views) if views and len(views) == m and len(set(views)) > 1 else None
 
 
 def _names(entry: dict[str, Any], m: int) -> list[str]:
     names = entry.get("kernel_names") or [f"K{p + 1}" for p in range(m)]
-    return [short_kernel_name(n) for n in names]
+    views = _views(entry, m) or [None] * m
+    return [short_kernel_name(n, v) for n, v in zip(names, views, strict=True)]
 
 
-def short_kernel_name(name: str) -> str:
-    """A kernel's name for an axis: ``polynomial(a=0,b=2)`` -> ``poly a=0 b=2``,
-    ``gaussian(c=0.01)`` -> ``gauss c=0.01``; a view suffix ``@v`` is kept."""
-    text = str(name).replace("polynomial(", "poly ").replace("gaussian(", "gauss ")
-    return text.replace(",", " ").replace(")", "")
+_FAMILY = re.compile(r"(\w+)(?:\((.*)\))?(?:@(\d+))?")
+_SHORT = {"polynomial": "poly", "gaussian": "gauss"}
 
 
-def _lam_text(lam: float) -> str:
+def short_kernel_name(name: str, view: str | None = None) -> str:
+    """A kernel's name for an axis, whole: ``polynomial(a=0,b=2)`` -> ``poly a=0 b=2``,
+    ``gaussian(c=0.01)`` -> ``gauss c=0.01``, ``angular(m=2)@1`` -> ``angular m=2 @1``;
+    ``view``: the name of its view in place of the index (``angular m=2 @hog``)."""
+    match = _FAMILY.fullmatch(str(name))
+    if match is None:
+        return str(name)
+    family, params, index = match.groups()
+    text = " ".join(part for part in (_SHORT.get(family, family),
+                                      (params or "").replace(",", " ")) if part)
+    where = view if view is not None else index
+    return f"{text} @{where}" if where is not None else text
+
+
+def _lam_text(lam: float | None) -> str:
+    if lam is None:  # a method without lambda (MKKM, SimpleMKKM)
+        return "no λ"
     if lam > 0 and float(np.log2(lam)).is_integer():
         return rf"$\lambda = 2^{{{int(np.log2(lam))}}}$"
     return rf"$\lambda = {lam:g}$"
@@ -115,13 +157,14 @@ def _no_results(entry: dict[str, Any]) -> ValueError:
 # --------------------------------------------------------------------------- figure 1
 
 
-def plot_sensitivity(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
+def plot_sensitivity(entry: Any, path: str | os.PathLike, *, dpi: int = 120) -> Path:
     """Figure 1: ACC / NMI / purity (percent) against log2 lambda.
 
     Solid lines: the best over the repeats (the paper's figure); dashed with a band: mean
     +- std. The lambda with the best best-of-R ACC is marked; the key sits beside the axes,
     where it hides no point.
     """
+    entry = _entry(entry)
     plt = _pyplot()
     items = [it for it in _per_lambda(entry) if it.get("summary")]
     if not items:
@@ -173,15 +216,19 @@ def _pick_lambdas(items: list[dict[str, Any]], wanted: Sequence[float] | None,
     return [items[i] for i in index]
 
 
-def plot_representation(entry: dict[str, Any], path: str | os.PathLike, *,
+def plot_representation(entry: Any, path: str | os.PathLike, *,
                         lams: Sequence[float] | None = None, dpi: int = 120) -> Path:
     """Figure 2: heat maps of Y (rows: the representing kernel, columns: represented) for
     several lambdas (``lams``; default four spread over the grid), the kernels named on the
     axes; each panel's title counts the selected kernels and the effective number."""
+    entry = _entry(entry)
     plt = _pyplot()
     items = _pick_lambdas(_per_lambda(entry), lams)
     if not items:
         raise _no_results(entry)
+    if items[0].get("Y") is None:
+        raise ValueError(f"{entry.get('dataset', '?')}: no representation matrix Y to draw "
+                         "(MKKM-RK's and MKKM-MR's alone)")
     m = len(items[0]["Y"])
     names = _names(entry, m)
     fig, axes = plt.subplots(1, len(items), figsize=(2.9 * len(items) + 2.4, 4.4),
@@ -208,11 +255,12 @@ def plot_representation(entry: dict[str, Any], path: str | os.PathLike, *,
 # --------------------------------------------------------------------------- figure 3
 
 
-def plot_selected(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
+def plot_selected(entry: Any, path: str | os.PathLike, *, dpi: int = 120) -> Path:
     """Figure 3: against log2 lambda, the kernels selected (weight at least
     :data:`~mkrk_dask.solver.SELECTION_THRESHOLD`, recounted from the saved weights), the
     effective number of kernels ``1 / sum w^2``, and the share of the weight of the two
     heaviest kernels (right axis)."""
+    entry = _entry(entry)
     plt = _pyplot()
     items = _per_lambda(entry)
     if not items:
@@ -249,16 +297,19 @@ def plot_selected(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 
 # --------------------------------------------------------------------------- figure 4
 
 
-def plot_objective(entry: dict[str, Any], path: str | os.PathLike, *,
+def plot_objective(entry: Any, path: str | os.PathLike, *,
                    lams: Sequence[float] | None = None, dpi: int = 120) -> Path:
     """Figure 4: per iteration, the objective minus its final value relative to the final
     value, ``(f_t - f_final) / |f_final|``, on a log axis (the last iteration, zero, is left
     out): one line per lambda (default four lambdas); the key gives each final value."""
+    entry = _entry(entry)
     plt = _pyplot()
     items = _pick_lambdas(_per_lambda(entry), lams)
     if not items:
         raise _no_results(entry)
     fig, ax = plt.subplots(figsize=(7.6, 4.0))
+    if all(len(item["objective_history"]) == 1 for item in items):
+        return _save(_converged_at_once(ax, entry, items), Path(path), dpi)
     floor = 1e-16
     longest = 1
     for item in items:
@@ -280,34 +331,60 @@ def plot_objective(entry: dict[str, Any], path: str | os.PathLike, *,
     return _save(fig, Path(path), dpi)
 
 
+def _converged_at_once(ax: Any, entry: dict[str, Any], items: list[dict[str, Any]]) -> Any:
+    """Figure 4 of fits that converged in one iteration: no change to draw on a log axis,
+    so each objective is one point, and the title says so."""
+    for item in items:
+        f = float(item["objective_history"][0])
+        ax.plot([1], [f], "o", markersize=6, label=f"{_lam_text(item['lam'])}: {f:.6g}")
+    ax.set_xlim(0.5, 1.5)
+    ax.set_xticks([1])
+    ax.set_xlabel("iteration")
+    ax.set_ylabel("objective")
+    ax.set_title(f"{entry.get('dataset', '')}: converged at once: the first iteration's "
+                 "objective is final (the weights did not move)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=_FONT, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    return ax.figure
+
+
 # --------------------------------------------------------------------------- figure 5
 
 
-def plot_weights(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 120) -> Path:
+def plot_weights(entry: Any, path: str | os.PathLike, *, dpi: int = 120) -> Path:
     """The learned weight of every kernel: a heat map (kernels x log2 lambda) for a search,
     with the best lambda marked; horizontal bars for a single fit, with the threshold."""
+    entry = _entry(entry)
     plt = _pyplot()
     items = _per_lambda(entry)
     if not items:
         raise _no_results(entry)
     W = np.array([it["weights"] for it in items], dtype=np.float64)  # lambdas x kernels
     names = _names(entry, W.shape[1])
+    views = _views(entry, W.shape[1])
     if len(items) == 1:
         w = W[0]
-        order = np.argsort(w)
         stats = weight_stats(w, top=2)
         fig, ax = plt.subplots(figsize=(6.4, 0.32 * len(w) + 1.4))
-        colours = ["C0" if w[p] >= SELECTION_THRESHOLD else "0.6" for p in order]
-        ax.barh(np.arange(len(w)), w[order], color=colours)
-        ax.set_yticks(np.arange(len(w)), labels=[names[p] for p in order], fontsize=_FONT)
-        ax.set_xlabel("weight (grey: below the selection threshold "
-                      f"{SELECTION_THRESHOLD:g})")
+        if views is None:
+            order = np.argsort(w)
+            colours = ["C0" if w[p] >= SELECTION_THRESHOLD else "0.6" for p in order]
+            ax.barh(np.arange(len(w)), w[order], color=colours)
+            ax.set_yticks(np.arange(len(w)), labels=[names[p] for p in order], fontsize=_FONT)
+            ax.set_xlabel("weight (grey: below the selection threshold "
+                          f"{SELECTION_THRESHOLD:g})")
+        else:
+            _bars_by_view(ax, w, names, views)
         ax.set_title(f"{entry.get('dataset', '')}, {_lam_text(items[0]['lam'])}: "
                      f"{stats['n_selected']} of {stats['n_kernels']} selected, effective "
                      f"{stats['effective']:.1f}; the top 2 carry "
                      f"{100 * stats['top_share']:.0f}%", fontsize=10)
         ax.grid(alpha=0.3, axis="x")
         return _save(fig, Path(path), dpi)
+    if views is not None:  # the kernels of a view together, in the views' order
+        rows = sorted(range(len(names)), key=lambda p: (list(dict.fromkeys(views)).index(
+            views[p]), p))
+        W, names, views = W[:, rows], [names[p] for p in rows], [views[p] for p in rows]
     x = _log2([it["lam"] for it in items])
     fig, ax = plt.subplots(figsize=(8.0, 0.3 * len(names) + 2.0))
     step = float(np.median(np.diff(x))) if x.size > 1 else 1.0
@@ -315,6 +392,8 @@ def plot_weights(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 1
                       interpolation="nearest",
                       extent=(x[0] - step / 2, x[-1] + step / 2, len(names) - 0.5, -0.5))
     ax.set_yticks(np.arange(len(names)), labels=names, fontsize=_FONT)
+    if views is not None:
+        _colour_views(ax, views)
     _integer_log2_axis(ax, x)
     best = entry.get("MKKM-RK", {}).get("best_index")
     if best is not None:
@@ -331,6 +410,43 @@ def plot_weights(entry: dict[str, Any], path: str | os.PathLike, *, dpi: int = 1
     return _save(fig, Path(path), dpi)
 
 
+def _view_colours(views: list[str]) -> dict[str, str]:
+    return {view: f"C{index % 10}" for index, view in enumerate(dict.fromkeys(views))}
+
+
+def _bars_by_view(ax: Any, w: np.ndarray, names: list[str], views: list[str]) -> None:
+    """Horizontal bars of a multi-view fit's weights: the kernels of a view together (the
+    first view at the top, each view's heaviest first), coloured by view; a kernel below the
+    selection threshold pale."""
+    colours = _view_colours(views)
+    order = sorted(range(len(w)), key=lambda p: (list(colours).index(views[p]), -w[p]))[::-1]
+    for row, p in enumerate(order):
+        ax.barh(row, w[p], color=colours[views[p]],
+                alpha=1.0 if w[p] >= SELECTION_THRESHOLD else 0.35)
+    ax.set_yticks(np.arange(len(w)), labels=[names[p] for p in order], fontsize=_FONT)
+    _colour_views(ax, [views[p] for p in order], colours)
+    from matplotlib.patches import Patch
+
+    totals = {view: float(sum(w[p] for p in range(len(w)) if views[p] == view))
+              for view in colours}
+    ax.legend(handles=[Patch(color=c, label=f"{view}: {totals[view]:.3f}")
+                       for view, c in colours.items()], title="view: total weight",
+              fontsize=_FONT, title_fontsize=_FONT, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_xlabel(f"weight (pale: below the selection threshold {SELECTION_THRESHOLD:g})")
+
+
+def _colour_views(ax: Any, views: list[str], colours: dict[str, str] | None = None) -> None:
+    """Tick labels coloured by view (``colours``, default in the views' order), a line
+    between the views' groups."""
+    colours = colours or _view_colours(views)
+    for label, view in zip(ax.get_yticklabels(), views, strict=True):
+        label.set_color(colours[view])
+    for row in range(1, len(views)):
+        if views[row] != views[row - 1]:
+            ax.axhline(row - 0.5, color="0.3", linewidth=0.8)
+
+
 # --------------------------------------------------------------------------- all of them
 
 
@@ -341,8 +457,9 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
 
     Parameters
     ----------
-    results : path or dict
-        A JSON results file (or its parsed content); see the module docstring.
+    results : path, dict or fitted estimator
+        A JSON results file (or its parsed content), or a fitted estimator (drawn as its
+        saved fit would be); see the module docstring.
     out_dir : path
         Folder for the PNGs (created).
     datasets : sequence of str, optional
@@ -354,7 +471,8 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
     Returns
     -------
     list of pathlib.Path
-        The PNG files written. A single fit gives figures 2, 4 and 5 only (no lambda axis).
+        The PNG files written. A single fit gives figures 2, 4 and 5 only (no lambda axis;
+        no figure 2 for a method without Y).
 
     Raises
     ------
@@ -363,7 +481,7 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
     ValueError
         If the file is not a results file, or none of ``datasets`` is in it.
     """
-    entries = dataset_entries(read_results(results))
+    entries = _entries(results)
     if datasets:
         wanted = {d.lower() for d in datasets}
         missing = wanted - {str(e.get("dataset", "")).lower() for e in entries}
@@ -381,8 +499,9 @@ def make_figures(results: str | os.PathLike | dict[str, Any], out_dir: str | os.
         if grid and any(it.get("summary") for it in _per_lambda(entry)):
             written.append(plot_sensitivity(entry, out / f"{name}_fig1_sensitivity.png",
                                             dpi=dpi))
-        written.append(plot_representation(entry, out / f"{name}_fig2_representation.png",
-                                           lams=heatmap_lams, dpi=dpi))
+        if _per_lambda(entry)[0].get("Y") is not None:  # MKKM-RK's Y (MKKM has none)
+            written.append(plot_representation(entry, out / f"{name}_fig2_representation.png",
+                                               lams=heatmap_lams, dpi=dpi))
         if grid:
             written.append(plot_selected(entry, out / f"{name}_fig3_selected.png", dpi=dpi))
         written.append(plot_objective(entry, out / f"{name}_fig4_objective.png",

@@ -5,8 +5,9 @@ Every result dict carries ``"kind"`` (``mkrk-fit``, ``mkrk-search``, ``mkrk-prot
 ``"version"`` (the library's ``__version__``). Two layouts:
 
 - a fit (``result.json`` of ``mkrk fit``; :func:`fit_record`): the settings, ``kernel_names``,
-  ``weights``, ``Y``, ``objective_history``, ``n_iter``, ``converged``, the QP gaps, timings
-  and, with labels, ``metrics`` (``acc``, ``nmi``, ``purity``);
+  ``view_names`` and ``kernel_views`` (the view every kernel reads), ``weights``,
+  ``inertia``, ``Y``, ``objective_history``, ``n_iter``, ``converged``, the QP gaps,
+  timings and, with labels, ``metrics`` (``acc``, ``nmi``, ``purity``);
 - a search or the protocol (:func:`search_report`): ``repeats``, ``seed``, ``lams`` and a list
   ``datasets``; each entry has ``dataset``, ``n_samples``, ``n_clusters``, ``kernel_names``,
   ``seconds`` and ``"MKKM-RK": {"per_lambda": [...]}``, one :func:`search_record` per lambda
@@ -32,6 +33,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["write_text", "write_json", "read_results", "dataset_entries", "fit_record", "write_fit",
+           "model_record", "kernel_view_names", "weights_by_view",
            "search_record", "mkkmrk_summary", "search_report", "write_labels", "labels_table",
            "atomic_path",
            "plain_mode", "weight_stats",
@@ -104,16 +106,18 @@ def dataset_entries(report: dict[str, Any]) -> list[dict[str, Any]]:
     """
     if "datasets" in report:
         return list(report["datasets"])
-    if "objective_history" in report and "Y" in report:
-        if report["Y"] is None:
-            raise ValueError(f"the figures draw MKKM-RK's weights and Y; this is a fit of "
-                             f"{report.get('method')}, which has no Y")
-        item = {k: report[k] for k in ("lam", "weights", "Y", "objective_history", "n_iter")}
+    if "objective_history" in report and "weights" in report:
+        # Y is None for the methods without one (MKKM, SimpleMKKM): no figure of Y then
+        item = {k: report.get(k) for k in ("lam", "weights", "Y", "objective_history",
+                                           "n_iter")}
         if report.get("metrics"):
             item["summary"] = {k: {"best": v, "mean": v, "std": 0.0}
                                for k, v in report["metrics"].items()}
-        name = Path(str(report.get("data", "fit"))).stem
+        data = report.get("data", "fit")
+        # several files, one view each: named after all of them
+        name = "+".join(Path(str(d)).stem for d in (data if isinstance(data, list) else [data]))
         return [{"dataset": name, "kernel_names": report.get("kernel_names"),
+                 "kernel_views": report.get("kernel_views"),
                  "MKKM-RK": {"per_lambda": [item]}, "single_fit": True}]
     raise ValueError("not a results file of mkrk search / reproduce / fit "
                      "(no 'datasets' list and no single fit)")
@@ -205,8 +209,9 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
         Fitted.
     data : mkrk_dask.io.Dataset
         What it was fitted on; with labels, the record holds the ``metrics``.
-    source : str
-        The data as the user named it (a path or a benchmark name).
+    source : str or list of str
+        The data as the user named it (a path or a benchmark name; several files, one view
+        each, as a list).
     command, seconds, scheduler, store
         The command line, the wall time, and where it ran (recorded as given).
     """
@@ -214,37 +219,80 @@ def fit_record(model: Any, data: Any, *, source: str, command: str | None = None
 
     result: dict[str, Any] = {
         "kind": "mkrk-fit", "version": library_version(), "command": command,
-        "data": str(source), "n_samples": data.n_samples, "n_features": data.n_features,
+        # several files (one view each) as a list
+        "data": [str(s) for s in source] if isinstance(source, list) else str(source),
+        "n_samples": data.n_samples, "n_features": data.n_features,
+        **model_record(model), "scheduler": scheduler, "store": store, "seconds": seconds,
+        "model": None}
+    if data.y is not None:
+        result["metrics"] = clustering_scores(data.y, model.labels_)
+    return result
+
+
+def model_record(model: Any) -> dict[str, Any]:
+    """What a fitted estimator's record holds of the estimator alone (:func:`fit_record`
+    adds the data and the run): also what :mod:`mkrk_dask.plotting` draws a fitted estimator
+    from."""
+    record: dict[str, Any] = {
         "method": model.method, "n_clusters": int(model.n_clusters), "solver": model.solver_,
         # the method's own settings and results (MKKM has no lambda, only MKKM-RK a Y)
         "lam": _number(getattr(model, "lam", None)),
         "lam_effective": _number(getattr(model, "lam_effective_", None)),
         "dissimilarity": getattr(model, "dissimilarity", None),
-        "scheduler": scheduler, "store": store,
         "kernel_names": list(model.kernel_names_), "weights": model.weights_.tolist(),
         "selected_kernels": [int(p) for p in model.selected_kernels_],
         "Y": _array(getattr(model, "representation_", None)),
         "objective_history": np.asarray(model.objective_history_).tolist(),
         "n_iter": int(model.n_iter_), "converged": bool(model.converged_),
         "qp_relative_gaps": _array(getattr(model, "qp_relative_gaps_", None)),
-        "timings": {k: float(v) for k, v in model.timings_.items()}, "seconds": seconds,
+        "timings": {k: float(v) for k, v in model.timings_.items()},
         "final_step": getattr(model, "final_step_", None),
         "final_clustering": getattr(model, "final_clustering_", None),
         "final_graph_agreement": _number(getattr(model, "final_graph_agreement_", None)),
         "final_graph_clear": getattr(model, "final_graph_clear_", None),
         "plan": model.plan_.to_dict() if hasattr(model, "plan_") else None,
-        "model": None}
+        "inertia": _number(getattr(model, "inertia_", None)),
+        "view_names": _list(getattr(model, "view_names_", None)),
+        "kernel_views": kernel_view_names(model)}
     gaps = getattr(model, "relative_gaps_", None)
     if gaps is not None:  # SimpleMKKM: the certified optimality gap of every step
-        result["optimality_gaps"] = np.asarray(gaps).tolist()
-        result["h_steps"] = int(model.n_h_steps_)
+        record["optimality_gaps"] = np.asarray(gaps).tolist()
+        record["h_steps"] = int(model.n_h_steps_)
     missed = getattr(model, "nystrom_missed_fraction_", None)
     if missed is not None:
-        result["nystrom_residual"] = model.nystrom_residual_.tolist()
-        result["nystrom_missed_fraction"] = float(missed)
-    if data.y is not None:
-        result["metrics"] = clustering_scores(data.y, model.labels_)
-    return result
+        record["nystrom_residual"] = model.nystrom_residual_.tolist()
+        record["nystrom_missed_fraction"] = float(missed)
+    return record
+
+
+def kernel_view_names(model: Any) -> list[str] | None:
+    """The name of the view every kernel of a fitted model reads (None for precomputed
+    kernels)."""
+    from .views import kernel_views
+
+    names = getattr(model, "view_names_", None)
+    if names is None:
+        return None
+    return [names[v] for v in kernel_views(model.kernels_, len(model.weights_))]
+
+
+def weights_by_view(model: Any) -> list[str]:
+    """The weight of every kernel grouped by the view it reads, each view's total first
+    (the terminal's listing of a multi-view fit); no lines for one view."""
+    views = kernel_view_names(model)
+    if views is None or len(set(views)) < 2:
+        return []
+    lines = ["weights by view:"]
+    for name in model.view_names_:
+        members = [p for p, view in enumerate(views) if view == name]
+        lines.append(f"  {name}: {float(np.sum(model.weights_[members])):.4f}")
+        lines += [f"    {model.kernel_names_[p]:<28s} {model.weights_[p]:.4f}"
+                  for p in sorted(members, key=lambda p: -model.weights_[p])]
+    return lines
+
+
+def _list(value: Any) -> list | None:
+    return None if value is None else [str(v) for v in value]
 
 
 def _number(value: Any) -> float | None:
@@ -263,8 +311,9 @@ def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
     Files: ``labels``, ``weights``, ``Y`` and ``objective`` as ``.npy`` and ``.csv``
     (``labels.csv`` is ``id,label`` where ``data.ids`` holds the rows' IDs; the other
     CSV files name the kernels: ``Y.csv`` has a header row and a first column of kernel
-    names); ``metrics.json`` (with labels); the model, when ``save_model(model, out)`` is
-    given (it returns the name it wrote, recorded as ``"model"``); and ``result.json``
+    names; ``weights.csv`` of a multi-view fit is ``kernel,view,weight``, the view named);
+    ``metrics.json`` (with labels); the model, when ``save_model(model, out)`` is given
+    (it returns the name it wrote, recorded as ``"model"``); and ``result.json``
     (:func:`fit_record`, written last, so its presence means the folder is complete).
 
     ``record`` is passed on to :func:`fit_record` (``source`` is required).
@@ -277,8 +326,15 @@ def write_fit(out: str | os.PathLike[str], model: Any, data: Any, *,
     np.save(out / "labels.npy", labels)
     write_labels(out / "labels.csv", labels, getattr(data, "ids", None))
     np.save(out / "weights.npy", model.weights_)
-    _write_csv(out / "weights.csv", ["kernel", "weight"],
-               [[name, repr(float(w))] for name, w in zip(names, model.weights_, strict=True)])
+    views = result["kernel_views"]
+    if views is not None and len(set(views)) > 1:  # multi-view: the view of every kernel
+        _write_csv(out / "weights.csv", ["kernel", "view", "weight"],
+                   [[name, view, repr(float(w))]
+                    for name, view, w in zip(names, views, model.weights_, strict=True)])
+    else:
+        _write_csv(out / "weights.csv", ["kernel", "weight"],
+                   [[name, repr(float(w))] for name, w in zip(names, model.weights_,
+                                                               strict=True)])
     Y = getattr(model, "representation_", None)
     if Y is not None:  # MKKM-RK's representation (the other methods have none)
         Y = np.asarray(Y)

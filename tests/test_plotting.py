@@ -149,3 +149,69 @@ def test_fig5_weights_per_kernel(drawn: dict, tmp_path: Path) -> None:
     bars = drawn["one_fig5_weights.png"].axes[0]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["cosine", "gauss c=1"]
     assert [p.get_width() for p in bars.patches] == [0.3, 0.7]
+
+
+# --------------------------------------------------------------------- a fitted estimator (#79)
+
+
+@pytest.fixture(scope="module")
+def two_view_fit():
+    """MKKM-RK on two views of the digits, by name; the default converges in one
+    iteration."""
+    from sklearn.datasets import load_digits
+
+    from mkrk_dask import MKKMRK
+
+    X, _ = load_digits(return_X_y=True)
+    X = X[:150]
+    return MKKMRK(5, kernels=["cosine", "angular(m=0.5)", "angular(m=2)@1", "gaussian(m=1)@1"],
+                  random_state=0).fit({"pixels": X[:, :40], "hog": X[:, 40:]})
+
+
+def test_short_kernel_names_are_whole() -> None:
+    from mkrk_dask.plotting import short_kernel_name
+
+    assert short_kernel_name("angular(m=2)@1") == "angular m=2 @1"
+    assert short_kernel_name("angular(m=0.5)") == "angular m=0.5"
+    assert short_kernel_name("polynomial(a=0,b=2)") == "poly a=0 b=2"
+    assert short_kernel_name("cosine@1", "hog") == "cosine @hog"
+
+
+def test_figures_of_a_fitted_estimator(two_view_fit, tmp_path: Path) -> None:
+    from mkrk_dask.plotting import plot_objective, plot_weights
+
+    assert two_view_fit.n_iter_ == 1
+    path = plot_weights(two_view_fit, tmp_path / "w.png")
+    assert path == tmp_path / "w.png" and path.read_bytes()[:8] == PNG
+    assert plot_objective(two_view_fit, tmp_path / "o.png").read_bytes()[:8] == PNG
+    written = make_figures(two_view_fit, tmp_path / "all")
+    assert [p.name for p in written] == ["mkkmrk_fig2_representation.png",
+                                         "mkkmrk_fig4_objective.png", "mkkmrk_fig5_weights.png"]
+    assert all(p.read_bytes()[:8] == PNG for p in written)
+
+
+def test_weights_grouped_by_view_with_whole_names(two_view_fit, drawn: dict,
+                                                  tmp_path: Path) -> None:
+    make_figures(two_view_fit, tmp_path)
+    ax = drawn["mkkmrk_fig5_weights.png"].axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    # from the top: the first view's kernels, then the second's, each named whole
+    assert labels[::-1][:2] == ["cosine @pixels", "angular m=0.5 @pixels"]
+    assert sorted(labels[::-1][2:]) == ["angular m=2 @hog", "gauss m=1 @hog"]
+    assert all(label.count("(") == label.count(")") for label in labels)
+    from matplotlib.colors import to_rgb
+
+    colours = {t.get_text().split("@")[1]: to_rgb(t.get_color()) for t in ax.get_yticklabels()}
+    bars = {label.split("@")[1]: bar.get_facecolor()[:3]
+            for label, bar in zip(labels, ax.patches, strict=True)}
+    assert bars["pixels"] != bars["hog"] and colours == bars  # a view's names in its colour
+    assert [t.get_text() for t in ax.get_legend().get_texts()][0].startswith("pixels: ")
+
+
+def test_a_fit_that_converged_at_once_draws_a_point(two_view_fit, drawn: dict,
+                                                    tmp_path: Path) -> None:
+    make_figures(two_view_fit, tmp_path)
+    ax = drawn["mkkmrk_fig4_objective.png"].axes[0]
+    assert "converged at once" in ax.get_title() and ax.get_yscale() == "linear"
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == [two_view_fit.objective_history_[0]]

@@ -5,7 +5,7 @@ memory), ``blockwise`` (all kernels in a Zarr store, products on Dask) or ``nyst
 (low-rank factors, millions of samples). ``docs/architecture.rst`` says where a new one goes.
 """
 
-from .base import ApproximationReport, KernelBackend, RowMap, TopK
+from .base import ApproximationReport, KernelBackend, RowMap, TopK, kernel_inertia
 from .exact import ExactBackend
 from .factory import make_backend
 from .options import (
@@ -20,4 +20,4 @@ from .options import (
 
 __all__ = ["KernelBackend", "TopK", "ApproximationReport", "RowMap", "ExactBackend",
            "make_backend", "make_options", "option_names", "SOLVER_OPTIONS", "BackendOptions",
-           "ExactOptions", "BlockwiseOptions", "NystromOptions"]
+           "ExactOptions", "BlockwiseOptions", "NystromOptions", "kernel_inertia"]

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["KernelBackend", "TopK", "ApproximationReport", "RowMap", "APPROXIMATION_WARNING"]
+__all__ = ["KernelBackend", "TopK", "ApproximationReport", "RowMap", "APPROXIMATION_WARNING",
+           "cluster_basis", "kernel_inertia"]
 
 #: the estimator warns when an approximate backend misses more than this share of the trace
 #: of the learned K_w
@@ -129,6 +130,14 @@ class KernelBackend(ABC):
         kernels then ends beside the caller's work on it)."""
         return self.embedding(top)
 
+    def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """``sum_c (1/|c|) sum_{i,j in c} K_p[i, j]`` for every kernel p, shape (m,): the
+        quadratic forms of the clusters' indicators scaled to unit length
+        (:func:`cluster_basis`), through :meth:`quad_forms` (the exact backend's product with
+        the kernels in memory, one blockwise pass over the store)."""
+        basis = cluster_basis(labels, n_clusters)
+        return self.quad_forms(TopK(np.ones(basis.shape[1]), basis))
+
     def max_rank(self, weights: np.ndarray) -> int:
         """The most eigenpairs :meth:`top_k` can give for these weights."""
         return self.n_samples
@@ -166,3 +175,26 @@ class KernelBackend(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def cluster_basis(labels: np.ndarray, n_clusters: int) -> np.ndarray:
+    """The n x k indicator of the clusters, column c ``1_c / sqrt(|c|)`` (orthonormal
+    columns; an empty cluster's is zero)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+    basis = np.zeros((labels.size, n_clusters))
+    basis[np.arange(labels.size), labels] = 1.0 / np.sqrt(counts[labels])
+    return basis
+
+
+def kernel_inertia(backend: KernelBackend, weights: np.ndarray, labels: np.ndarray,
+                   n_clusters: int) -> float:
+    """The kernel k-means objective of ``labels`` in ``K_w = sum_p w_p^2 K_p``, as
+    ``KMeans.inertia_`` defines it: ``tr(K_w) - sum_c (1/|c|) sum_{i,j in c} K_w[i, j]``,
+    the squared distances of the samples to their cluster's centre in the kernel's feature
+    space, summed. From the traces and :meth:`KernelBackend.cluster_quad_forms`: never an
+    n x n matrix beyond the backend's own."""
+    squared = np.asarray(weights, dtype=np.float64) ** 2
+    within = backend.traces() - backend.cluster_quad_forms(labels, n_clusters)
+    # round-off can leave a kernel's share a hair below zero where a cluster is one point
+    return float(max(squared @ within, 0.0))

@@ -29,7 +29,7 @@ from .._text import plural, wrap_lines
 from ..choices import PROTOCOL_METHODS
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
-from ..io import Dataset, load_input
+from ..io import Dataset
 from ..kernels import as_kernel_specs, parse_kernel
 from ..metrics import clustering_scores
 from ..plotting import make_figures  # matplotlib itself is imported when drawing
@@ -42,15 +42,18 @@ from ..results import (
     read_results,
     search_record,
     search_report,
+    weights_by_view,
     write_fit,
     write_json,
     write_labels,
 )
 from ..search import build_store, lambda_search, paper_lambda_grid
 from ..solver import selection_words
+from ..views import named_views
 from . import models
 from .demo import run_demo
 from .errors import EXIT_OK, UserError
+from .inputs import load_data, source_of, views_for
 from .output import Output
 from .parser import format_default, parse_lams
 from .session import dask_client, reporting, storage_options
@@ -216,23 +219,23 @@ def _load(args: argparse.Namespace, recorded: dict[str, Any] | None = None,
     pick, over ``recorded``), and a line saying how a CSV file was read where the reader
     chose something (its separator, a column of row names left out), before any work on
     it."""
-    data = load_input(args.data, columns=_columns(args, recorded), **kwargs)
+    data = load_data(args, columns=_columns(args, recorded), **kwargs)
     if "read" in data.extra:
-        log(args, f"read {args.data}: {data.extra['read']}")
+        log(args, f"read {args.data[0]}: {data.extra['read']}")
     return data
 
 
 def _write_input(folder: Path, args: argparse.Namespace) -> None:
     """Record the CSV columns the fit read in its --out (``input.json``), for mkrk predict."""
     write_json(folder / INPUT_FILE, {"kind": "mkrk-input", "version": library_version(),
-                                     "data": str(args.data),
+                                     "data": source_of(args),
                                      "csv_columns": _columns(args).to_json()})
 
 
 def _recorded_columns(args: argparse.Namespace) -> dict[str, Any] | None:
     """The CSV columns of the fit whose model predict reads (its ``input.json``), where the
     new data is a CSV file too; else None."""
-    if Path(args.data).suffix.lower() != ".csv":
+    if Path(args.data[0]).suffix.lower() != ".csv":
         return None
     model = Path(args.model).expanduser()
     # MODEL is the fit's --out, or the model inside it
@@ -265,7 +268,7 @@ def _cmd_build(args: argparse.Namespace) -> int:
         info = build_store(estimator.set_params(scheduler=client), data.X)
     state = "reused (already complete)" if info.reused else "built"
     result(f"store {store} {state} in {info.seconds:.1f} s ({info.nbytes / 2**20:.1f} MiB)")
-    log(args, f"use it with: mkrk fit {args.data} --solver {args.solver} --store {store}")
+    log(args, f"use it with: mkrk fit {' '.join(args.data)} --solver {args.solver} --store {store}")
     return EXIT_OK
 
 
@@ -293,16 +296,17 @@ def _cmd_fit(args: argparse.Namespace) -> int:
               + f"solver = {solver}"
               + (f", scheduler {args.scheduler}" if args.scheduler else ""))
     if planning:
-        result(str(_estimator(args, k, solver, None).plan(data.X)))
+        result(str(_estimator(args, k, solver, None).plan(named_views(data.X, data.view_names))))
         return EXIT_OK
     start = time.perf_counter()
     with dask_client(args, solver) as client:
-        model = _estimator(args, k, solver, client).fit(data.X)
+        model = _estimator(args, k, solver, client).fit(named_views(data.X,
+                                                                    data.view_names))
     seconds = time.perf_counter() - start
     record = None
     if out is not None:
         with out.folder() as folder:
-            record = write_fit(folder, model, data, save_model=models.save, source=args.data,
+            record = write_fit(folder, model, data, save_model=models.save, source=source_of(args),
                                command=args.command_line, seconds=seconds,
                                scheduler=args.scheduler, store=args.store)
             _write_input(folder, args)
@@ -317,6 +321,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
                            clustering_scores(data.y, model.labels_)))
     # the weights are results: -q silences stderr only; -v adds the solver's diagnostics
     result(model.summary(detail=args.verbosity >= 2))
+    for line in weights_by_view(model):  # a multi-view fit's kernels, by view
+        result(line)
     if out is not None:
         for line in wrap_lines([f"results in {out.path}/ (labels, weights, Y, objective: "
                                 f".npy/.csv; metrics.json, result.json; the model: "
@@ -335,7 +341,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
     # no cluster unless --scheduler: the graph of data in memory needs none
     with dask_client(args, "exact") as client:
         with client.as_current() if client is not None else contextlib.nullcontext():
-            model.fit(data.X)
+            model.fit(named_views(data.X, data.view_names))
     seconds = time.perf_counter() - start
     summary = (f"anchor graph: {', '.join(str(g.anchors.shape[0]) for g in model.view_graphs_)}"
                f" anchors ({', '.join(model.geometry_)}), {args.n_neighbors} nearest; "
@@ -343,7 +349,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
                f"{model.eigenvalues_[k]:.6f}")
     record: dict[str, Any] = {
         "kind": "mkrk-graph", "version": library_version(), "command": args.command_line,
-        "data": str(args.data), "n_samples": data.n_samples, "n_features": data.n_features,
+        "data": source_of(args), "n_samples": data.n_samples, "n_features": data.n_features,
         "method": "anchor graph", "n_clusters": k, "params": model.get_params(),
         "geometry": model.geometry_, "eigenvalues": model.eigenvalues_.tolist(),
         "seconds": seconds, "model": None}
@@ -444,7 +450,7 @@ def _cmd_predict(args: argparse.Namespace) -> int:
                         "points); fit it on the features")
     data = _load(args, _recorded_columns(args), labels=args.labels, y_key=args.y_key)
     start = time.perf_counter()
-    labels = np.asarray(model.predict(data.X))
+    labels = np.asarray(model.predict(views_for(args, model, data)))
     log(args, f"predicted {labels.shape[0]} samples in {time.perf_counter() - start:.2f} s")
     if out is not None:
         try:
@@ -532,6 +538,11 @@ def _cmd_figures(args: argparse.Namespace) -> int:
         raise UserError("mkrk figures needs matplotlib: pip install 'mkrk-dask[plot]'") \
             from None
     path = Path(args.results).expanduser()
+    if path.is_dir():  # a fit's --out folder: its result.json
+        if not (path / "result.json").is_file():
+            raise UserError(f"{path} is a folder without result.json: give a results file or "
+                            "the --out folder of mkrk fit")
+        path = path / "result.json"
     report = read_results(path)
     out = Output.named(args.out) if args.out is not None else path.parent / "figures"
     if out.exists() and not out.is_dir():

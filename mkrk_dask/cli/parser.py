@@ -193,6 +193,16 @@ def _column_list(text: str) -> tuple[str | int, ...]:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+def _name_list(text: str) -> tuple[str, ...]:
+    """argparse type of ``--view-names``: distinct non-empty names, comma-separated."""
+    from ..views import check_view_names
+
+    try:
+        return tuple(check_view_names(text.split(",")))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _column_key(text: str) -> str | int:
     keys = _column_list(text)
     if len(keys) != 1:
@@ -201,10 +211,18 @@ def _column_key(text: str) -> str | int:
 
 
 def _add_data(p: argparse.ArgumentParser, labels: bool = True) -> None:
-    p.add_argument("data", metavar="DATA",
+    p.add_argument("data", metavar="DATA", nargs="+",
                    help="data file (.npz with X [and y], or written by scipy.sparse.save_npz; "
                         ".mat with X [and y], MATLAB v7.3 too; .npy; .csv), a Zarr array "
-                        "directory, or a benchmark name (orl, jaffe, tr11, ...)")
+                        "directory, or a benchmark name (orl, jaffe, tr11, ...). Multi-view "
+                        "data: an .npz with views view0, view1, ... or with two or more 2-D "
+                        "arrays named by their views (pixels, hog) [and y]; or several files, "
+                        "one view each, in order (a.npy b.npy)")
+    p.add_argument("--view-names", type=_name_list, default=None, metavar="LIST",
+                   help="names of the views, comma-separated, in order (default: the keys of "
+                        "an .npz, the file names of several files, else view0, view1, ...); "
+                        "in result.json, weights.csv and the figures; mkrk predict matches "
+                        "the views of an .npz to its model's by name")
     g = p.add_argument_group(
         "CSV columns (by header name or 0-based index)",
         "RFC 4180 CSV: a field in double quotes may hold the separator; every row needs as "
@@ -512,7 +530,9 @@ def build_parser() -> argparse.ArgumentParser:
             "Draw PNG figures from a JSON file written by 'mkrk search', 'mkrk reproduce' / "
             "benchmarks/bench_paper_table.py, or 'mkrk fit' (result.json), without re-running "
             "anything. The paths of the PNGs go to stdout; existing PNGs are redrawn.")
-    p.add_argument("results", metavar="RESULTS", help="the JSON results file")
+    p.add_argument("results", metavar="RESULTS",
+                   help="the JSON results file, or the --out folder of mkrk fit (its "
+                        "result.json; the figures go to its figures/)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="folder for the PNGs (default: 'figures' beside RESULTS)")
     p.add_argument("--datasets", nargs="+", default=None, metavar="NAME",

@@ -21,9 +21,11 @@ from sklearn.utils.validation import check_is_fitted
 from .._threads import single_blas_thread
 from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
 from ..assignment import assign_clusters, lloyd_centres, nearest_centre
+from ..backends.base import cluster_basis
 from ..exceptions import DisconnectedGraphWarning
 from ..passes import is_dask
 from ..validation import MAX_N_INIT, check_feature_views, check_n_clusters
+from ..views import check_new_views, default_view_names, split_named_views
 from ._out_of_sample import lazy_rows, score_rows
 
 __all__ = ["AnchorGraphClustering"]
@@ -199,10 +201,17 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     eigenvalues_ : ndarray of shape (n_clusters + 1,)
         The graph's largest eigenvalues, in decreasing order (at most 1; the gap between the
         last two tells how clearly the graph has ``n_clusters`` parts).
+    inertia_ : float
+        The kernel k-means objective of ``labels_`` in the averaged graph ``W`` (as
+        ``KMeans.inertia_``: ``tr(W) - sum_c (1/|c|) sum_{i,j in c} W[i, j]``, the squared
+        distances of the samples to their cluster's centre in the graph's feature space,
+        summed), computed from the graph's n x m factor, exactly.
     view_graphs_ : list of :class:`~mkrk_dask.anchor_graph.ViewGraph`
         Per view: anchors, geometry, weights' width and degrees.
     geometry_ : list of str
         The geometry used in each view.
+    view_names_ : list of str
+        The keys of a dict of views given to ``fit``, else ``view0``, ``view1``, ...
     n_features_per_view_ : tuple of int
     n_features_in_ : int
     """
@@ -242,7 +251,9 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         self
         """
         self._validate_params()
+        X, names = split_named_views(X)
         views = check_feature_views(self, X, reset=True)
+        self.view_names_ = names or default_view_names(len(views))
         n, k = int(views[0].shape[0]), check_n_clusters(self.n_clusters, views[0].shape[0])
         if min(self.n_anchors, n // 2) < k:
             raise ValueError(f"the graph needs at least n_clusters={k} anchors per view; "
@@ -278,6 +289,9 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                                  random_state=kmeans_seed, step="spectral")
         self.cluster_centers_, self.labels_, _ = lloyd_centres(self.embedding_, labels, k,
                                                               step="spectral")
+        # kernel k-means objective of the labels in the graph W = F F^T, from F (no n x n)
+        spread = np.asarray(F.T @ cluster_basis(self.labels_, k))
+        self.inertia_ = float(max(F.multiply(F).sum() - np.sum(spread**2), 0.0))
         self.view_graphs_ = list(graphs)
         self.geometry_ = ["angular" if g.angular else "euclidean" for g in graphs]
         return self
@@ -304,14 +318,10 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         if is_dask(X):
             return lazy_rows(self, "transform", X, self.embedding_.shape[1],
                              self.embedding_.dtype)
-        views = check_feature_views(self, X, reset=False)
-        if len(views) != len(self.view_graphs_):
-            raise ValueError(f"the model was fitted on {len(self.view_graphs_)} view(s), "
-                             f"got {len(views)}")
-        for v, (view, dim) in enumerate(zip(views, self.n_features_per_view_, strict=True)):
-            if view.shape[1] != dim:
-                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
-                                 f"fitted with {dim}")
+        names = (getattr(self, "view_names_", None)
+                 or default_view_names(len(self.n_features_per_view_)))
+        given = check_new_views(X, names, self.n_features_per_view_)
+        views = check_feature_views(self, given if len(given) > 1 else given[0], reset=False)
         F = graph_factor([graph.factor(view, index) for index, (graph, view)
                           in enumerate(zip(self.view_graphs_, views, strict=True))])
         return np.asarray(F @ self.projection_)

@@ -36,7 +36,7 @@ from .._compute import compute_here
 from .._text import LINE_WIDTH, plural, wrap_lines
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
-from ..backends import KernelBackend, make_backend, make_options
+from ..backends import KernelBackend, kernel_inertia, make_backend, make_options
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec
@@ -61,6 +61,7 @@ from ..validation import (
     is_lazy,
     materialize,
 )
+from ..views import default_view_names, split_named_views
 from ._final import (
     FINAL_CLUSTERINGS,
     final_embedding,
@@ -172,15 +173,19 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
         Records what the features were: ``n_features_per_view_`` (one count per view) and
         ``n_features_in_``, their total (the single view's count for one matrix);
+        ``view_names_`` (a dict's keys, else ``view0``, ...);
         ``feature_names_in_`` only for one matrix with string column names (precomputed
         kernels have no features)."""
         if isinstance(self.kernels, str) and self.kernels == "precomputed":
             # Shapes now; the values when the backend is made (_make_backend): the exact
             # backend checks them while making its normalised copy.
+            self.view_names_ = None
             return kernel_stack(X), True
+        X, names = split_named_views(X)
         # Dask and Zarr input stays where it is: shape and dtype now, values as the first
         # pass reads them.
         views = check_feature_views(self, X, reset=True)
+        self.view_names_ = names or default_view_names(len(views))
         self.n_features_per_view_ = tuple(int(v.shape[1]) for v in views)
         self.n_features_in_ = sum(self.n_features_per_view_)
         return views, False
@@ -359,17 +364,26 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
                 # The small map of new rows to H that predict/transform use, where one exists.
                 row_map = backend.row_map(top)
                 approximation = backend.approximation(result.weights)
+                with progress.stage(f"{name} anchor graph"):
+                    labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
+                                                    n_init=n_init,
+                                                    random_state=self.random_state)
+                mark("graph")
+                if graph["final_clustering_"] == "kmeans" and first < n_init:
+                    with progress.stage(f"{name} final k-means"):
+                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
+                                                  random_state=self.random_state)
+                    mark("kmeans")
+                centres = None
+                if row_map is not None:  # the centres predict uses (feature input)
+                    centres, labels, polished = self._final_centres(
+                        rows, labels, plan.final_step, graph["final_graph_"] is not None)
+                # the kernel k-means objective of the final labels, from the backend's kernels
+                with progress.stage(f"{name} inertia"):
+                    inertia = kernel_inertia(backend, result.weights, labels, k)
+                mark("inertia")
             # Only now, the backend's checks passed (leaving the block waited for them).
             mark("finish")
-            with progress.stage(f"{name} anchor graph"):
-                labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
-                                                n_init=n_init, random_state=self.random_state)
-            mark("graph")
-            if graph["final_clustering_"] == "kmeans" and first < n_init:
-                with progress.stage(f"{name} final k-means"):
-                    labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
-                                              random_state=self.random_state)
-                mark("kmeans")
         self.plan_ = plan
         self.final_step_ = plan.final_step
         self.n_components_ = int(rows.shape[1])
@@ -378,7 +392,9 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         for name, value in graph.items():
             setattr(self, name, value)
         self._set_fitted(result, rows, backend.kernel_specs, labels, plan)
-        self._set_out_of_sample(row_map, rows)
+        if centres is not None:
+            self._set_out_of_sample(row_map, centres, polished)
+        self.inertia_ = inertia
         self._set_approximation(approximation, result, plan)
         mark("finish")
         self.timings_.update(_stage_seconds(clock))
@@ -573,7 +589,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
 
 #: the stages of a fit, in order; ``timings_`` holds the seconds of each, which add up to
 #: ``timings_["fit"]``
-STAGES = ("plan", "build", "loop", "embedding", "kmeans", "finish", "graph")
+STAGES = ("plan", "build", "loop", "embedding", "kmeans", "finish", "graph", "inertia")
 
 
 def _stage_seconds(clock: list[tuple[str, float]]) -> dict[str, float]:

@@ -205,6 +205,19 @@ class MKKMRK(MultipleKernelKMeans):
         Learned kernel weights (sum to 1).
     representation_ : ndarray of shape (n_kernels, n_kernels)
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
+    inertia_ : float
+        The kernel k-means objective of ``labels_``, as ``KMeans.inertia_`` defines it: the
+        squared distance of every sample to its cluster's centre in the feature space of
+        the learned kernel ``K_w = sum_p w_p^2 K_p`` (the kernels as the fit used them,
+        normalised), summed: ``tr(K_w) - sum_c (1/|c|) sum_{i,j in c} K_w[i, j]``. Exact on
+        the exact and blockwise backends (one more pass over the store); on the Nystrom
+        backend the cluster sums are those of the factors (one more pass over them), so the
+        value is above the exact one by at most ``tr(K_w)`` times
+        ``nystrom_missed_fraction_``.
+    view_names_ : list of str
+        The names of the views: the keys of a dict given to ``fit`` (``{"pixels": A,
+        "hog": B}``), else ``view0``, ``view1``, ...; ``predict`` and ``transform`` take the
+        views in this order, or as a dict by these names. None for precomputed kernels.
     embedding_ : ndarray of shape (n_samples, n_components_)
         What the final k-means clustered: the top ``n_components_`` eigenvectors H of the
         combined kernel (``final_step_="spectral"``; the k-means sees their unit rows), or

@@ -19,6 +19,7 @@ from ..assignment import (
 )
 from ..passes import is_dask
 from ..validation import check_feature_views
+from ..views import check_new_views, default_view_names
 
 __all__ = ["OutOfSampleMixin", "lazy_rows", "score_rows"]
 
@@ -57,27 +58,27 @@ class OutOfSampleMixin:
     the fit calls :meth:`_set_out_of_sample`; ``transform`` and ``predict`` read what it
     kept (feature input only)."""
 
-    def _set_out_of_sample(self, row_map: Any, embedding: np.ndarray) -> None:
-        """Keep the map of new rows to H (``row_map_``) and the learned centres.
+    def _final_centres(self, embedding: np.ndarray, labels: np.ndarray, step: str,
+                       graph: bool) -> tuple[np.ndarray, np.ndarray, int]:
+        """The learned centres of the final rows: ``(centres, labels, n_changed)``.
 
-        The centres are the means of the unit-length rows of H per cluster, polished by Lloyd
-        steps to a fixed point (``labels_`` follows if a border row moves, which k-means run to
-        convergence leaves at zero; the count is ``n_labels_polished_``), so that ``predict``
-        on the training data gives ``labels_`` back.
+        The means of the unit-length rows of H per cluster, polished by Lloyd steps to a
+        fixed point (a border row whose label moves, which k-means run to convergence leaves
+        at zero, is counted), so that ``predict`` on the training data gives ``labels_``.
+        ``graph``: the final anchor graph partitioned the rows; its partition stays as it is
+        (Lloyd steps would pull it back towards convex clusters): its centres are the
+        clusters' means of the final rows.
         """
+        if graph:
+            return cluster_means(embedding, np.asarray(labels), self.n_clusters,
+                                 step=step), labels, 0
+        return lloyd_centres(embedding, labels, self.n_clusters, step=step)
+
+    def _set_out_of_sample(self, row_map: Any, centres: np.ndarray, changed: int) -> None:
+        """Keep the map of new rows to H (``row_map_``) and the learned centres (of
+        :meth:`_final_centres`)."""
         if row_map is None:
             return
-        if getattr(self, "final_graph_", None) is not None:
-            # The graph's partition stays as it is (Lloyd steps would pull it back towards
-            # convex clusters); predict goes through the graph, the centres are the clusters'
-            # means of the final rows.
-            centres = cluster_means(embedding, np.asarray(self.labels_), self.n_clusters,
-                                    step=self.final_step_)
-            labels, changed = self.labels_, 0
-        else:
-            centres, labels, changed = lloyd_centres(embedding, self.labels_, self.n_clusters,
-                                                     step=self.final_step_)
-        self.labels_ = labels
         self.cluster_centers_ = centres
         self.n_labels_polished_ = changed
         self.row_map_ = row_map
@@ -98,14 +99,10 @@ class OutOfSampleMixin:
             raise NotImplementedError(
                 "predict/transform of new data needs features: with kernels='precomputed' "
                 "there is no kernel between new points and the training points")
-        views = check_feature_views(self, X, reset=False)
-        dims = self.row_map_.n_features
-        if len(views) != len(dims):
-            raise ValueError(f"the model was fitted on {len(dims)} view(s), got {len(views)}")
-        for v, (view, dim) in enumerate(zip(views, dims, strict=True)):
-            if dim is not None and view.shape[1] != dim:
-                raise ValueError(f"view {v} has {view.shape[1]} features; the model was "
-                                 f"fitted with {dim}")
+        dims = list(self.row_map_.n_features)
+        names = getattr(self, "view_names_", None) or default_view_names(len(dims))
+        given = check_new_views(X, names, dims)
+        views = check_feature_views(self, given if len(given) > 1 else given[0], reset=False)
         # the column transform of the fit (the plan's preprocessing) first
         return self.plan_.apply_scaling(views) if hasattr(self, "plan_") else views
 

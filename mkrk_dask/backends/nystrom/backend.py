@@ -37,10 +37,16 @@ from ...passes import (
     run_pass,
 )
 from ...store import read_checked
-from ..base import APPROXIMATION_WARNING, ApproximationReport, KernelBackend, TopK
+from ..base import (
+    APPROXIMATION_WARNING,
+    ApproximationReport,
+    KernelBackend,
+    TopK,
+    cluster_basis,
+)
 from .local import LocalBasis, LocalPart
 from .model import NystromModel
-from .tasks import embed_task, stream_embed_task
+from .tasks import cluster_sums_task, embed_task, stream_embed_task
 
 __all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING"]
 
@@ -241,41 +247,77 @@ class NystromBackend(KernelBackend):
         build did not store them (computed in float64, kept in the factors' dtype)."""
         B = top.basis.coefficients
         t0 = time.perf_counter()
+        H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
+
+        def combine(i: int, value: np.ndarray) -> None:
+            start, stop = self.row_tasks[i]
+            H[start:stop] = value
+
+        self._check_pass()
+        shared = Shared(self.session.client, B)  # sent to the workers once
+        try:
+            self._factor_pass("embedding H = F B", lambda stored, model, blocks, start, stop: (
+                (embed_task, self.factors_array, start, stop, shared.ref,
+                 int(self.factors_array.chunks[0])) if stored else
+                (stream_embed_task, model, blocks, start, stop, shared.ref, self._chunk)),
+                combine)
+        finally:
+            shared.release()
+        self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
+        return H
+
+    def _check_pass(self) -> None:
         if self.session is None or (self.factors_array is None and self._views is None):
             raise RuntimeError("the backend is closed")
-        H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
+
+    def _factor_pass(self, label: str, task: Any, combine: Any) -> None:
+        """One pass over the rows of F: ``task(stored, model, blocks, start, stop)`` gives
+        the function and arguments of a row task, reading the stored factors (``stored``) or
+        the data (``model`` and ``blocks``, where the build stored no factors)."""
+        self._check_pass()
         client = self.session.client
-        shared = Shared(client, B)
         sources = ([] if self._views is None else
                    [RowSource(client, v, view=i) for i, v in enumerate(self._views)])
         model = Shared(client, self.model) if sources else None
 
         def submit(i: int) -> Any:
             start, stop = self.row_tasks[i]
-            if sources:
-                return client.submit(stream_embed_task, model.ref,
-                                     [s.block(start, stop) for s in sources], start, stop,
-                                     shared.ref, self._chunk, pure=False)
-            return client.submit(embed_task, self.factors_array, start, stop, shared.ref,
-                                 int(self.factors_array.chunks[0]), pure=False)
-
-        def combine(i: int, value: np.ndarray) -> None:
-            start, stop = self.row_tasks[i]
-            H[start:stop] = value
+            blocks = [s.block(start, stop) for s in sources]
+            function, *args = task(not sources, model.ref if model else None, blocks, start,
+                                   stop)
+            return client.submit(function, *args, pure=False)
 
         try:
             with blas_threads(client, self._task_blas_threads):
-                run_pass(client, len(self.row_tasks), submit, combine,
-                         label="embedding H = F B", max_in_flight=client_threads(client))
+                run_pass(client, len(self.row_tasks), submit, combine, label=label,
+                         max_in_flight=client_threads(client))
         finally:
-            shared.release()
             for source in sources:
                 source.release()
             if model is not None:
                 model.release()
         release_memory(client)
-        self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
-        return H
+
+    def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """``sum_c ||F_p^T 1_c||^2 / |c|`` for every kernel: of the Nystrom factors, one pass
+        over them (or over the data where they are not stored) for ``Z^T F``. It misses
+        what the factors miss of each kernel, at most ``tr(K_p - F_p F_p^T)``."""
+        labels = np.asarray(labels, dtype=np.int64)
+        sums = np.zeros((n_clusters, self.gram.shape[0]))
+
+        def combine(i: int, value: np.ndarray) -> None:
+            sums[...] += value
+
+        def task(stored: bool, model: Any, blocks: list, start: int, stop: int) -> tuple:
+            chunk = int(self.factors_array.chunks[0]) if stored else self._chunk
+            return (cluster_sums_task, self.factors_array if stored else None, model, blocks,
+                    start, stop, labels[start:stop], n_clusters, chunk)
+
+        self._factor_pass("cluster sums Z^T F", task, combine)
+        counts = np.maximum(np.bincount(labels, minlength=n_clusters), 1)
+        scaled = sums / np.sqrt(counts)[:, None]
+        quad = np.add.reduceat(np.einsum("ij,ij->j", scaled, scaled), self.offsets[:-1])
+        return np.minimum(quad, self._traces)
 
     def loop_checkpoint(self, key: str) -> Any:
         from ...checkpoints import LoopCheckpoint
@@ -404,6 +446,12 @@ class NystromLocalBackend(NystromBackend):
         quad = (np.add.reduceat(np.einsum("ij,ij->i", FH, FH), self.offsets[:-1])
                 + self.local.quad_forms(H))
         return np.minimum(quad, self._traces)
+
+    def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """Of the factors in memory and the local part (:meth:`quad_forms`): no pass."""
+        basis = cluster_basis(labels, n_clusters)
+        return self.quad_forms(TopK(np.ones(n_clusters), LocalBasis(basis, np.ones(
+            self.n_kernels))))
 
     def embedding(self, top: TopK) -> np.ndarray:
         return np.array(top.basis.embedding, dtype=self.model.dtype)  # as F B's would be

@@ -4,6 +4,8 @@
   their Gram matrix ``F^T F`` (float64) and the exact diagonal sums: the ONE pass over the data.
 - :func:`embed_task`: the final pass, ``H = F B`` for a range of rows of the stored factors;
   :func:`stream_embed_task`: the same from the data, for a build that did not store them.
+- :func:`cluster_sums_task`: the sum of the factor rows of every cluster (``Z^T F``), from
+  the stored factors or the data, for the fit's inertia;
 - :func:`kernel_gram_pair_task`: a row-block pair's ``sum K_p K_q`` (exact C) and, optionally,
   the residual entries of the sparse local part.
 """
@@ -24,7 +26,8 @@ from ...store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 
-__all__ = ["factor_task", "embed_task", "stream_embed_task", "kernel_gram_pair_task",
+__all__ = ["factor_task", "embed_task", "stream_embed_task", "cluster_sums_task",
+           "kernel_gram_pair_task",
            "add_gram", "gram_order", "GRAM_BYTES"]
 
 #: factors per Gram update in a factor task (whole store chunks; at least one)
@@ -144,6 +147,29 @@ def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, 
         out[a:b] = model.project([v[a:b] if sp.issparse(v) else
                                   np.asarray(v[a:b], dtype=np.float64) for v in views], B)
     return out
+
+
+@trims_heap
+def cluster_sums_task(factors_array: Any, model: NystromModel | None, blocks: list, start: int,
+                      stop: int, labels: np.ndarray, n_clusters: int, chunk: int) -> np.ndarray:
+    """``Z^T F`` for rows ``start:stop`` (k x R, float64): the factor rows of every cluster
+    summed (``labels`` are those rows'), ``chunk`` rows at a time; read from the stored
+    factors, or computed from the data (``model`` and ``blocks``) where none are stored."""
+    views = [read_rows(*b, native=True) for b in blocks] if model is not None else []
+    sums = None
+    for a in range(0, stop - start, chunk):
+        b = min(a + chunk, stop - start)
+        if model is None:
+            F = read_checked(factors_array, (slice(start + a, start + b),),
+                             dtype=factors_array.dtype)
+        else:
+            F = model.factors([v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
+                               for v in views])
+        indicator = np.zeros((n_clusters, b - a))
+        indicator[labels[a:b], np.arange(b - a)] = 1.0
+        part = embed_rows(F.T, indicator.T).T  # in float64, as the embedding pass
+        sums = part if sums is None else sums + part
+    return sums
 
 
 @trims_heap
