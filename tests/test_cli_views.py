@@ -139,3 +139,20 @@ def test_view_names_must_match_the_views(views: dict, capsys: pytest.CaptureFixt
     assert "--view-names: 3 view names (a, b, c) for 2 views" in _error(capsys)
     assert main(["fit", str(views["folder"] / "two.npz"), "--view-names", "a,a", "-q"]) == 2
     assert "the view name 'a' is given twice" in _error(capsys)
+
+
+def test_search_and_graph_name_the_views(views: dict, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture) -> None:
+    data = str(views["folder"] / "two.npz")
+    report = tmp_path / "s.json"
+    assert main(["search", data, "--lams", "2^-10,1", "--repeats", "1", "--out", str(report),
+                 "-q"]) == 0
+    entry = json.loads(report.read_text())["datasets"][0]
+    assert entry["kernel_views"] == ["pixels"] * 12 + ["hog"] * 12  # the paper's 12 each
+    capsys.readouterr()
+    assert main(["figures", str(report), "-q"]) == 0
+    assert "two_fig5_weights.png" in capsys.readouterr().out
+    graph = tmp_path / "graph"
+    assert main(["graph", data, "--n-anchors", "40", "--out", str(graph), "-q"]) == 0
+    record = json.loads((graph / "result.json").read_text())
+    assert record["view_names"] == ["pixels", "hog"] and record["inertia"] > 0

@@ -49,7 +49,7 @@ from ..results import (
 )
 from ..search import build_store, lambda_search, paper_lambda_grid
 from ..solver import selection_words
-from ..views import named_views
+from ..views import default_view_names, named_views
 from . import models
 from .demo import run_demo
 from .errors import EXIT_OK, UserError
@@ -351,6 +351,7 @@ def _cmd_graph(args: argparse.Namespace) -> int:
         "kind": "mkrk-graph", "version": library_version(), "command": args.command_line,
         "data": source_of(args), "n_samples": data.n_samples, "n_features": data.n_features,
         "method": "anchor graph", "n_clusters": k, "params": model.get_params(),
+        "view_names": list(model.view_names_), "inertia": float(model.inertia_),
         "geometry": model.geometry_, "eigenvalues": model.eigenvalues_.tolist(),
         "seconds": seconds, "model": None}
     if data.y is not None:
@@ -408,6 +409,9 @@ def run_search(args: argparse.Namespace, data: Dataset, lams: list[float], clien
             "method": estimator.method,
             "seconds": {estimator.method: time.perf_counter() - start},
             "kernel_names": [s.name for s in specs],
+            # the view of every kernel, by name (the figures group the kernels by it)
+            "kernel_views": [(data.view_names or default_view_names(len(data.views)))[s.view]
+                             for s in specs],
             estimator.method: mkkmrk_summary(per_lambda)}
 
 
