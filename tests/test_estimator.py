@@ -1,5 +1,6 @@
 """The scikit-learn face: conventions, fitted attributes, repeatability, bad input."""
 
+import re
 import warnings
 
 import numpy as np
@@ -8,7 +9,7 @@ import scipy.sparse as sp
 from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import check_estimator
 
-from mkrk_dask import MKKMRK, lambda_search
+from mkrk_dask import MKKMRK, AnchorGraphClustering, lambda_search
 
 
 @pytest.fixture(scope="module")
@@ -113,6 +114,28 @@ def test_bad_input_gets_a_clear_error(params, X, message):
     params = {"n_clusters": 3, **params}
     with pytest.raises(ValueError, match=message):
         MKKMRK.paper(**params).fit(X)
+
+
+@pytest.mark.parametrize("cls", [MKKMRK, AnchorGraphClustering])
+def test_views_by_name_and_errors_naming_them(digits, cls):
+    X = digits[0][:60]
+    params = ({"kernels": ["linear", "gaussian(m=1)@1"], "solver": "exact"}
+              if cls is MKKMRK else {"n_anchors": 20})
+    model = cls(3, random_state=0, **params).fit({"pixels": X, "half": X[:, :32]})
+    assert model.view_names_ == ["pixels", "half"]
+    # a dict is matched by name, whatever its order
+    np.testing.assert_array_equal(model.predict({"half": X[:, :32], "pixels": X}),
+                                  model.labels_)
+    fitted = "the model was fitted on 2 views (pixels: 64 columns, half: 32 columns)"
+    with pytest.raises(ValueError, match=re.escape(f"{fitted}; got 1 view of 96 columns")):
+        model.predict(np.hstack([X, X[:, :32]]))
+    with pytest.raises(ValueError, match=re.escape(f"{fitted}; view half has 30 columns")):
+        model.predict([X, X[:, :30]])
+    with pytest.raises(ValueError, match="no view half"):
+        model.predict({"pixels": X, "other": X[:, :32]})
+    # views given in a list are named by their place
+    assert cls(3, random_state=0, **params).fit([X, X[:, :32]]).view_names_ == ["view0",
+                                                                                "view1"]
 
 
 def test_n_features_in_for_multiview_input(digits):
