@@ -82,6 +82,10 @@ def _entries(source: Any) -> list[dict[str, Any]]:
     one adapter, so that every figure reads a fitted estimator as it reads its saved fit."""
     if hasattr(source, "weights_"):
         return dataset_entries({**model_record(source), "data": type(source).__name__})
+    if hasattr(source, "get_params"):  # an estimator, but no fitted weights to draw
+        raise ValueError(f"the figures draw the kernel weights of a fitted multiple kernel "
+                         f"k-means estimator; this {type(source).__name__} has none (fit it "
+                         "first)")
     return dataset_entries(read_results(source))
 
 

@@ -184,6 +184,8 @@ def test_figures_of_a_fitted_estimator(two_view_fit, tmp_path: Path) -> None:
     path = plot_weights(two_view_fit, tmp_path / "w.png")
     assert path == tmp_path / "w.png" and path.read_bytes()[:8] == PNG
     assert plot_objective(two_view_fit, tmp_path / "o.png").read_bytes()[:8] == PNG
+    with pytest.raises(ValueError, match="this MKKMRK has none"):
+        plot_weights(type(two_view_fit)(3), tmp_path / "unfitted.png")
     written = make_figures(two_view_fit, tmp_path / "all")
     assert [p.name for p in written] == ["mkkmrk_fig2_representation.png",
                                          "mkkmrk_fig4_objective.png", "mkkmrk_fig5_weights.png"]
