@@ -7,7 +7,8 @@ from __future__ import annotations
 __all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
            "FINAL_STEPS", "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "GRAPH_GEOMETRIES",
            "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS",
-           "EXTRA_METHODS", "PROTOCOL_METHODS"]
+           "EXTRA_METHODS", "PROTOCOL_METHODS", "LABEL_FREE_DEFAULTS", "PAPER_COMMON",
+           "MKKMRK_PAPER"]
 
 #: the multiple kernel k-means methods of the estimators (``mkrk --method``)
 METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM", "SimpleMKKM")
@@ -43,3 +44,17 @@ METHODS = ("SB-KKM", "A-MKKM", "MKKM", "LMKKM", "RMKKM", "MKKM-MR", "MKKM-RK")
 EXTRA_METHODS = ("SimpleMKKM",)
 #: every column of the protocol, in the order of its report
 PROTOCOL_METHODS = (*METHODS, *EXTRA_METHODS)
+
+#: MKKMRK's label-free defaults of the options ``mkrk fit --help`` states (here, where the
+#: help can read them without loading the estimator; tests/test_readme.py checks them
+#: against the signature)
+LABEL_FREE_DEFAULTS = {"lam": 1.0, "kernels": "auto", "dissimilarity": "sfn",
+                       "lam_scaling": "normalized", "final_step": "auto",
+                       "final_clustering": "auto", "preprocessing": "auto",
+                       "n_components": "auto", "solver": "auto"}
+#: the paper's configuration (Table 2) common to every method: its 12 kernels on the columns
+#: as given, the spectral final step partitioned by k-means, exact kernels
+PAPER_COMMON = {"kernels": "paper", "preprocessing": "none", "final_step": "spectral",
+                "final_clustering": "kmeans", "solver": "exact"}
+#: MKKM-RK's: ``MKKMRK.paper``, ``mkrk fit --paper`` and ``mkrk search`` fit it
+MKKMRK_PAPER = {**PAPER_COMMON, "dissimilarity": "fip", "lam_scaling": "none", "lam": 2.0**-15}

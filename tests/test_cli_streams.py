@@ -81,7 +81,8 @@ def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path:
     assert "max QP relative gap" in verbose.out and "QP relative gap" not in default.out
     assert same(diagnostics.sub("", verbose.out)) == same(default.out)
     assert same(quiet.out) == same(default.out)
-    assert machine.search(" ".join(default.out.split()))  # the mask hides a figure, not the whole line
+    # the mask hides a figure, not the whole line
+    assert machine.search(" ".join(default.out.split()))
     assert len(verbose.err.splitlines()) > len(default.err.splitlines())
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._text import plural, wrap_lines
-from ..choices import PROTOCOL_METHODS
+from ..choices import LABEL_FREE_DEFAULTS, MKKMRK_PAPER, PROTOCOL_METHODS
 from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset
@@ -109,7 +109,7 @@ def _solver_of(args: argparse.Namespace) -> str:
         return args.solver
     if getattr(args, "scheduler", None) or getattr(args, "cluster", None):
         return "blockwise"
-    return "exact" if getattr(args, "paper", False) else "auto"
+    return (MKKMRK_PAPER if getattr(args, "paper", False) else LABEL_FREE_DEFAULTS)["solver"]
 
 
 def _method(args: argparse.Namespace) -> type:

@@ -21,11 +21,13 @@ from ..choices import (
     DTYPE_CHOICES,
     FINAL_CLUSTERINGS,
     FINAL_STEP_CHOICES,
+    LABEL_FREE_DEFAULTS,
     LAM_SCALINGS,
     LANDMARK_METHODS,
     MEASURES,
     METHOD_NAMES,
     METHODS,
+    MKKMRK_PAPER,
     PREPROCESSING_CHOICES,
     PROTOCOL_METHODS,
     TOL_MODES,
@@ -256,14 +258,29 @@ def _add_out(p: argparse.ArgumentParser, what: str, default: str | None = None,
                    help="replace the results of an earlier run in --out (refused without it)")
 
 
-_PAPER = ("the paper-faithful configuration: its 12 kernels, fip, lambda 2^-15, the spectral "
-          "final step, exact kernels")
+_PAPER = (f"the paper-faithful configuration: its 12 kernels, {MKKMRK_PAPER['dissimilarity']}, "
+          f"lambda {format_default(MKKMRK_PAPER['lam'])}, the spectral final step, exact kernels")
+
+
+def model_default(name: str, paper: bool) -> str:
+    """The default of the model option ``name`` as its help states it, read from the
+    settings the command fits: the paper's configuration where ``paper`` (``mkrk search``),
+    else the estimator's label-free default and, where it differs, ``--paper``'s."""
+    if paper:
+        value = MKKMRK_PAPER.get(name, LABEL_FREE_DEFAULTS[name])
+        return f"default: {format_default(value)}" + (", the paper's" if name in MKKMRK_PAPER
+                                                      else "")
+    text = f"default: {format_default(LABEL_FREE_DEFAULTS[name])}"
+    if name in MKKMRK_PAPER and MKKMRK_PAPER[name] != LABEL_FREE_DEFAULTS[name]:
+        text += f"; --paper: {format_default(MKKMRK_PAPER[name])}"
+    return text
 
 
 def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
                        paper: bool = False) -> None:
     """The model's options; ``paper``: the command fits the paper's configuration (not the
-    estimator's label-free defaults), which each option overrides."""
+    estimator's label-free defaults), which each option overrides. Each help states its
+    default from the settings the command applies (:func:`model_default`)."""
     g = p.add_argument_group(
         "model (defaults: the paper's configuration; each option overrides it)" if paper else
         "model (defaults: the label-free ones of MKKMRK; --paper: the paper's configuration)")
@@ -280,36 +297,41 @@ def _add_model_options(p: argparse.ArgumentParser, lam: bool = True,
     if lam:
         g.add_argument("--lam", type=_lam_type, default=None,
                        help="lambda >= 0, the weight of the representation cost: a number or "
-                            "a power such as 2^-10 (default 1, normalised; --paper: 2^-15)")
+                            f"a power such as 2^-10 ({model_default('lam', paper)}; "
+                            "'normalized' scaling: relative to the scales of C)")
     g.add_argument("--kernels", nargs="+", metavar="SPEC", default=None,
-                   help="'auto' (default: cosine and Gaussians at 0.5, 1, 2 x the median "
+                   help="'auto' (cosine and Gaussians at 0.5, 1, 2 x the median "
                         "distance, of the angle for intensities and counts; measurements add "
                         "one of the angle), 'paper' (the "
                         "12 kernels of the paper) or kernel specifications such as cosine "
                         "'polynomial(a=1,b=2)' 'gaussian(m=1)' 'gaussian(c=0.1)' "
-                        "'angular(m=0.5)' 'gaussian(sigma=3)@1' (@v: the kernel reads view v)")
+                        "'angular(m=0.5)' 'gaussian(sigma=3)@1' (@v: the kernel reads view v) "
+                        f"({model_default('kernels', paper)})")
     g.add_argument("--dissimilarity", choices=MEASURES, default=None,
-                   help="the dissimilarity C between kernels (default sfn; fip: the paper's "
-                        "tr(K_i K_j))")
+                   help="the dissimilarity C between kernels (fip: the paper's tr(K_i K_j); "
+                        f"{model_default('dissimilarity', paper)})")
     g.add_argument("--lam-scaling", choices=LAM_SCALINGS, default=None,
-                   help="'normalized' (default) makes lambda independent of n and of the "
-                        "scales of C; 'none' is the paper's")
+                   help="'normalized' makes lambda independent of n and of the scales of C; "
+                        f"'none' is the paper's ({model_default('lam_scaling', paper)})")
     g.add_argument("--final-step", choices=FINAL_STEP_CHOICES, default=None,
-                   help="k-means on the features of the top eigenpairs (features; auto, the "
-                        "default) or on the unit rows of the top k eigenvectors (spectral: the "
-                        "paper's)")
+                   help="k-means on the features of the top eigenpairs (features, which auto "
+                        "chooses) or on the unit rows of the top k eigenvectors (spectral: the "
+                        f"paper's) ({model_default('final_step', paper)})")
     g.add_argument("--preprocessing", choices=PREPROCESSING_CHOICES, default=None,
                    help="the columns of each view: standardised where their scales spread "
-                        "over more than 10x (auto, the default: columns in different units), "
-                        "always (standardize) or never (none: the paper's)")
+                        "over more than 10x (auto: columns in different units), "
+                        "always (standardize) or never (none: the paper's) "
+                        f"({model_default('preprocessing', paper)})")
     g.add_argument("--final-clustering", choices=FINAL_CLUSTERINGS, default=None,
                    help="how the final rows are partitioned: k-means (kmeans: the paper's), or "
                         "refined by spectral clustering on their anchor graph where it agrees "
-                        "with k-means at NMI 0.5 or more (graph); auto (the default): graph "
-                        "with --final-step auto, kmeans otherwise")
+                        "with k-means at NMI 0.5 or more (graph); auto: graph "
+                        "with --final-step auto, kmeans otherwise "
+                        f"({model_default('final_clustering', paper)})")
     g.add_argument("--n-components", type=_components, default=None,
-                   help="eigenpairs of the final step: 'auto' (default: 2k for the "
-                        "features, k for the spectral step) or a positive integer")
+                   help="eigenpairs of the final step: 'auto' (2k for the "
+                        "features, k for the spectral step) or a positive integer "
+                        f"({model_default('n_components', paper)})")
     g.add_argument("--tol", type=float, default=None,
                    help="stop when the objective changes by less than this between "
                         "iterations (see --tol-mode; default 1e-5, SimpleMKKM's 1e-9: its "
@@ -352,7 +374,9 @@ def _add_scheduler_options(g: argparse._ArgumentGroup) -> None:
                         "time (default: 600)")
 
 
-def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> None:
+def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
+                         paper: bool = False) -> None:
+    """The backend's options; ``paper``: the command fits the paper's configuration."""
     g = p.add_argument_group("backend and cluster")
     if build:
         g.add_argument("--solver", choices=("blockwise", "nystrom"), default="blockwise",
@@ -365,8 +389,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False) -> Non
         g.add_argument("--seed", type=int, default=0, help="seed of the Nystrom landmarks")
     else:
         g.add_argument("--solver", choices=SOLVER_CHOICES, default=None,
-                       help="backend (default: auto, from n and the memory; blockwise when "
-                            "--scheduler is given)")
+                       help="backend: auto chooses from n and the memory "
+                            f"({model_default('solver', paper)}; blockwise when --scheduler "
+                            "is given)")
         g.add_argument("--store", metavar="PATH_OR_URL", default=None,
                        help="Zarr store of the blockwise kernels / Nystrom factors, a path or "
                             "a URL such as s3://bucket/run.zarr; reused when it matches (see "
@@ -477,7 +502,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: the paper's grid 2^-15..2^5)")
     p.add_argument("--repeats", type=int, default=20, metavar="R",
                    help="repeats of the final k-means per lambda (the paper: 20)")
-    _add_backend_options(p)
+    _add_backend_options(p, paper=True)
     _add_out(p, "the JSON results file", default="search.json", metavar="FILE")
     # The search is the paper's protocol: its configuration unless told otherwise.
     p.set_defaults(lam=2.0**-10, paper=True)  # the estimator needs a lambda; the search sets all
@@ -549,7 +574,7 @@ def build_parser() -> argparse.ArgumentParser:
             "its summary (what it chose and why); then the paper's configuration (its 12 "
             "kernels, --lam) on an embedded Dask cluster, the faithful mode, with the scores "
             "and the learned weights explained. --lam and --solver apply to the second.")
-    p.add_argument("--lam", type=_lam_type, default=2.0**-15,
+    p.add_argument("--lam", type=_lam_type, default=MKKMRK_PAPER["lam"],
                    help="the paper configuration's lambda, a number or a power such as 2^-10")
     p.add_argument("--solver", choices=SOLVER_CHOICES, default="nystrom",
                    help="backend: nystrom runs every pass over the data on the Dask cluster "

@@ -15,18 +15,13 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
+from ..choices import PAPER_COMMON
 from ..solver import SolverResult, alternate, effective_lambda
 from ..validation import LAM_SCALINGS, check_lambda
 from ..weight_steps import AverageResidualStep, MatrixRegularizedStep
 from ._base import MultipleKernelKMeans
 
 __all__ = ["MKKM", "MKKMMR", "PAPER_COMMON"]
-
-# The settings of the estimators' common parameters that the paper's Table 2 used: its 12
-# kernels, exact, the spectral final step (the unit rows of H).
-PAPER_COMMON = {"kernels": "paper", "preprocessing": "none", "final_step": "spectral",
-                 "final_clustering": "kmeans",
-                 "solver": "exact"}
 
 
 class MKKM(MultipleKernelKMeans):

@@ -9,6 +9,7 @@ from typing import Any
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
+from ..choices import MKKMRK_PAPER
 from ..dissimilarity import MEASURES
 from ..solver import SolverResult, equal_weights, solve
 from ..validation import LAM_SCALINGS
@@ -387,10 +388,7 @@ class MKKMRK(MultipleKernelKMeans):
 
     #: the paper's configuration (Table 2): its 12 kernels, fip, lambda as given, the
     #: spectral final step, exact kernels; :meth:`paper` builds it
-    PAPER_SETTINGS = {"kernels": "paper", "preprocessing": "none", "dissimilarity": "fip",
-                      "lam_scaling": "none",
-                      "lam": 2.0**-15, "final_step": "spectral", "final_clustering": "kmeans",
-                      "solver": "exact"}
+    PAPER_SETTINGS = dict(MKKMRK_PAPER)
 
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,
