@@ -57,6 +57,9 @@ def test_blockwise_against_exact(digits, client):
     with blockwise:
         assert kernel_inertia(blockwise, exact.weights_, exact.labels_, 5) == pytest.approx(
             exact.inertia_, rel=1e-9)
+    # a blockwise fit's own attribute (the same kernels; its labels may differ at a border)
+    fitted = MKKMRK(5, random_state=0, solver="blockwise", scheduler=client).fit(X)
+    assert fitted.inertia_ == pytest.approx(exact.inertia_, rel=0.05)
 
 
 @pytest.mark.parametrize("options", [
