@@ -107,14 +107,12 @@ preprocessing
     n_h_steps_ : int
         H-steps (top-k eigendecompositions) the fit made, the line searches' included.
     inertia_ : float
-        The kernel k-means objective of ``labels_`` in the learned kernel ``K_w`` (as
-        ``KMeans.inertia_``), as for :class:`~mkrk_dask.MKKMRK` (exact but on the Nystrom
-        backend, where it is at most ``nystrom_missed_fraction_`` of ``tr(K_w)`` above).
-    view_names_ : list of str
-        As for :class:`~mkrk_dask.MKKMRK`.
+        The kernel k-means objective of ``labels_`` in the learned kernel, as
+        ``KMeans.inertia_`` (see :class:`~mkrk_dask.MKKMRK`: exact but on Nystrom).
     labels_, weights_, embedding_, feature_scale_, final_step_, n_components_, plan_, \
 objective_history_, n_iter_, converged_, \
-selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_
+selected_kernels_, kernels_, kernel_names_, solver_, timings_, row_map_, cluster_centers_, \
+view_names_
         As for :class:`~mkrk_dask.MKKMRK`; ``objective_history_`` holds J after every step.
 
     Examples
