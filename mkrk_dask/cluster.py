@@ -342,22 +342,36 @@ def _job_class(failures: list[BaseException]) -> Any:
 
 
 def _cancel(cluster: Any, client: Any) -> None:
-    """Close the client and the cluster (which cancels the jobs), whatever happened; if
-    closing fails, scancel the jobs it knows directly."""
+    """Close the client and the cluster (which cancels the jobs), whatever happened. Closing
+    fails when Ctrl-C came while sbatch was submitting (distributed's close meets the
+    cancelled submission): then the sbatch still running is stopped (else its job would be
+    queued after this process is gone), the jobs known are scancelled here, and distributed
+    is told not to close the cluster again at exit (a 10 s wait for nothing)."""
     import contextlib
     import subprocess
 
     if client is not None:
         with contextlib.suppress(Exception):
             client.close(timeout=5)
-    ids = [str(job.job_id) for job in list(cluster.workers.values())
-           if getattr(job, "job_id", None)]
     try:
         cluster.close(timeout=30)
-    except Exception:  # noqa: BLE001 - the jobs are cancelled below; the caller's error wins
-        if ids:
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+        return
+    except Exception:  # noqa: BLE001 - cancelled below; the caller's error is the one to tell
+        pass
+    with contextlib.suppress(Exception):
+        import psutil
+
+        for child in psutil.Process().children():
+            if child.name() == "sbatch":
+                for proc in [*child.children(recursive=True), child]:
+                    with contextlib.suppress(psutil.Error):
+                        proc.kill()
+    ids = [str(job.job_id) for job in list(cluster.workers.values())
+           if getattr(job, "job_id", None)]
+    if ids:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run(["scancel", *ids], capture_output=True, timeout=30)
+    cluster.shutdown_on_close = False
 
 
 def _await_workers(cluster: Any, client: Any, workers: int, jobs: int, wait: float,

@@ -283,3 +283,39 @@ def test_mkrk_cluster_slurm_reports_pending_jobs_and_ctrl_c_cancels_them(
     assert seconds < 10, seconds
     assert err.strip().splitlines()[-1] == "mkrk fit: interrupted", err
     assert slurm.wait_until_no_jobs(5) == [], slurm.jobs()
+
+
+def test_mkrk_cluster_slurm_ctrl_c_while_sbatch_submits(slurm, zarr_data: Path,
+                                                        tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to mkrk alone) while sbatch is still submitting, as on a busy controller
+    (SLURM's sbatch behind a 5 s delay): exit 130 within 10 s, and no job queued then or after
+    (issue 80: exit 1 after 12 s, and the jobs submitted afterwards left in the queue)."""
+    import shutil
+
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "sbatch").write_text(f"#!/bin/sh\nsleep 5\nexec {shutil.which('sbatch')} \"$@\"\n")
+    (shim / "sbatch").chmod(0o755)
+    env = dict(_env(slurm), PATH=f"{shim}{os.pathsep}{os.environ['PATH']}")
+    config = _config(tmp_path, **{"job-extra-directives": ["--begin=now+1hour"]})
+    args = [a for a in _fit_args(zarr_data, "nystrom", tmp_path / "run") if a != "-q"]
+    proc = subprocess.Popen([sys.executable, "-m", "mkrk_dask.cli", *args, "--cluster", "slurm",
+                             "--jobs", "2", "--cluster-config", str(config), "--cluster-wait",
+                             "300"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=tmp_path, start_new_session=True)
+    try:
+        _wait_for_line(proc.stderr, "[slurm] submitting", 60)
+        time.sleep(2)  # sbatch runs
+        proc.send_signal(signal.SIGINT)
+        interrupted = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        seconds = time.monotonic() - interrupted
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert seconds < 10, seconds
+    assert err.strip().splitlines()[-1] == "mkrk fit: interrupted", err
+    time.sleep(6)  # past the delayed sbatch, had it been left running
+    assert slurm.jobs() == []
