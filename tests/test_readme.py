@@ -94,6 +94,15 @@ def _shown_output(block: str) -> str:
     return found.group(1)
 
 
+def test_ci_runs_the_readmes_test_command() -> None:
+    """The command the README says CI runs is a line of .ci/run, as written."""
+    said = [re.split(r"\s+#", line)[0].strip() for block in readme_blocks("bash")
+            for line in block.splitlines() if ".ci/run" in line.split("#", 1)[-1]]
+    assert said == ["python -m pytest"]
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert all(command in ci for command in said)
+
+
 def test_every_command_is_run_or_skipped_with_its_reason() -> None:
     commands = readme_commands()
     assert "mkrk demo" in commands and "pip install -e ." in commands
