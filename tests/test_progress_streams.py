@@ -9,6 +9,7 @@ import io
 import logging
 import os
 import pty
+import re
 import select
 import struct
 import subprocess
@@ -101,14 +102,16 @@ def blobs_npz(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def _run_in_terminal(*argv: str, timeout: float = 240) -> tuple[int, bytes, list[float]]:
-    """``mkrk ARGV`` with stderr on a pseudo-terminal: the exit code, what the terminal
-    showed, and when each piece came."""
+def _run_in_terminal(*argv: str, timeout: float = 240,
+                     stdout: bool = False) -> tuple[int, bytes, list[float]]:
+    """``mkrk ARGV`` with stderr (and with ``stdout``, stdout too) on a pseudo-terminal: the
+    exit code, what the terminal showed, and when each piece came."""
     leader, follower = pty.openpty()
     # a terminal of 100 columns, as a user's (an unsized one reports 0)
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
     child = subprocess.Popen([sys.executable, "-m", "mkrk_dask.cli", *argv],
-                             stdout=subprocess.DEVNULL, stderr=follower, stdin=subprocess.DEVNULL)
+                             stdout=follower if stdout else subprocess.DEVNULL, stderr=follower,
+                             stdin=subprocess.DEVNULL)
     os.close(follower)
     shown, stamps = b"", [time.monotonic()]
     deadline = stamps[0] + timeout
@@ -145,3 +148,25 @@ def test_cli_shows_no_progress_on_a_pipe(blobs_npz: Path, run_mkrk):
     assert run.returncode == 0, run.stderr
     assert "\r" not in run.stderr and "so far" not in run.stderr
     assert "fitting MKKM-RK" in run.stderr and "ACC" in run.stdout  # the messages stay
+
+
+def test_no_line_of_mkrk_fit_on_a_terminal_is_over_100_characters(tmp_path: Path):
+    """Issue 79: plan lines of 400+ characters; now every decision wraps onto continuation
+    lines, and so do the summary and the command's own lines (stdout and stderr, the
+    default verbosity, scikit-learn's digits)."""
+    from sklearn.datasets import load_digits
+
+    from mkrk_dask._text import LINE_WIDTH
+
+    X, y = load_digits(return_X_y=True)
+    np.savez(tmp_path / "digits.npz", X=X, y=y)
+    code, shown, _ = _run_in_terminal("fit", str(tmp_path / "digits.npz"), "--out",
+                                      str(tmp_path / "run"), stdout=True)
+    text = shown.decode(errors="replace")
+    assert code == 0, text
+    assert "ACC" in text and "plan: MKKM-RK" in text and "results in" in text
+    # what the terminal shows of each write between carriage returns, escapes dropped
+    pieces = [re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", piece)
+              for line in text.replace("\r\n", "\n").split("\n") for piece in line.split("\r")]
+    assert max(len(piece) for piece in pieces) <= LINE_WIDTH, \
+        max(pieces, key=len)
