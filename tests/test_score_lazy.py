@@ -63,3 +63,34 @@ def test_dask_in_dask_out(make, blobs, client):
     np.testing.assert_allclose(rows.compute(), model.transform(blobs))
     with pytest.raises(ValueError, match="features"):
         model.predict(da.ones((10, 3), chunks=5))
+
+
+def test_dask_predict_and_score_send_the_model_once():
+    """A fitted model's arrays travelled inside every task graph of predict and score on a
+    dask array (``Sending large graph of size 26.99 MiB`` at 200,000 rows): scattered once
+    now. The large-graph threshold is lowered to 1 MB so that a model of 20,000 rows, whose
+    embedding and labels take 1.4 MB, shows it; the 10^6 rows are made on the workers."""
+    import warnings
+
+    import dask
+    from distributed import Client, LocalCluster
+
+    X, _ = make_blobs(n_samples=20000, centers=4, n_features=8, random_state=0)
+    with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1MB"}), \
+            LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None,
+                         host="127.0.0.1") as cluster, Client(cluster):
+        # few landmarks: the 10^6 rows' factors are cheap, the model still 1.4 MB
+        model = MKKMRK(4, solver="nystrom", random_state=0,
+                       backend_options={"n_landmarks": 60, "max_components": 20}).fit(X)
+        lazy = da.random.default_rng(0).normal(size=(10**6, 8), chunks=(250_000, 8)) * 4
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*large graph.*")
+            labels = model.predict(lazy).compute()
+            score = model.score(lazy)
+            first = model.score(lazy[:20000])
+            again = model.score(lazy[:20000])  # the scattered model is reused
+    assert labels.shape == (10**6,) and set(np.unique(labels)) <= set(range(4))
+    rows = lazy[:20000].compute()
+    np.testing.assert_array_equal(labels[:20000], model.predict(rows))
+    assert first == again == pytest.approx(model.score(rows), rel=1e-6)
+    assert score < first < 0

@@ -346,7 +346,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """Opposite of the within-cluster loss of X (the analogue of ``KMeans.score``: higher
         is better): the squared distances of the unit-length rows of :meth:`transform` to
         their nearest centre, summed and negated. ``y`` is ignored."""
-        return score_rows(self.transform(X), self._nearest, self.cluster_centers_, "spectral")
+        return score_rows(self, X, "spectral")
 
-    def _nearest(self, rows: np.ndarray) -> np.ndarray:
+    def _assign(self, rows: np.ndarray) -> np.ndarray:
         return nearest_centre(rows, self.cluster_centers_, step="spectral")

@@ -4,6 +4,8 @@ learned centres."""
 
 from __future__ import annotations
 
+import functools
+import weakref
 from typing import Any
 
 import numpy as np
@@ -24,28 +26,67 @@ from ..views import check_new_views, default_view_names
 __all__ = ["OutOfSampleMixin", "lazy_rows", "score_rows"]
 
 
-def score_rows(rows: Any, assign: Any, centres: np.ndarray, step: str) -> float:
-    """The opposite of the within-cluster loss of ``rows`` (of ``transform``; a dask array
-    is computed), each assigned by ``assign(rows)`` to one of ``centres``."""
-    rows = rows.compute() if is_dask(rows) else rows
-    return -within_cluster_loss(rows, assign(rows), centres, step=step)
+def score_rows(model: Any, X: Any, step: str) -> float:
+    """The opposite of the within-cluster loss of the rows of ``model.transform(X)``, each
+    assigned by ``model._assign`` to one of ``model.cluster_centers_``. For a dask array
+    each block's loss is summed where the block is (its rows never travel to the client)."""
+    if is_dask(X):
+        loss = functools.partial(_block_loss, step=step)
+        return -float(lazy_rows(model, loss, X, (), np.float64).sum().compute())
+    return -_block_loss(model, X, step=step)
 
 
-def lazy_rows(model: Any, method: str, X: Any, n_columns: int | None, dtype: Any) -> Any:
-    """``model.<method>`` of a dask array, as a dask array of the same row chunks: every
-    block is mapped when computed (the fitted model is one shared node of the graph, not
-    copied into every task). ``n_columns`` None: one value per row."""
+def _block_loss(model: Any, X: Any, *, step: str) -> float:
+    rows = model.transform(X)
+    return within_cluster_loss(rows, model._assign(rows), model.cluster_centers_, step=step)
+
+
+#: the fitted models scattered to a cluster, by model, with the client and the fit they hold
+_SCATTERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _shared_model(model: Any) -> Any:
+    """The fitted ``model`` as one node of a dask graph: where a distributed client is
+    current, scattered to its workers once (and again only for another client or a refit),
+    so that its arrays travel once and never inside a task graph; else a delayed object."""
     import dask
 
+    from ..cluster import current_client
+
+    client = current_client()
+    if client is None:
+        return dask.delayed(model, pure=True)
+    # the fitted state's identity: a refit replaces these objects
+    fit = tuple(id(getattr(model, name, None)) for name in ("row_map_", "cluster_centers_",
+                                                               "labels_"))
+    held = _SCATTERED.get(model)
+    if held is not None and held[0] == client.id and held[1] == fit \
+            and held[2].status == "finished":
+        return held[2]
+    future = client.scatter(model, broadcast=True, hash=False)
+    _SCATTERED[model] = (client.id, fit, future)
+    return future
+
+
+def lazy_rows(model: Any, method: str | Any, X: Any, n_columns: int | tuple | None,
+              dtype: Any) -> Any:
+    """``model.<method>`` (or ``method(model, rows)``) of a dask array, as a dask array of
+    the same row chunks: every block is mapped when computed (the fitted model is one shared
+    node of the graph, scattered once to a distributed cluster, not copied into every task).
+    ``n_columns`` None: one value per row; ``()``: one value per block."""
     n_features = getattr(model, "n_features_in_", None)
     if n_features is not None and X.ndim == 2 and X.shape[1] != n_features:
         raise ValueError(f"X has {X.shape[1]} features; the model was fitted with {n_features}")
     X = X.rechunk({1: -1}) if X.ndim == 2 else X
-    shared = dask.delayed(model, pure=True)
+    shared = _shared_model(model)
 
     def block(rows: Any, fitted: Any) -> np.ndarray:
-        return getattr(fitted, method)(rows)
+        mapped = method(fitted, rows) if callable(method) else getattr(fitted, method)(rows)
+        return np.atleast_1d(mapped)
 
+    if n_columns == ():
+        return X.map_blocks(block, shared, drop_axis=1, chunks=((1,) * X.numblocks[0],),
+                            dtype=dtype, meta=np.empty((0,), dtype=dtype))
     if n_columns is None:
         return X.map_blocks(block, shared, drop_axis=1, dtype=dtype,
                             meta=np.empty((0,), dtype=dtype))
@@ -182,5 +223,4 @@ class OutOfSampleMixin:
         -------
         float
         """
-        return score_rows(self.transform(X), self._assign, self.cluster_centers_,
-                          self.final_step_)
+        return score_rows(self, X, self.final_step_)
