@@ -36,8 +36,8 @@ def explain_scores(scores: dict[str, float]) -> list[str]:
         "scores against the true digits (percent, 100 = perfect):",
         f"  ACC    {100 * scores['acc']:6.2f}  accuracy: share of images in the right cluster, "
         "each cluster matched to one digit",
-        f"  NMI    {100 * scores['nmi']:6.2f}  normalized mutual information: how much the "
-        "cluster tells about the digit (0 nothing)",
+        f"  NMI    {100 * scores['nmi']:6.2f}  normalized mutual information: what the cluster "
+        "tells of the digit (0 nothing)",
         f"  purity {100 * scores['purity']:6.2f}  share of images whose cluster's most common "
         "digit is their own",
     ]
@@ -103,7 +103,8 @@ def _default_part(args: argparse.Namespace, X: np.ndarray, y: np.ndarray,
     result(f"1. The default: MKKMRK(n_clusters=10, random_state={args.seed}).fit(X), as in the "
            "README's quick start.")
     result("   Label-free: it chooses its kernels, lambda's scale, the solver and the final step "
-           "from X; its summary says what and why.")
+           "from X;")
+    result("   its summary says what and why.")
     start = time.perf_counter()
     # the digits fit in memory: no Dask cluster unless the user named a scheduler
     with dask_client(args, "exact") as client:
@@ -125,7 +126,7 @@ def _paper_part(args: argparse.Namespace, X: np.ndarray, y: np.ndarray,
     where = (f"the Dask scheduler at {args.scheduler}" if args.scheduler
              else "an embedded Dask cluster" if solver != "exact" else "memory (no Dask)")
     if solver == "nystrom":
-        where += " (300 landmarks per kernel)"
+        where += ",\n   300 landmarks per kernel"
     result(f"2. The paper's configuration, the faithful mode: MKKMRK.paper(10, lam="
            f"{format_default(args.lam)}):")
     result(f"   the paper's 12 base kernels, lambda = {format_default(args.lam)}, solver "
