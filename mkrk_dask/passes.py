@@ -44,7 +44,7 @@ from .validation import check_magnitude
 __all__ = ["TASK_INPUT_BYTES", "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
            "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
-           "client_threads", "blas_threads", "task_blas_threads"]
+           "client_threads", "blas_threads", "task_blas_threads", "remember_nannies"]
 
 #: seconds between checks of the scheduler connection while a pass waits for its tasks
 _POLL_SECONDS = 2.0
@@ -96,13 +96,15 @@ _NANNIES: weakref.WeakKeyDictionary[Any, dict[str, str | None]] = weakref.WeakKe
 
 def _listening(address: str | None) -> bool:
     """Whether something accepts connections at a nanny's ``tcp://`` or ``tls://`` address
-    (an address of another kind cannot be probed: taken as alive)."""
+    (no nanny, or an address of another kind, cannot be probed: taken as alive)."""
     import socket
 
     from distributed.comm.addressing import parse_address, parse_host_port
 
     if address is None:
-        return False  # a worker without a nanny: nothing restarts it
+        # A worker without a nanny: none restarts it, but whatever started it (a cluster
+        # manager scaling up, a user) may start another: not concluded.
+        return True
     try:
         scheme, location = parse_address(address)
         if scheme not in ("tcp", "tls"):
@@ -114,6 +116,15 @@ def _listening(address: str | None) -> bool:
     except Exception:  # noqa: BLE001 - an address not understood: do not conclude
         return True
     return True
+
+
+def remember_nannies(client: Any) -> None:
+    """Note the nannies of the workers ``client``'s cluster has now, so that losing them all
+    before any pass has watched them is still recognised at once (:class:`WorkerWatch`)."""
+    try:
+        WorkerWatch(client)._learn(client.nthreads())
+    except Exception:  # noqa: BLE001 - only an early diagnosis is lost
+        pass
 
 
 class WorkerWatch:

@@ -20,6 +20,7 @@ from typing import Any
 from .. import progress
 from ..cluster import DaskSession, connect, slurm_job_states, start_slurm_cluster
 from ..exceptions import SchedulerLostError, WorkersLostError
+from ..passes import remember_nannies
 from .errors import UserError
 
 __all__ = ["dask_client", "bounded_connect", "security_from_args", "storage_options"]
@@ -157,6 +158,8 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
             client = bounded_connect(address, getattr(args, "connect_timeout", 30.0), security)
         with progress.reporting(0):  # the estimator's session names the dashboard, once
             session = DaskSession(client, n_workers=getattr(args, "workers", None))
+        if client is not None:
+            remember_nannies(client)  # every worker lost before the first pass: seen at once
         try:
             if args.verbosity >= 2:
                 info = session.client.scheduler_info()
