@@ -107,6 +107,16 @@ def _explain_full_disk(err: Exception, args: object) -> Exception:
                      f"give another path{resume}")
 
 
+def _format_warning(message: Warning | str, category: type[Warning], filename: str,
+                    lineno: int, line: str | None = None) -> str:
+    """A warning as the command line shows it: its kind and message, wrapped at 100
+    characters; the library's file and line, which a user cannot act on, left out."""
+    from .._text import wrap_lines
+
+    return "\n".join(wrap_lines([f"{category.__name__}: {' '.join(str(message).split())}"])) \
+        + "\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``mkrk`` console script. Returns the exit code."""
     parser = build_parser()
@@ -132,13 +142,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.verbosity = 0 if args.quiet else 1 + args.verbose
         args.command_line = _command_line(argv)
         _quiet_logs(args.verbosity)
-        if args.verbosity <= 0:
-            import warnings
+        import warnings
 
+        if args.verbosity <= 0:
             warnings.simplefilter("ignore")
         from .commands import COMMANDS  # the numerical stack: only once the arguments parse
 
-        return int(COMMANDS[args.command](args) or 0)
+        shown = warnings.formatwarning
+        warnings.formatwarning = _format_warning
+        try:
+            return int(COMMANDS[args.command](args) or 0)
+        finally:
+            warnings.formatwarning = shown
     except KeyboardInterrupt:
         print(f"mkrk {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
