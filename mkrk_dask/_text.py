@@ -3,10 +3,11 @@ onto continuation lines indented under it (``summary()``, the plan, the command 
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Iterable
 
-__all__ = ["LINE_WIDTH", "wrap_lines", "plural"]
+__all__ = ["LINE_WIDTH", "wrap_lines", "plural", "format_number"]
 
 #: the widest line the library prints for a person to read (issue 79: a plan line of 400+
 #: characters is one no terminal shows whole)
@@ -29,6 +30,15 @@ def wrap_lines(lines: Iterable[str], width: int = LINE_WIDTH) -> list[str]:
                              subsequent_indent=lead + _INDENT, break_long_words=False,
                              break_on_hyphens=False)
     return out
+
+
+def format_number(value: float) -> str:
+    """A number as a person reads it: a power of two beyond 2^3 either way as ``2^e`` (the
+    paper's lambdas: ``2^-15``, not ``3.05176e-05``), anything else as ``%g``."""
+    if value > 0 and math.isfinite(value) and math.log2(value).is_integer() \
+            and abs(math.log2(value)) >= 4:
+        return f"2^{int(math.log2(value))}"
+    return f"{value:g}"
 
 
 def plural(count: int, noun: str) -> str:

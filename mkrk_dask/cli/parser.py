@@ -16,6 +16,7 @@ import numpy as np
 
 # Only the light modules: --help and argument errors answer without loading the numerical
 # stack (benchmarks/bench_startup.py).
+from .._text import format_number
 from ..choices import (
     DATASETS,
     DTYPE_CHOICES,
@@ -137,11 +138,8 @@ def format_default(value: Any) -> str:
     """A default as the help shows it: powers of two as ``2^e``, lists space-separated."""
     if isinstance(value, bool):
         return str(value)
-    if isinstance(value, float) and value > 0 and float(np.log2(value)).is_integer() \
-            and abs(np.log2(value)) >= 4:
-        return f"2^{int(np.log2(value))}"
     if isinstance(value, float):
-        return f"{value:g}"
+        return format_number(value)
     if isinstance(value, (list, tuple)):
         return " ".join(map(str, value))
     return str(value)

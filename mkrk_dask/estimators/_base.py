@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .. import progress
 from .._compute import compute_here
-from .._text import LINE_WIDTH, plural, wrap_lines
+from .._text import LINE_WIDTH, format_number, plural, wrap_lines
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, kernel_inertia, make_backend, make_options
@@ -516,7 +516,7 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
     def _summary_head(self, detail: bool = False) -> list[str]:
         """The first lines of :meth:`summary`; ``detail``: with the weight steps' certified
         duality gaps (methods with a QP weight step)."""
-        lam = f"lambda={self.lam:g}, " if "lam" in self.get_params() else ""
+        lam = f"lambda={format_number(self.lam)}, " if "lam" in self.get_params() else ""
         lines = [f"{self.method}: {len(self.weights_)} kernels, {lam}"
                  f"{self._iterations_words()}, objective {self.objective_history_[-1]:.10g}"]
         gaps = getattr(self, "qp_relative_gaps_", None)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._text import format_number
 from ..backends import KernelBackend
 from ..choices import MKKMRK_PAPER
 from ..dissimilarity import MEASURES
@@ -432,7 +433,8 @@ class MKKMRK(MultipleKernelKMeans):
     def _summary_choices(self) -> list[str]:
         lines = super()._summary_choices()
         if self.lam_scaling == "normalized":
-            lines.append(f"lambda: {self.lam:g} relative to the scales of C and of the residuals "
+            lines.append(f"lambda: {format_number(self.lam)} relative to the scales of C and of "
+                         "the residuals "
                          f"(the same effect at every n; effective {self.lam_effective_:.3g})"
                          + ("; every kernel represents itself at this lambda, so the weights "
                             "are equal: no kernel selected (with sfn a smaller lambda selects "
