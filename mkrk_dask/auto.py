@@ -23,14 +23,18 @@ where they fit on disk instead.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from .exceptions import ProblemTooLargeError
 
-__all__ = ["choose_solver", "choose_precomputed_solver", "smooth_exact_max_n", "EXACT_MAX_N"]
+__all__ = ["choose_solver", "choose_precomputed_solver", "smooth_exact_max_n", "EXACT_MAX_N",
+           "free_disk_at", "store_bytes", "check_store_fits"]
 
 EXACT_MAX_N = 12_000
 #: fraction of the available memory the exact kernels may take
@@ -55,6 +59,52 @@ def _resources(n_samples: int, n_kernels: int, available_memory: int | None,
     if free_disk is None:
         free_disk = int(shutil.disk_usage(tempfile.gettempdir()).free)
     return available_memory, free_disk, 8.0 * n_kernels * float(n_samples) ** 2
+
+
+def free_disk_at(store: Any) -> int | None:
+    """Free bytes where a store at ``store`` would be written: the file system of its nearest
+    existing folder for a local path, the temporary folder's where none is given, None for
+    an object store (no free space to read)."""
+    if store is None:
+        return int(shutil.disk_usage(tempfile.gettempdir()).free)
+    text = os.fspath(store) if isinstance(store, str | os.PathLike) else None
+    if text is None or ("://" in text and not text.startswith("file://")):
+        return None
+    from .locations import nearest_existing
+
+    base = nearest_existing(Path(text.removeprefix("file://")).expanduser())
+    return int(shutil.disk_usage(base if base.is_dir() else base.parent).free)
+
+
+def store_bytes(solver: str, n_samples: int, n_kernels: int, itemsize: int,
+                factor_rank: int | None = None) -> float:
+    """Bytes a backend's store takes: the ``(m, n, n)`` kernels (blockwise), the ``n x R``
+    factors (Nystrom, where stored: ``factor_rank`` R), nothing for exact."""
+    if solver == "blockwise":
+        return float(itemsize) * n_kernels * float(n_samples) ** 2
+    if solver == "nystrom" and factor_rank:
+        return float(itemsize) * n_samples * factor_rank
+    return 0.0
+
+
+def check_store_fits(solver: str, needed: float, free: int | None, store: Any) -> str:
+    """The store's size in words, or :class:`~mkrk_dask.exceptions.ProblemTooLargeError` (a
+    user error: nothing is written) where it would take more than :data:`DISK_FRACTION` of
+    the free disk."""
+    if not needed:
+        return "no store"
+    where = "a temporary store" if store is None else "the store"
+    text = f"{where} takes {_gib(needed)} ({needed:,.0f} bytes)"
+    if free is None:
+        return text + " (an object store: its free space is not known)"
+    if needed > DISK_FRACTION * free:
+        hint = ("solver='nystrom' (--solver nystrom) stores n x R factors instead of the "
+                "m n^2 kernels" if solver == "blockwise" else
+                "fewer landmarks (n_landmarks), float32 factors or a larger disk")
+        raise ProblemTooLargeError(
+            f"{text}, more than {DISK_FRACTION:.0%} of the {_gib(free)} free where it would "
+            f"go; nothing was written: {hint}, or a store on a larger disk or object store")
+    return f"{text} of {_gib(free)} free"
 
 
 def smooth_exact_max_n(exact_dissimilarity_limit: int) -> int:

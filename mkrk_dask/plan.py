@@ -429,6 +429,28 @@ def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:
 
 def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
             lazy: bool) -> tuple[str, str, str, str]:
+    """``(solver, its reason, dtype, its reason)``; the reason ends with the store's size,
+    refused where it would not fit the free disk where it goes (before anything is
+    written)."""
+    from .auto import check_store_fits, free_disk_at, store_bytes
+    from .backends import make_options
+
+    solver, reason, dtype, dtype_reason = _choose_solver(params, n, m, specs, precomputed,
+                                                         lazy)
+    rank = None
+    if solver == "nystrom":
+        nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
+        if nystrom.factors_storage(n, m):
+            rank = min(min(int(np.max(nystrom.n_landmarks)), n) * m,
+                       nystrom.resolved_max_components(n, m) or np.inf)
+    needed = store_bytes(solver, n, m, np.dtype(dtype).itemsize, rank)
+    store = params.get("store")
+    size = check_store_fits(solver, needed, free_disk_at(store) if needed else None, store)
+    return solver, f"{reason}; {size}", dtype, dtype_reason
+
+
+def _choose_solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
+                   lazy: bool) -> tuple[str, str, str, str]:
     """``(solver, its reason, dtype, its reason)``."""
     from .auto import choose_precomputed_solver, choose_solver, smooth_exact_max_n
     from .backends import make_options

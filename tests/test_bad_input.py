@@ -60,7 +60,7 @@ def _one_line(err: BaseException, message: str) -> None:
     ({"tol_mode": "loud"}, X, ValueError, "tol_mode must be one of"),
     ({"max_iter": 0}, X, ValueError, "max_iter must be a positive integer"),
     ({"tol": -1}, X, ValueError, "tol must be a positive number"),
-    ({"n_init": 0}, X, ValueError, "n_init must be a positive integer"),
+    ({"n_init": 0}, X, ValueError, "n_init must be an integer from 1 to 1000"),
     ({"kernels": "precomputed"}, RNG.random((2, 5, 4)), ValueError, "must be square"),
     ({}, [X, X[:30]], ValueError, "same number of rows"),
     ({}, np.zeros((0, 3)), ValueError, "0 sample(s)"),

@@ -361,11 +361,12 @@ def test_out_on_a_read_only_or_full_disk(mount: str, message: str, digits_npz: P
 @pytest.mark.parametrize("solver", ["blockwise", "nystrom"])
 @pytest.mark.parametrize("mount, message", [
     ("ro", "its file system is read-only"),
-    ("size=64k", "No space left on device"),
+    ("size=64k", "nothing was written"),
 ])
 def test_store_on_a_read_only_or_full_disk(mount: str, message: str, solver: str,
                                            digits_npz: Path, tmp_path: Path) -> None:
-    # Round 4: both ended in exit 1 and a Python error name, for either backend.
+    # Round 4: both ended in exit 1 and a Python error name, for either backend; a store
+    # larger than the disk is refused by the plan, before the first byte (issue 77).
     target = tmp_path / "mnt"
     target.mkdir()
     proc = _in_mount_namespace(mount, ["fit", str(digits_npz), "-q", "--solver", solver,
@@ -373,7 +374,8 @@ def test_store_on_a_read_only_or_full_disk(mount: str, message: str, solver: str
                                        "--out", str(tmp_path / "run")], target)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0] and "s.zarr" in lines[0], lines
+    assert len(lines) == 1 and message in lines[0], lines
+    assert "s.zarr" in lines[0] or "the store takes" in lines[0], lines
     assert not (tmp_path / "run").exists()
 
 

@@ -105,10 +105,10 @@ def _kernels_arg(values: list[str] | None) -> Any:
 
 
 def _solver_of(args: argparse.Namespace) -> str:
+    # with or without a scheduler, the plan chooses as in Python (a scheduler made it
+    # blockwise: its m n^2 kernels on disk at any n)
     if args.solver is not None:
         return args.solver
-    if getattr(args, "scheduler", None) or getattr(args, "cluster", None):
-        return "blockwise"
     return (MKKMRK_PAPER if getattr(args, "paper", False) else LABEL_FREE_DEFAULTS)["solver"]
 
 

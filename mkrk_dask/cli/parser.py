@@ -388,8 +388,8 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
     else:
         g.add_argument("--solver", choices=SOLVER_CHOICES, default=None,
                        help="backend: auto chooses from n and the memory "
-                            f"({model_default('solver', paper)}; blockwise when --scheduler "
-                            "is given)")
+                            f"({model_default('solver', paper)}, with or without "
+                            "--scheduler; the plan shows the store's size)")
         g.add_argument("--store", metavar="PATH_OR_URL", default=None,
                        help="Zarr store of the blockwise kernels / Nystrom factors, a path or "
                             "a URL such as s3://bucket/run.zarr; reused when it matches (see "
