@@ -271,7 +271,9 @@ def _before_scatter(client: Any) -> None:
     try:
         if client.nthreads():
             return
-    except Exception:  # noqa: BLE001 - a lost scheduler is check_client's to report
+    except Exception as err:  # noqa: BLE001 - classified right below
+        if is_lost_work(err):
+            raise  # as the scatter's own failure would be: the caller's lost-work path
         return
     WorkerWatch(client).check()
 
