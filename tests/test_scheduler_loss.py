@@ -69,19 +69,8 @@ def _tree(pid: int) -> list:
     return [parent, *parent.children(recursive=True)]
 
 
-#: Why a re-run does not resume there yet: the builds create the store, then ask the workers
-#: to see it, and only then write what a resume needs (backends/*/build.py, not this change's)
-NOT_RESUMED = {
-    "nystrom": "a store created before its landmarks were saved is refused ('delete it, or "
-               "pass --overwrite'): nystrom/build.py should rebuild it in place",
-    "blockwise": "a store created before its kernels array is resumed without it ('kernels "
-                 "does not exist', exit 2): blockwise/build.py should create the array first",
-}
-
-
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("solver", [pytest.param(s, marks=pytest.mark.xfail(
-    strict=True, reason=why)) for s, why in NOT_RESUMED.items()])
+@pytest.mark.parametrize("solver", ["nystrom", "blockwise"])
 def test_a_rerun_on_a_new_scheduler_resumes_from_the_store(tmp_path: Path, solver: str) -> None:
     """Issue 80: the scheduler killed just after the fit created its store (its workers held
     still meanwhile, so that the kill lands there: the first thing the new store needs from

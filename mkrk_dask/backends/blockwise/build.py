@@ -136,6 +136,10 @@ def build_from_views(views: list, specs: list[KernelSpec], *, normalize: bool, c
         group = resume
         resolved = [KernelSpec(**d) for d in metadata["kernel_specs"]]
         check_workers_see(client, location)
+        if KERNELS not in group:
+            # the store was created, then the build was lost before its array (a scheduler
+            # lost while the workers checked they see the store): nothing of it to keep
+            _create_kernel_array(group, m, n, c, dtype)
     groups = [([p for p, s in enumerate(resolved) if s.view == v],
                [s for s in resolved if s.view == v]) for v in used]
     key = (location, metadata["build_id"])

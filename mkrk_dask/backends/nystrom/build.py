@@ -167,11 +167,15 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             check_workers_see(client, location)
             built = _reopen(group, n, info)
         else:
+            # created, then lost before its landmarks were saved (a scheduler lost while the
+            # workers checked they see it): nothing to resume, so built again in its place
+            empty = group is not None and not group.attrs.get("model_saved")
             if group is not None:
-                reporter().log(f"resuming the interrupted build of {location}")
+                reporter().log(f"{'rebuilding' if empty else 'resuming'} the interrupted "
+                               f"build of {location}")
             built = _build(views, sources, specs, options, counts, dtype, normalize, client,
-                           threads, location, expected, temporary, random_state, info,
-                           resume=group)
+                           threads, location, expected, temporary or empty, random_state,
+                           info, resume=None if empty else group)
         path = location.url
         (model, gram, traces, correction, exact_kernel_gram, local, factors_array, chunk,
          group) = built
@@ -277,9 +281,10 @@ def _stored_factors(group: Any) -> Any:
 def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpec],
            options: NystromOptions, counts: list[int], dtype: np.dtype, normalize: bool,
            client: Any, threads: int, location: StoreLocation, expected: dict,
-           temporary: bool, random_state: Any, info: dict, resume: Any = None) -> tuple:
-    """A new store, or the rest of the interrupted build ``resume``: landmarks and scales
-    (kept in the store), the factor pass (checkpointed by task prefix), then exact C."""
+           replace: bool, random_state: Any, info: dict, resume: Any = None) -> tuple:
+    """A new store (``replace``: over what is at ``location``), or the rest of the
+    interrupted build ``resume``: landmarks and scales (kept in the store), the factor pass
+    (checkpointed by task prefix), then exact C."""
     n, m = sources[0].n_rows, len(specs)
     info["reused_store"] = False
     if resume is None:
@@ -305,7 +310,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
                 "ranks": model.ranks.tolist(), "chunk_size": chunk,
                 "kernel_landmarks": list(model.kernel_landmarks)}
         group = create_store(location, kind=STORE_KIND, metadata={**expected, **meta},
-                             overwrite=options.overwrite or temporary)
+                             overwrite=options.overwrite or replace)
         check_workers_see(client, location)
         for v, L in model.landmarks.items():
             _save_array(group, f"landmarks_{v}", L)
