@@ -88,14 +88,24 @@ def bounded_connect(address: str, timeout: float, security: Any = None) -> Any:
     return connect(address, timeout=timeout, security=security)
 
 
-def _lost(client: Any) -> bool:
-    """True when ``client`` no longer has a working connection to its scheduler."""
+def _lost(client: Any, wait: float = 0.0) -> bool:
+    """True when ``client`` no longer has a working connection to its scheduler, waiting up
+    to ``wait`` seconds for the client to notice (a call to a killed scheduler can fail
+    before the client's own connection does)."""
+    import time
+
     if client is None:
         return False
-    if getattr(client, "status", "running") != "running":
-        return True
-    comm = getattr(client, "scheduler_comm", None)
-    return comm is None or bool(getattr(comm, "closed", lambda: False)())
+    deadline = time.monotonic() + wait
+    while True:
+        if getattr(client, "status", "running") != "running":
+            return True
+        comm = getattr(client, "scheduler_comm", None)
+        if comm is None or bool(getattr(comm, "closed", lambda: False)()):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 def _no_workers(client: Any) -> bool:
@@ -169,7 +179,9 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
         except Exception as err:
             if isinstance(err, SchedulerLostError | WorkersLostError) or client is None:
                 raise
-            if address and _lost(client):
+            # A connection error may be the scheduler's death seen first: a few seconds for
+            # the client to notice it.
+            if address and _lost(client, 5.0 if isinstance(err, OSError) else 0.0):
                 raise SchedulerLostError(
                     f"lost the Dask scheduler at {address} during the run "
                     f"({type(err).__name__}); restart it and run the command again") from err
