@@ -182,7 +182,7 @@ def test_every_option_is_explained_with_its_default_once() -> None:
             assert text and len(text) > 10, (name, action.dest)
             assert text.lower().count("default") <= 1, (name, action.dest, text)
     lam = next(a for a in _subparsers()["fit"]._actions if a.dest == "lam")
-    assert "default 1" in help_text(lam) and "--paper: 2^-15" in help_text(lam)
+    assert "default: 1;" in help_text(lam) and "--paper: 2^-15" in help_text(lam)
 
 
 def test_rendered_help_shows_no_default_twice(capsys: pytest.CaptureFixture) -> None:
