@@ -91,8 +91,6 @@ def check_store_fits(solver: str, needed: float, free: int | None, store: Any) -
     """The store's size in words, or :class:`~mkrk_dask.exceptions.ProblemTooLargeError` (a
     user error: nothing is written) where it would take more than :data:`DISK_FRACTION` of
     the free disk."""
-    if not needed:
-        return "no store"
     where = "a temporary store" if store is None else "the store"
     text = f"{where} takes {_gib(needed)} ({needed:,.0f} bytes)"
     if free is None:

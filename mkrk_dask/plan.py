@@ -444,8 +444,10 @@ def _solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
             rank = min(min(int(np.max(nystrom.n_landmarks)), n) * m,
                        nystrom.resolved_max_components(n, m) or np.inf)
     needed = store_bytes(solver, n, m, np.dtype(dtype).itemsize, rank)
+    if not needed:  # in memory: nothing to write
+        return solver, reason, dtype, dtype_reason
     store = params.get("store")
-    size = check_store_fits(solver, needed, free_disk_at(store) if needed else None, store)
+    size = check_store_fits(solver, needed, free_disk_at(store), store)
     return solver, f"{reason}; {size}", dtype, dtype_reason
 
 
