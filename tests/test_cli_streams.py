@@ -577,3 +577,52 @@ assert warnings.formatwarning is before  # the process's own formatting is left 
     err = proc.stderr.splitlines()
     assert err[0].startswith("NystromApproximationWarning: the Nystrom residuals of a kernel")
     assert len(err) > 2 and max(map(len, err)) <= 100 and ".py" not in proc.stderr
+
+
+@needs_root
+def test_a_store_larger_than_its_disk_is_refused_before_any_write(tmp_path: Path) -> None:
+    # Issue 77: the cluster recipe began writing a 1.28 TB store on a disk of 68 GB free.
+    # Here 1,000 rows' blockwise kernels (32 MB) and Nystrom factors kept on disk (16 MB) on
+    # a 4 MB tmpfs: one line with the size, exit 2, and nothing on the disk.
+    X = np.random.default_rng(0).normal(size=(1000, 5))
+    np.savez(tmp_path / "x.npz", X=X)
+    target = tmp_path / "mnt"
+    target.mkdir()
+    for solver in ("blockwise", "nystrom"):
+        script = ("import sys; from mkrk_dask.cli import main; sys.exit(main(sys.argv[1:]))"
+                  if solver == "blockwise" else
+                  "import numpy as np, sys; from mkrk_dask import MKKMRK; "
+                  "MKKMRK(3, solver='nystrom', store=sys.argv[1], backend_options="
+                  "{'store_factors': True, 'n_landmarks': 500}).fit(np.load(sys.argv[2])['X'])")
+        argv = (["fit", str(tmp_path / "x.npz"), "-k", "3", "-q", "--solver", solver,
+                 "--store", str(target / "s.zarr"), "--out", str(tmp_path / "run")]
+                if solver == "blockwise" else [str(target / "s.zarr"), str(tmp_path / "x.npz")])
+        command = (f"mount -t tmpfs -o size=4m tmpfs {target} && {sys.executable} -c "
+                   f"\"{script}\" " + " ".join(argv) + f"; echo $?; ls -A {target}")
+        proc = subprocess.run(["unshare", "-m", "sh", "-c", command], capture_output=True,
+                              text=True, timeout=300)
+        assert "the store takes" in proc.stderr and "nothing was written" in proc.stderr, \
+            proc.stderr
+        code, *left = proc.stdout.split()
+        assert left == [], left  # the tmpfs stayed empty
+        if solver == "blockwise":
+            assert code == "2" and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_the_command_line_and_python_choose_the_same_solver(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture
+                                                           ) -> None:
+    # Issue 77: with --scheduler the command line took blockwise ("given") where Python,
+    # with a Client, chose Nystrom ("the dense kernels need 1192.1 GiB").
+    from mkrk_dask import MKKMRK
+
+    X = np.random.default_rng(0).normal(size=(8000, 6)).astype(np.float32)
+    np.save(tmp_path / "x.npy", X)
+    for scheduler in ([], ["--scheduler", "tcp://127.0.0.1:1"]):
+        assert main(["fit", str(tmp_path / "x.npy"), "-k", "4", "--plan", *scheduler]) == 0
+        out = capsys.readouterr()
+        line = next(x for x in (out.out + out.err).splitlines() if x.strip().startswith(
+            "solver:"))
+        planned = MKKMRK(4, scheduler="tcp://127.0.0.1:1" if scheduler else None).plan(X)
+        assert line.split()[1] == planned.decision("solver").value == "nystrom", line
+        assert "given" not in line
