@@ -21,6 +21,10 @@ MASK = "***"
 _USERINFO = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@]*)@")
 #: the same anywhere in a text (an error message quoting a URL)
 _USERINFO_ANYWHERE = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<user>[^/@\s]*)@")
+#: storage option keys whose values are credentials (s3fs' key/secret/token, gcsfs' token,
+#: adlfs' account_key/sas_token/client_secret, passwords, sessions)
+_CREDENTIAL_KEY = re.compile(r"key|secret|token|pass|credential|session|auth|signature",
+                             re.IGNORECASE)
 #: a secret shorter than this is not searched for in a text (it would mask ordinary words)
 _SHORTEST_SECRET = 4
 #: command-line options whose values are storage options (``KEY=VALUE``)
@@ -69,14 +73,18 @@ def url_credentials(url: str) -> str | None:
 
 
 def secrets_of_argv(argv: Sequence[str]) -> list[str]:
-    """The secret words of a command line: the values of ``--storage-option KEY=VALUE`` and
-    the user information of every URL (with its parts, which a library may quote alone)."""
+    """The secret words of a command line: the values of ``--storage-option KEY=VALUE`` whose
+    key names a credential (``key``, ``secret``, ``token``, ``password``, ...: an endpoint or a
+    region helps a message and is kept) and the user information of every URL (with its
+    parts, which a library may quote alone)."""
     found: list[str] = []
     follows = False
     for word in argv:
         flag, sep, value = word.partition("=")
         if follows or (flag in _OPTION_FLAGS and sep):
-            found.append((word if follows else value).partition("=")[2])
+            key, _, secret = (word if follows else value).partition("=")
+            if _CREDENTIAL_KEY.search(key):
+                found.append(secret)
         follows = word in _OPTION_FLAGS
         for match in _USERINFO_ANYWHERE.finditer(word):
             user = match["user"]

@@ -249,7 +249,8 @@ def test_a_message_quoting_a_secret_is_masked_on_the_command_line():
     from mkrk_dask.secrets import mask_text, secrets_of_argv
 
     argv = ["fit", "x.npz", "--store", "gs://me:hunter2pass@b/x.zarr",
-            "--storage-option", "secret=s3cr3tvalue", "--storage-option=token=abcdef123"]
+            "--storage-option", "secret=s3cr3tvalue", "--storage-option=token=abcdef123",
+            "--storage-option", "endpoint_url=http://127.0.0.1:9000"]
     secrets = secrets_of_argv(argv)
     said = ('Invalid bucket name "me:hunter2pass@b"; s3cr3tvalue refused; token abcdef123; '
             "see ftp://u:pw99@host/x")
@@ -257,3 +258,6 @@ def test_a_message_quoting_a_secret_is_masked_on_the_command_line():
     for word in ("hunter2pass", "s3cr3tvalue", "abcdef123", "pw99"):
         assert word not in masked
     assert "Invalid bucket name" in masked and "ftp://***@host/x" in masked
+    # an endpoint is no credential: a message naming it keeps it
+    assert mask_text("endpoint http://127.0.0.1:9000", secrets) == \
+        "endpoint http://127.0.0.1:9000"

@@ -85,10 +85,15 @@ def _explain_damaged_input(err: Exception, args: object) -> Exception:
         return err
     from ..io import undecodable_chunk
 
-    try:
-        return undecodable_chunk(data, err) or err
-    except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
-        return err
+    # DATA is one path, or one a view
+    for path in ([data] if isinstance(data, str | os.PathLike) else data):
+        try:
+            found = undecodable_chunk(path, err)
+        except Exception:  # noqa: BLE001 - the diagnosis must not hide the original error
+            found = None
+        if found is not None:
+            return found
+    return err
 
 
 def _explain_full_disk(err: Exception, args: object) -> Exception:
