@@ -51,6 +51,18 @@ def _files(folder: Path) -> set[str]:
             if f.is_file() or f.is_symlink()}
 
 
+def _read_manifest(folder: Path) -> set[str] | None:
+    """The files a run folder's manifest lists, or None (no manifest, or unreadable)."""
+    try:
+        return {str(name) for name in json.loads((folder / MANIFEST).read_text())["files"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _write_manifest(folder: Path, files: set[str]) -> None:
+    (folder / MANIFEST).write_text(json.dumps({"files": sorted(files)}, indent=1))
+
+
 def _strerror(err: OSError) -> str:
     return err.strerror or " ".join(str(err).split())
 
@@ -178,12 +190,11 @@ class Output:
     def _refuse_foreign_files(folder: Path) -> None:
         """``--force`` replaces a run's own files only: those its manifest lists. Any other
         file (a note the user put beside the results) makes it refuse, naming the file."""
-        try:
-            written = set(json.loads((folder / MANIFEST).read_text())["files"])
-        except (OSError, ValueError, KeyError, TypeError):
+        written = _read_manifest(folder)
+        if written is None:
             raise UserError(f"--out {folder} holds a run without a readable {MANIFEST} (the "
                             "list of the files it wrote), so --force cannot tell its files "
-                            "from yours; remove the folder yourself or give another") from None
+                            "from yours; remove the folder yourself or give another")
         present = _files(folder) - {MANIFEST}
         foreign = sorted(present - written)
         if foreign:
@@ -197,22 +208,17 @@ class Output:
         """Record ``files``, written later into the run folder ``folder`` (figures), in its
         manifest, so that ``--force`` replaces them with the run; nothing where ``folder``
         holds no run."""
-        manifest = folder / MANIFEST
-        if not manifest.is_file():
-            return
-        try:
-            listed = set(json.loads(manifest.read_text())["files"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return  # unreadable: --force refuses the folder anyway
+        listed = _read_manifest(folder)
+        if listed is None:
+            return  # no run there, or an unreadable manifest: --force refuses it anyway
         root = folder.resolve()
         for file in files:
             with contextlib.suppress(ValueError):  # a file outside the folder: not the run's
                 listed.add(Path(file).resolve().relative_to(root).as_posix())
-        manifest.write_text(json.dumps({"files": sorted(listed)}, indent=1))
+        _write_manifest(folder, listed)
 
     def _commit(self, staging: Path, target: Path) -> None:
-        (staging / MANIFEST).write_text(json.dumps({"files": sorted(_files(staging))},
-                                                   indent=1))
+        _write_manifest(staging, _files(staging))
         if not target.exists():
             os.rename(staging, target)
             return
