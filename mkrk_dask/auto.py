@@ -65,14 +65,16 @@ def free_disk_at(store: Any) -> int | None:
     """Free bytes where a store at ``store`` would be written: the file system of its nearest
     existing folder for a local path, the temporary folder's where none is given, None for
     an object store (no free space to read)."""
+    from .locations import StoreLocation, nearest_existing
+
     if store is None:
         return int(shutil.disk_usage(tempfile.gettempdir()).free)
-    text = os.fspath(store) if isinstance(store, str | os.PathLike) else None
-    if text is None or ("://" in text and not text.startswith("file://")):
+    if not isinstance(store, str | os.PathLike | StoreLocation):
         return None
-    from .locations import nearest_existing
-
-    base = nearest_existing(Path(text.removeprefix("file://")).expanduser())
+    location = StoreLocation.parse(store)  # its one reading of paths and URLs
+    if not location.is_local:
+        return None
+    base = nearest_existing(Path(location.url))
     return int(shutil.disk_usage(base if base.is_dir() else base.parent).free)
 
 
