@@ -3,8 +3,9 @@
 The benchmark files are never part of the project: they are read from a data folder, by
 default ``../shared/datasets`` (see :func:`default_data_dir`), or from the folder named by the
 environment variable ``MKRK_DATASETS`` or the ``data_dir`` argument. The files themselves are
-read by :mod:`mkrk_dask.io` (which also reads a user's own files); the synthetic generator is
-in :mod:`mkrk_dask.synthetic`.
+read by :mod:`mkrk_dask.data_file`, as a user's own files are; :func:`mkrk_dask.io.load_input`
+finds a benchmark's file by its name through :func:`locate_dataset`. The synthetic generator
+is in :mod:`mkrk_dask.synthetic`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
-from .io import Dataset, load_array_file
+from .data_file import Dataset, load_array_file
 
 __all__ = [
     "DATA_DIR_ENV",
@@ -23,6 +24,7 @@ __all__ = [
     "default_data_dir",
     "data_dir_candidates",
     "load_dataset",
+    "locate_dataset",
 ]
 
 #: Environment variable that names the folder holding the benchmark files.
@@ -80,9 +82,17 @@ def _how_to_point() -> str:
             "reproduce")
 
 
-def _resolve_path(name_or_path: str | os.PathLike[str],
-                  data_dir: str | os.PathLike[str] | None) -> tuple[Path, str]:
-    """Map a short name or a file path to an existing file and the dataset's name."""
+def locate_dataset(name_or_path: str | os.PathLike[str],
+                   data_dir: str | os.PathLike[str] | None) -> tuple[Path, str]:
+    """Map a short name or a file path to an existing file and the dataset's name (for
+    :func:`load_dataset` and :func:`mkrk_dask.io.load_input`).
+
+    Raises
+    ------
+    FileNotFoundError
+        If there is no such file; the message names where it looked and how to point at the
+        data.
+    """
     directory = Path(data_dir).expanduser() if data_dir is not None else default_data_dir()
     key = str(name_or_path).lower()
     if isinstance(name_or_path, str) and key in PAPER_DATASETS:
@@ -151,5 +161,5 @@ def load_dataset(
     ValueError
         If the file cannot be read as a dataset, or ``subset`` is out of range.
     """
-    path, name = _resolve_path(name_or_path, data_dir)
+    path, name = locate_dataset(name_or_path, data_dir)
     return load_array_file(path, name=name, subset=subset, random_state=random_state)

@@ -1,10 +1,10 @@
 """Evaluation of base kernels on blocks of rows: :func:`kernel_blocks` and its helpers.
 
 Every backend evaluates kernels through :func:`kernel_blocks` (re-exported by
-:mod:`mkrk_dask.kernels`, where the kernel families and their parameters live): one block of
-rows against another block of rows of the same view, every requested kernel of that view from
-one block of inner products (or distances), already normalised as in the paper,
-``K_ij / sqrt(K_ii K_jj)``.
+:mod:`mkrk_dask.kernels`; the kernel families and their parameters are in
+:mod:`mkrk_dask.kernel_spec`): one block of rows against another block of rows of the same
+view, every requested kernel of that view from one block of inner products (or distances),
+already normalised as in the paper, ``K_ij / sqrt(K_ii K_jj)``.
 
 An all-zero row has no direction, so the kernels of directions (the cosine kernel, the
 normalised homogeneous polynomials ``(x.y)^b`` and the angular Gaussians) are undefined on it
@@ -20,19 +20,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
-if TYPE_CHECKING:
-    from .kernels import KernelSpec
+from .kernel_spec import WIDTHED_FAMILIES, KernelSpec
 
 __all__ = ["row_sq_norms", "inner_products", "sq_distances", "self_sq_distances", "kernel_diagonal",
            "kernel_blocks", "fill_kernel_blocks", "direction_roots", "WIDTHED_FAMILIES"]
 
-#: the families with a width (``sigma``): Gaussians of the Euclidean or the angular distance
-WIDTHED_FAMILIES = ("gaussian", "angular")
 _WIDTHED = WIDTHED_FAMILIES
 
 

@@ -1,6 +1,8 @@
 """Base-kernel families, the paper's preset, and their evaluation on blocks of rows.
 
-All kernel math of the project lives here. Every backend evaluates kernels through
+All kernel math of the project lives here (one kernel's description, :class:`KernelSpec`, in
+:mod:`mkrk_dask.kernel_spec`, and the evaluation on blocks in
+:mod:`mkrk_dask.kernel_evaluation`, both re-exported). Every backend evaluates kernels through
 :func:`kernel_blocks`, which takes one block of rows against another block of rows of the same
 view and returns every requested kernel on that block, already normalised as in the paper,
 ``K_ij / sqrt(K_ii K_jj)``. Computing the inner products once per block and deriving all kernels
@@ -12,14 +14,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ._threads import map_threads
 from .kernel_evaluation import (
-    WIDTHED_FAMILIES,
     fill_kernel_blocks,
     inner_products,
     kernel_blocks,
@@ -27,6 +28,7 @@ from .kernel_evaluation import (
     row_sq_norms,
     sq_distances,
 )
+from .kernel_spec import WIDTH_TEXT, KernelSpec, in_width_range
 
 __all__ = [
     "KernelSpec",
@@ -55,109 +57,7 @@ __all__ = [
     "kernel_products",
 ]
 
-_FAMILIES = ("linear", "polynomial", "gaussian", "angular")
-_WIDTHED = WIDTHED_FAMILIES
 PAPER_GAUSSIAN_FACTORS = (0.01, 0.05, 0.1, 1.0, 10.0, 50.0, 100.0)
-
-
-#: widths (and relative widths) a kernel takes: beyond them, the squared distances over
-#: the squared width leave float64's range
-WIDTH_RANGE = (1e-150, 1e150)
-_WIDTH_TEXT = "[1e-150, 1e150]"  # as the errors print it
-
-
-def _in_width_range(value: float) -> bool:
-    return math.isfinite(value) and WIDTH_RANGE[0] <= value <= WIDTH_RANGE[1]
-
-
-@dataclass(frozen=True)
-class KernelSpec:
-    """One base kernel: a family, its parameters, and the view it reads.
-
-    Parameters
-    ----------
-    family : {"linear", "polynomial", "gaussian", "angular"}
-        ``linear`` is ``x_i . x_j`` (the cosine kernel once normalised); ``polynomial`` is
-        ``(a + x_i . x_j) ** b``; ``gaussian`` is ``exp(-||x_i - x_j||^2 / (2 sigma^2))``;
-        ``angular`` is the Gaussian of the distance between the unit-length rows,
-        ``exp(-||u_i - u_j||^2 / (2 sigma^2))`` with ``u = x / ||x||`` (it depends on the
-        angle only, as the cosine kernel does). An all-zero row has no angle: under the
-        cosine, the normalised ``polynomial`` with ``a = 0`` and ``angular`` kernels it has
-        a direction of its own, shared by all such rows and orthogonal to every other row
-        (:mod:`mkrk_dask.kernel_evaluation`).
-    a, b : float, int
-        Polynomial offset and degree.
-    c : float, optional
-        Gaussian width relative to the largest pairwise distance ``M`` of the view:
-        ``sigma = c * M`` (the paper's convention). Resolved to ``sigma`` by
-        :func:`resolve_kernels`.
-    m : float, optional
-        Width relative to the median pairwise distance ``D`` of the view (of the unit-length
-        rows for ``angular``), estimated from a sample of rows: ``sigma = m * D``. Unlike
-        ``c``, it means the same kernel at every n (no exact O(n^2 d) pass).
-    sigma : float, optional
-        Absolute width. Exactly one of ``c``, ``m`` and ``sigma`` is given for a Gaussian
-        (``c`` is not defined for ``angular``).
-    view : int
-        Index of the view (input matrix) the kernel is computed on.
-    """
-
-    family: str
-    a: float = 0.0
-    b: int = 1
-    c: float | None = None
-    sigma: float | None = None
-    view: int = 0
-    m: float | None = None
-
-    def __post_init__(self) -> None:
-        if self.family not in _FAMILIES:
-            raise ValueError(f"unknown kernel family {self.family!r}; expected one of {_FAMILIES}")
-        if self.family == "polynomial":
-            if not float(self.b).is_integer() or self.b < 1:  # inf and nan included
-                raise ValueError(f"polynomial degree b must be a positive integer, got {self.b}")
-            if not math.isfinite(self.a) or self.a < 0:
-                raise ValueError(f"polynomial offset a must be finite and >= 0, got {self.a}")
-        if self.family in _WIDTHED:
-            if self.c is None and self.sigma is None and self.m is None:
-                raise ValueError(f"a {self.family} kernel needs m (width relative to the median "
-                                 "distance), c (relative to the largest) or sigma")
-            if self.c is not None and self.m is not None:
-                raise ValueError(f"a {self.family} kernel takes c (relative to the largest "
-                                 "distance) or m (relative to the median), not both")
-            if self.family == "angular" and self.c is not None:
-                raise ValueError("an angular kernel takes m (relative to the median distance "
-                                 "of the unit rows) or sigma, not c")
-            for label, value in (("c", self.c), ("m", self.m), ("sigma", self.sigma)):
-                if value is not None and not _in_width_range(value):
-                    raise ValueError(f"gaussian {label} must be in {_WIDTH_TEXT}, got {value}")
-        if int(self.view) != self.view or self.view < 0:
-            raise ValueError(f"view must be a non-negative integer, got {self.view}")
-
-    @property
-    def name(self) -> str:
-        """A short readable name, parseable back by :func:`parse_kernel`."""
-        if self.family == "linear":
-            base = "cosine"
-        elif self.family == "polynomial":
-            base = f"polynomial(a={self.a:g},b={int(self.b)})"
-        elif self.c is not None:
-            base = f"{self.family}(c={self.c:g})"
-        elif self.m is not None:
-            base = f"{self.family}(m={self.m:g})"
-        else:
-            base = f"{self.family}(sigma={self.sigma:g})"
-        return base if self.view == 0 else f"{base}@{self.view}"
-
-    @property
-    def is_resolved(self) -> bool:
-        """True when no data-dependent parameter remains (a Gaussian has its sigma)."""
-        return self.family not in _WIDTHED or self.sigma is not None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-serialisable description (for store metadata and saved models)."""
-        return {"family": self.family, "a": self.a, "b": int(self.b), "c": self.c,
-                "sigma": self.sigma, "view": int(self.view), "m": self.m}
 
 
 def paper_kernels(view: int = 0) -> list[KernelSpec]:
@@ -283,9 +183,9 @@ def _with_width(spec: KernelSpec, sigma: float, scale: str) -> KernelSpec:
     """``spec`` with the absolute width ``sigma`` its relative one gives on this view; a width
     outside the range a kernel takes is the data's scale (values near the float limits), named
     as such rather than as a bad width."""
-    if not _in_width_range(sigma):
+    if not in_width_range(sigma):
         raise ValueError(f"view {spec.view}: {scale}, so {spec.name} would be {sigma:.3g} "
-                         f"wide, outside {_WIDTH_TEXT}; rescale the data")
+                         f"wide, outside {WIDTH_TEXT}; rescale the data")
     return replace(spec, sigma=sigma)
 
 

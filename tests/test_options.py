@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import mkrk_dask.backends.construction as construction
 import mkrk_dask.backends.factory as factory
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends import (
@@ -54,7 +55,7 @@ BAD = [
 @pytest.mark.parametrize("params, message", BAD)
 def test_bad_option_is_refused_before_any_work(params, message, tmp_path, monkeypatch):
     started = []
-    monkeypatch.setattr(factory, "DaskSession", lambda *a, **k: started.append(1))
+    monkeypatch.setattr(construction, "DaskSession", lambda *a, **k: started.append(1))
     monkeypatch.setattr(factory, "make_backend", lambda *a, **k: started.append(2))
     store = tmp_path / "store.zarr"
     # (the exact backend takes no store: refused on its own, test_bad_input)

@@ -11,8 +11,9 @@ from typing import Any
 
 from ..cluster import DaskSession
 from ..kernels import KernelSpec
-from ..locations import StoreLocation, check_workers_read
+from ..locations import StoreLocation
 from .base import KernelBackend
+from .construction import build_on_dask, check_backend_input
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
 
 __all__ = ["make_backend"]
@@ -51,10 +52,7 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
     KernelBackend
         Use it in a ``with`` block, or call ``close()``: it may hold a cluster and a store.
     """
-    if (kernels is None) == (views is None):
-        raise ValueError("give either views (with specs) or precomputed kernels")
-    if views is not None and specs is None:
-        raise ValueError("feature views need kernel specifications (specs)")
+    check_backend_input(views, specs, kernels)
     if isinstance(options, ExactOptions):
         from .exact import ExactBackend
 
@@ -69,53 +67,18 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
     if not isinstance(options, BlockwiseOptions | NystromOptions):
         raise TypeError(f"options must be ExactOptions, BlockwiseOptions or NystromOptions, "
                         f"got {type(options).__name__}")
-    location = None if store is None else StoreLocation.parse(store, storage_options)
-    session = DaskSession(scheduler)
-    try:
-        if views is not None:
-            check_workers_read(session.client, list(views))
-        if isinstance(options, BlockwiseOptions):
-            return _blockwise(options, views, specs, kernels, normalize, location, session)
+    if isinstance(options, BlockwiseOptions):
+        from .blockwise.backend import open_blockwise
+
+        return open_blockwise(options, views=views, specs=specs, kernels=kernels,
+                              normalize=normalize, store=store,
+                              storage_options=storage_options, scheduler=scheduler)
+
+    def build(location: StoreLocation | None, session: DaskSession) -> KernelBackend:
         from .nystrom.build import build_nystrom
 
         return build_nystrom(views, specs, options, normalize=normalize, location=location,
                              session=session, random_state=random_state)
-    except BaseException:
-        session.close()
-        raise
 
-
-def _blockwise(options: BlockwiseOptions, views: list | None, specs: list | None, kernels: Any,
-               normalize: bool, location: StoreLocation | None,
-               session: DaskSession) -> KernelBackend:
-    import numpy as np
-
-    from .blockwise.backend import BlockwiseBackend
-    from .blockwise.build import build_from_precomputed, build_from_views, open_or_build
-
-    if kernels is not None:
-        m, n = int(kernels.shape[0]), int(kernels.shape[1])
-        # (dask kernels: the fingerprint reads them slab by slab, as the build kernel by
-        # kernel; never all of them at once)
-        stacked = kernels.reshape(m * n, n) if hasattr(kernels, "dask") else \
-            np.asarray(kernels).reshape(m * n, n)
-        common = dict(source="precomputed", n=n, m=m, request=None, fingerprint_of=[stacked])
-
-        def build(parts: dict) -> Any:
-            return build_from_precomputed(kernels, normalize=normalize, **parts)
-    else:
-        views = list(views)
-        common = dict(source="views", n=int(views[0].shape[0]), m=len(specs),
-                      request=[s.to_dict() for s in specs], fingerprint_of=views)
-
-        def build(parts: dict) -> Any:
-            return build_from_views(views, specs, normalize=normalize, **parts)
-
-    group, location, temp_dir, built, timings = open_or_build(
-        **common, normalize=normalize, location=location, session=session, options=options,
-        build=build)
-    backend = BlockwiseBackend(session, group, location, temp_dir=temp_dir, built=built,
-                               options=options)
-    backend.train_views = None if views is None else list(views)
-    backend.timings.update(timings)
-    return backend
+    return build_on_dask(build, views=views, store=store, storage_options=storage_options,
+                         scheduler=scheduler)

@@ -32,10 +32,12 @@ from ...locations import StoreLocation
 from ...passes import Shared, row_bounds, run_pass
 from ...store import create_data_array, load_result, read_checked, save_result
 from ..base import KernelBackend, TopK
-from ..options import BlockwiseOptions
+from ..construction import build_on_dask, check_backend_input
+from ..options import BlockwiseOptions, make_options
 from . import tasks
+from .build import build_from_precomputed, build_from_views, open_or_build
 
-__all__ = ["BlockwiseBackend"]
+__all__ = ["BlockwiseBackend", "open_blockwise"]
 
 
 class BlockwiseBackend(KernelBackend):
@@ -93,22 +95,20 @@ class BlockwiseBackend(KernelBackend):
                    ) -> BlockwiseBackend:
         """Build (or reopen) the kernel store of ``views`` (numpy, scipy sparse, dask or Zarr
         arrays) on Dask; ``options`` as :class:`BlockwiseOptions`."""
-        from ..factory import make_backend
-        from ..options import make_options
-
-        return make_backend(make_options("blockwise", **options), views=views, specs=specs,
-                            normalize=normalize, store=store, scheduler=scheduler)
+        chosen = make_options("blockwise", **options)
+        check_backend_input(views, specs, None)
+        return open_blockwise(chosen, views=views, specs=specs, normalize=normalize,
+                              store=store, scheduler=scheduler)
 
     @classmethod
     def from_precomputed(cls, kernels: Any, *, normalize: bool = True, store: Any = None,
                          scheduler: Any = None, **options: Any) -> BlockwiseBackend:
         """Store precomputed kernels ``(m, n, n)`` (normalised and symmetrised as the exact
         backend does), or reopen the store made from them before."""
-        from ..factory import make_backend
-        from ..options import make_options
-
-        return make_backend(make_options("blockwise", **options), kernels=kernels,
-                            normalize=normalize, store=store, scheduler=scheduler)
+        chosen = make_options("blockwise", **options)
+        check_backend_input(None, None, kernels)
+        return open_blockwise(chosen, kernels=kernels, normalize=normalize, store=store,
+                              scheduler=scheduler)
 
     # -- the five quantities --------------------------------------------------------------
 
@@ -337,3 +337,50 @@ class BlockwiseBackend(KernelBackend):
             if self._temp_dir is not None:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
                 self._temp_dir = None
+
+
+def open_blockwise(options: BlockwiseOptions, *, views: list | None = None,
+                   specs: list[KernelSpec] | None = None, kernels: Any = None,
+                   normalize: bool = True, store: Any = None,
+                   storage_options: dict | None = None,
+                   scheduler: Any = None) -> BlockwiseBackend:
+    """Build (or reopen) the blockwise store of ``views`` (with ``specs``) or of precomputed
+    ``kernels`` on Dask: :func:`mkrk_dask.backends.make_backend` for :class:`BlockwiseOptions`
+    (the inputs already checked)."""
+    def build(location: StoreLocation | None, session: DaskSession) -> BlockwiseBackend:
+        return _build(options, views, specs, kernels, normalize, location, session)
+
+    return build_on_dask(build, views=views, store=store, storage_options=storage_options,
+                         scheduler=scheduler)
+
+
+def _build(options: BlockwiseOptions, views: list | None, specs: list | None, kernels: Any,
+           normalize: bool, location: StoreLocation | None,
+           session: DaskSession) -> BlockwiseBackend:
+    """The store opened (or built) in ``session``, and the backend on it."""
+    if kernels is not None:
+        m, n = int(kernels.shape[0]), int(kernels.shape[1])
+        # (dask kernels: the fingerprint reads them slab by slab, as the build kernel by
+        # kernel; never all of them at once)
+        stacked = kernels.reshape(m * n, n) if hasattr(kernels, "dask") else \
+            np.asarray(kernels).reshape(m * n, n)
+        common = dict(source="precomputed", n=n, m=m, request=None, fingerprint_of=[stacked])
+
+        def build(parts: dict) -> Any:
+            return build_from_precomputed(kernels, normalize=normalize, **parts)
+    else:
+        views = list(views)
+        common = dict(source="views", n=int(views[0].shape[0]), m=len(specs),
+                      request=[s.to_dict() for s in specs], fingerprint_of=views)
+
+        def build(parts: dict) -> Any:
+            return build_from_views(views, specs, normalize=normalize, **parts)
+
+    group, location, temp_dir, built, timings = open_or_build(
+        **common, normalize=normalize, location=location, session=session, options=options,
+        build=build)
+    backend = BlockwiseBackend(session, group, location, temp_dir=temp_dir, built=built,
+                               options=options)
+    backend.train_views = None if views is None else list(views)
+    backend.timings.update(timings)
+    return backend
