@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .estimators._moved import saved_params
 from .kernels import KernelSpec
 from .results import atomic_path
 from .store import json_normalize
@@ -42,8 +41,10 @@ FORMAT = "mkrk-dask-model"
 #: 2: the features step's centres are means of unit rows (a version-1 model's are not, so its
 #: ``predict`` would be wrong under this version's nearest-centre rule: refused instead).
 #: 3: model.json records a digest of every array (a version-2 model has none to check its
-#: arrays against: refused too)
-_VERSION = 3
+#: arrays against: refused too).
+#: 4: the storage knobs (chunk_size, n_landmarks, landmarks, dtype) are in backend_options
+#: only (a version-3 model names them as parameters, which the estimators no longer take)
+_VERSION = 4
 _NOT_SAVED = ("storage_options",)
 
 
@@ -341,8 +342,6 @@ def _params(estimator: Any) -> dict[str, Any]:
             value = [v.to_dict() if isinstance(v, KernelSpec) else v for v in value]
         elif name == "random_state" and not isinstance(value, int | type(None)):
             value = None
-        elif name == "dtype" and not isinstance(value, str):
-            value = np.dtype(value).name
         elif name == "backend_options" and value and not isinstance(value.get("dtype"), str | None):
             value = {**value, "dtype": np.dtype(value["dtype"]).name}
         elif isinstance(value, os.PathLike):
@@ -577,9 +576,7 @@ def load_model(directory: str | os.PathLike) -> Any:
     _check_digests(document, arrays.data)
     _check_finite(arrays.data)
     _check_shapes(document, arrays)
-    # a model saved before the storage knobs moved into backend_options gives them as
-    # parameters: moved there, so that it refits without a FutureWarning
-    estimator = classes[document["class"]](**saved_params(document["params"]))
+    estimator = classes[document["class"]](**document["params"])
     _load_fitted(estimator, document["fitted"], arrays)
     if document["row_map"] is not None:
         estimator.row_map_ = _load_row_map(document["row_map"], arrays)

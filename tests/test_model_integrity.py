@@ -82,7 +82,7 @@ def test_the_digests_are_recorded_and_an_undamaged_model_loads(saved):
     for folder in saved.values():
         document = json.loads((folder / "model.json").read_text())
         arrays = _arrays(folder)
-        assert document["format_version"] == 3
+        assert document["format_version"] == 4
         assert document["digests"] == {name: _digest(a) for name, a in arrays.items()}
         loaded = load_model(folder)
         np.testing.assert_array_equal(loaded.predict(X), loaded.labels_)

@@ -66,11 +66,15 @@ def test_credentials_are_never_saved(tmp_path):
     # predict would be wrong under the unit-row rule, so it is refused
     (lambda f: (f / "model.json").write_text(json.dumps(
         {**json.loads((f / "model.json").read_text()), "format_version": 1})),
-     r"model format version 1; this version reads 3 \(fit and save the model again"),
+     r"model format version 1; this version reads 4 \(fit and save the model again"),
     # version 2 records no digests to check its arrays against
     (lambda f: (f / "model.json").write_text(json.dumps(
         {**json.loads((f / "model.json").read_text()), "format_version": 2})),
-     r"model format version 2; this version reads 3 \(fit and save the model again"),
+     r"model format version 2; this version reads 4 \(fit and save the model again"),
+    # version 3 names the storage knobs as parameters, which the estimators no longer take
+    (lambda f: (f / "model.json").write_text(json.dumps(
+        {**json.loads((f / "model.json").read_text()), "format_version": 3})),
+     r"model format version 3; this version reads 4 \(fit and save the model again"),
 ])
 def test_damaged_or_foreign_model_is_refused(tmp_path, damage, message):
     model = MKKMRK.paper(10, kernels=KERNELS, random_state=0).fit(X)

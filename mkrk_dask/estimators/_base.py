@@ -69,7 +69,6 @@ from ._final import (
     kmeans_partition,
     more_parts,
 )
-from ._moved import plan_params
 from ._out_of_sample import OutOfSampleMixin
 from ._summary import approximation_lines
 
@@ -118,12 +117,6 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         "store": [None, str, os.PathLike],
         "storage_options": [None, dict],
         "scheduler": [None, str, HasMethods(["submit", "scatter"])],
-        # deprecated ("deprecated": not set; a value is routed into backend_options, _moved),
-        # validated there by the backend options, the one place
-        "chunk_size": "no_validation",
-        "n_landmarks": "no_validation",
-        "landmarks": "no_validation",
-        "dtype": "no_validation",
         "backend_options": [None, dict],
         "final_step": [StrOptions(set(FINAL_STEP_CHOICES))],
         "final_clustering": [StrOptions(set(FINAL_CLUSTERINGS))],
@@ -139,10 +132,9 @@ class MultipleKernelKMeans(OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin, Tr
         """Every parameter, before any work: each against its ``_parameter_constraints``
         (:func:`~mkrk_dask.validation.check_constraints`, the one place), then what involves
         several (the method's too), then the settings of every backend the fit could use.
-        Returns the parameters as the plan reads them: every backend option in
-        ``backend_options`` (a deprecated keyword routed there, with a FutureWarning)."""
-        check_constraints(self.get_params(deep=False), self._parameter_constraints)
-        params = plan_params(self.get_params(deep=False), stacklevel=4)
+        Returns the parameters as the plan reads them."""
+        params = self.get_params(deep=False)
+        check_constraints(params, self._parameter_constraints)
         if (self.final_step == "spectral" and self.n_components != "auto"
                 and self.n_components < self.n_clusters):
             # The unit rows of fewer eigenvectors than clusters cannot tell the clusters apart

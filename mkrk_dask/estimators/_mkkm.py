@@ -41,10 +41,6 @@ class MKKM(MultipleKernelKMeans):
 max_iter, n_init, store, storage_options, scheduler, backend_options, random_state, verbose, \
 preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
-    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
-        .. deprecated:: 0.2
-           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
-           removed in 0.3.
 
     Attributes
     ----------
@@ -86,10 +82,6 @@ view_names_
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: Any = "deprecated",
-        n_landmarks: Any = "deprecated",
-        landmarks: Any = "deprecated",
-        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
@@ -109,10 +101,6 @@ view_names_
         self.store = store
         self.storage_options = storage_options
         self.scheduler = scheduler
-        self.chunk_size = chunk_size
-        self.n_landmarks = n_landmarks
-        self.landmarks = landmarks
-        self.dtype = dtype
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
@@ -155,10 +143,6 @@ class MKKMMR(MultipleKernelKMeans):
 max_iter, n_init, store, storage_options, scheduler, backend_options, random_state, verbose, \
 preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults).
-    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
-        .. deprecated:: 0.2
-           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
-           removed in 0.3.
 
     Attributes
     ----------
@@ -210,10 +194,6 @@ view_names_
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: Any = "deprecated",
-        n_landmarks: Any = "deprecated",
-        landmarks: Any = "deprecated",
-        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
@@ -236,10 +216,6 @@ view_names_
         self.store = store
         self.storage_options = storage_options
         self.scheduler = scheduler
-        self.chunk_size = chunk_size
-        self.n_landmarks = n_landmarks
-        self.landmarks = landmarks
-        self.dtype = dtype
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose

@@ -172,11 +172,6 @@ class MKKMRK(MultipleKernelKMeans):
           ``{"copy": False}`` (normalised in place, no copy) for the exact one, or
           ``{"local_threshold": 0}`` to turn off the Nystrom backend's sparse local part,
           which by default follows the exact solution up to the exact-C limit.
-    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
-        .. deprecated:: 0.2
-           Set them in ``backend_options`` instead, e.g. ``backend_options={"n_landmarks":
-           300, "dtype": "float32"}``. Given as parameters they are routed there with a
-           :class:`FutureWarning` at ``fit`` and ``plan``; they will be removed in 0.3.
     normalize : bool, default=True
         Normalise every kernel as ``K_ij / sqrt(K_ii K_jj)`` (the paper does).
     tol : float, default=1e-5
@@ -349,10 +344,6 @@ class MKKMRK(MultipleKernelKMeans):
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: Any = "deprecated",
-        n_landmarks: Any = "deprecated",
-        landmarks: Any = "deprecated",
-        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
@@ -376,10 +367,6 @@ class MKKMRK(MultipleKernelKMeans):
         self.store = store
         self.storage_options = storage_options
         self.scheduler = scheduler
-        self.chunk_size = chunk_size
-        self.n_landmarks = n_landmarks
-        self.landmarks = landmarks
-        self.dtype = dtype
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose

@@ -93,10 +93,6 @@ preprocessing
         As for :class:`~mkrk_dask.MKKMRK` (the same meaning and defaults), except ``tol`` and
         ``tol_mode``, whose defaults (``1e-9``, ``"relative"``) leave the stop to ``gap_tol``:
         a small change of J is no proof of the optimum, the gap is.
-    chunk_size, n_landmarks, landmarks, dtype : "deprecated"
-        .. deprecated:: 0.2
-           Set them in ``backend_options``, as for :class:`~mkrk_dask.MKKMRK`; they will be
-           removed in 0.3.
 
     Attributes
     ----------
@@ -150,10 +146,6 @@ view_names_
         store: Any = None,
         storage_options: dict | None = None,
         scheduler: Any = None,
-        chunk_size: Any = "deprecated",
-        n_landmarks: Any = "deprecated",
-        landmarks: Any = "deprecated",
-        dtype: Any = "deprecated",
         backend_options: dict | None = None,
         random_state: Any = None,
         verbose: int = 0,
@@ -177,10 +169,6 @@ view_names_
         self.store = store
         self.storage_options = storage_options
         self.scheduler = scheduler
-        self.chunk_size = chunk_size
-        self.n_landmarks = n_landmarks
-        self.landmarks = landmarks
-        self.dtype = dtype
         self.backend_options = backend_options
         self.random_state = random_state
         self.verbose = verbose
