@@ -35,7 +35,7 @@ def make() -> dict:
     rng = np.random.default_rng(SEED)
     folds: dict[str, list[str]] = {"A": [], "B": []}
     first = "A"
-    for kind, names in KINDS.items():
+    for names in KINDS.values():
         order = [names[i] for i in rng.permutation(len(names))]
         half = (len(order) + (first == "A")) // 2  # an odd kind's extra set alternates
         folds[first] += order[:half]
