@@ -217,7 +217,7 @@ def test_more_parts_than_clusters_keep_k_means_and_summary_says_why(monkeypatch)
     # every agreement suffices, and no part is large enough to be apart: only the extra
     # parts can keep k-means
     monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_MIN_AGREEMENT", 0.0)
-    monkeypatch.setattr("mkrk_dask.estimators._base.GRAPH_MIN_AGREEMENT", 0.0)
+    monkeypatch.setattr("mkrk_dask.estimators._summary.GRAPH_MIN_AGREEMENT", 0.0)
     monkeypatch.setattr("mkrk_dask.estimators._final.GRAPH_CLEAR_ROWS", data.shape[0])
     model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     assert model.final_clustering_ == "kmeans" and model.final_graph_clear_ is False
