@@ -4,12 +4,17 @@ a fraction of a second). The modules that use them import them from here."""
 
 from __future__ import annotations
 
-__all__ = ["METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
+__all__ = ["BACKENDS", "SOLVERS",
+           "METHOD_NAMES", "MEASURES", "LANDMARK_METHODS", "STORE_DTYPES", "DTYPE_CHOICES",
            "FINAL_STEPS", "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "GRAPH_GEOMETRIES",
            "PREPROCESSING_CHOICES", "LAM_SCALINGS", "TOL_MODES", "DATASETS", "METHODS",
            "EXTRA_METHODS", "PROTOCOL_METHODS", "LABEL_FREE_DEFAULTS", "PAPER_COMMON",
            "MKKMRK_PAPER"]
 
+#: the backends a fit runs on (:mod:`mkrk_dask.backends`)
+BACKENDS = ("exact", "blockwise", "nystrom")
+#: the estimators' ``solver`` (``mkrk --solver``): a backend, or ``"auto"`` (the plan chooses)
+SOLVERS = (*BACKENDS, "auto")
 #: the multiple kernel k-means methods of the estimators (``mkrk --method``)
 METHOD_NAMES = ("MKKM-RK", "MKKM-MR", "MKKM", "SimpleMKKM")
 #: the kernel dissimilarities of MKKM-RK

@@ -47,14 +47,14 @@ def _symmetric_operator(A: np.ndarray) -> scipy.sparse.linalg.LinearOperator:
 
 def top_k_dense(
     A: np.ndarray, k: int, warm_start: np.ndarray | None = None, method: str = "auto",
-    tol: float = 1e-10,
+    tol: float = 1e-10, triangle: str = "full",
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` largest eigenpairs of a dense symmetric matrix.
 
     Parameters
     ----------
     A : ndarray of shape (n, n)
-        Symmetric.
+        Symmetric (C-contiguous float64 with ``triangle="upper"``).
     k : int
     warm_start : ndarray of shape (n, k), optional
         The previous iteration's eigenvectors (the dominant subspace moves little between
@@ -68,6 +68,10 @@ def top_k_dense(
         :func:`block_krylov_top_k` serves where the products run on Dask workers.
     tol : float
         Relative residual tolerance of the iterative methods.
+    triangle : {"full", "upper"}
+        ``"upper"``: only the upper triangle of ``A`` (diagonal included) holds the matrix,
+        the rest is ignored (LAPACK and ARPACK's products read that triangle alone; the
+        block Krylov solver mirrors it into the lower one first, in place).
 
     Returns
     -------
@@ -79,20 +83,30 @@ def top_k_dense(
         raise ValueError(f"k must be in [1, n={n}], got {k}")
     if method == "auto":
         method = "lanczos" if n > 500 and 3 * k < n else "lapack"
+    if triangle not in ("full", "upper"):
+        raise ValueError(f"unknown triangle {triangle!r}; expected 'full' or 'upper'")
     if method == "lapack":
         values, vectors = scipy.linalg.eigh(A, subset_by_index=[n - k, n - 1], driver="evr",
-                                            check_finite=False)
+                                            check_finite=False, lower=triangle != "upper")
     elif method == "krylov":
+        if triangle == "upper":
+            from .kernels import mirror_upper
+
+            A = mirror_upper(A)
         values, vectors, info = block_krylov_top_k(A.__matmul__, n, k, start=warm_start,
                                                    depth=4, tol=tol)
         if not info["converged"]:
             # A dense matrix can always afford the direct method; never return a basis that
             # did not meet the tolerance.
-            return top_k_dense(A, k, method="lapack")
+            return top_k_dense(A, k, method="lapack")  # A is whole by now
     elif method == "lanczos":
         # A fixed start without a warm one: ARPACK's own random start depends on what ran
         # before in the process, and a resumed fit must repeat the same steps.
         v0 = np.ones(n) if warm_start is None else warm_start.sum(axis=1)
+        if triangle == "upper" and not (A.dtype == np.float64 and A.flags.c_contiguous):
+            from .kernels import mirror_upper  # a product of the whole matrix follows
+
+            A = mirror_upper(np.array(A, dtype=np.float64))
         # ARPACK's one-vector products are too small for threaded BLAS to pay: on COIL20
         # (n = 1440) one thread takes half the time of two (the threads mostly synchronise).
         with local_threads(1 if n <= SINGLE_THREAD_MAX_N else None):

@@ -16,12 +16,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._lapack import cholesky_info
+from ._packed import PackedLayout
 from ._threads import held_threads, local_threads, map_threads, usable_cores
 from .kernels import symmetrize_tile, tile_buffer, tile_pairs
 from .validation import is_lazy
 
 __all__ = ["check_precomputed", "prepare_precomputed", "prepare_precomputed_deferred",
-           "DeferredPsdTest", "kernel_stack", "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
+           "prepare_precomputed_packed", "DeferredPsdTest", "PackedKernel", "kernel_stack",
+           "PSD_FULL_CHECK_MAX_N", "PSD_TOL"]
 
 
 #: precomputed kernels up to this size are checked for positive semi-definiteness whole;
@@ -119,6 +121,95 @@ def prepare_precomputed_deferred(K: Any, *, normalize: bool = True, symmetry_tol
     return _prepare(K, normalize, symmetry_tol, psd_tol, None, psd_now=False, copy=copy)
 
 
+def prepare_precomputed_packed(K: Any, *, normalize: bool = True, symmetry_tol: float = 1e-8,
+                               psd_tol: float = PSD_TOL, timings: dict | None = None
+                               ) -> tuple[np.ndarray, PackedLayout, DeferredPsdTest]:
+    """:func:`prepare_precomputed_deferred` into a packed copy: the upper triangle of every
+    prepared kernel, strip of rows by strip (:class:`mkrk_dask._packed.PackedLayout`), an
+    ``(m, layout.size)`` array, about half the bytes of the full copy. The input is never
+    modified. Returns the copy, its layout and the PSD test.
+
+    The entries are those of :func:`prepare_precomputed` to the bit, and the checks and their
+    errors the same (the lowest-numbered failing kernel named, its first failing check). One
+    pass per kernel, strip by strip: each strip of rows of the kernel and the matching strip
+    of columns are read once, compared (symmetry; a NaN or an infinity shows there too),
+    normalised, symmetrised and written into the copy. The PSD test is returned to run later
+    or beside the caller's work (:class:`DeferredPsdTest`, which factorises the packed
+    kernels). ``timings`` gets the thread-seconds of the pass added to its ``copy`` entry.
+    """
+    K = kernel_stack(K)
+    lazy = is_lazy(K)
+    m, n, _ = K.shape
+    layout = PackedLayout(n)
+    out = np.empty((m, layout.size))
+    sample = _psd_sample(n)
+    seconds = np.zeros(m)
+
+    def prepare(p: int, buffer: np.ndarray) -> None:
+        start = time.perf_counter()
+        Kp = np.asarray(K[p], dtype=np.float64) if lazy else K[p]  # one kernel read
+        diagonal = np.diagonal(Kp).copy()
+        if normalize and not np.all(diagonal > 0):  # also NaN: the full checks' errors, in order
+            scale = _largest_entry(Kp, p)
+            _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+            _check_diagonal(diagonal, p, psd_tol * n * max(float(np.max(np.abs(diagonal))),
+                                                           1e-300))
+        rows = 1.0 / np.sqrt(diagonal) if normalize else None
+        # NaN or infinity is reported below, once the pass has seen it
+        with np.errstate(invalid="ignore", over="ignore"):
+            asym = _packed_pass(Kp, out[p], layout, rows, buffer)
+        # A NaN or an infinity anywhere leaves max |K - K^T| NaN or infinite (its difference
+        # with its mirror image, or with itself on the diagonal). The largest entry, which the
+        # tolerance is relative to, is at least the largest diagonal entry: it is needed only
+        # when the kernel is not symmetric to that.
+        if not (np.isfinite(asym) and asym <= symmetry_tol * max(
+                float(np.max(np.abs(diagonal))), 1e-300)):
+            _check_symmetric(p, asym, _largest_entry(Kp, p), symmetry_tol)
+        seconds[p] = time.perf_counter() - start
+
+    map_threads(prepare, m, lambda: np.empty((n, layout.strip + 8)))
+    if timings is not None:
+        timings["copy"] = timings.get("copy", 0.0) + float(seconds.sum())
+    return out, layout, DeferredPsdTest(out, psd_tol, sample, layout=layout)
+
+
+def _packed_pass(K: np.ndarray, out: np.ndarray, layout: PackedLayout,
+                 rows: np.ndarray | None, buffer: np.ndarray) -> float:
+    """Write ``(N + N^T) / 2`` packed into ``out``, N = ``K`` scaled by ``rows`` on both sides
+    with a diagonal of ones (or ``K`` itself); return ``max |K - K^T|`` (NaN or infinite
+    where ``K`` holds a NaN or an infinity).
+
+    Strip by strip of the layout, rows ``a:b``: the strip ``K[a:b, a:]`` and the columns
+    ``K[a:, a:b]`` (which hold the rest of the strip's pairs) are each read once; the columns
+    go through ``buffer``, whose rows are padded by 8 entries (see
+    :func:`mkrk_dask.kernels.tile_buffer`). The operations and their order on every entry are
+    those of :func:`_tiled_pass` (rows scaled, then columns; the diagonal set to 1; the two
+    halves added, then halved), so the packed entries are those of the full copy to the bit.
+    """
+    n = K.shape[0]
+    asym = 0.0  # numpy's maximum, not Python's: a NaN must carry through
+    for a, b, strip in layout.strips(out):
+        t = b - a
+        upper = K[a:b, a:]  # (t, n - a)
+        columns = buffer[:n - a, :t]
+        np.copyto(columns, K[a:, a:b])  # (n - a, t): the one strided read
+        np.subtract(upper, columns.T, out=strip)
+        asym = np.maximum(asym, np.maximum(strip.max(), -strip.min()))
+        if rows is None:
+            np.add(upper, columns.T, out=strip)
+        else:
+            np.multiply(upper, rows[a:b, None], out=strip)
+            strip *= rows[None, a:]
+            columns *= rows[a:, None]
+            columns *= rows[None, a:b]
+            diagonal = np.arange(t)
+            strip[diagonal, diagonal] = 1.0
+            columns[diagonal, diagonal] = 1.0
+            strip += columns.T
+        strip *= 0.5
+    return float(asym)
+
+
 def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
              timings: dict | None, psd_now: bool, copy: bool = True
              ) -> tuple[np.ndarray, DeferredPsdTest]:
@@ -173,18 +264,21 @@ class DeferredPsdTest:
 
     Parameters
     ----------
-    kernels : ndarray of shape (m, n, n)
+    kernels : ndarray of shape (m, n, n), or (m, n (n + 1) / 2) packed
         The prepared kernels; they are only read.
     psd_tol : float
     sample : ndarray or None
         The rows of the principal submatrix tested (None: all of them).
     done : bool, default=False
         Nothing to test (the kernels were tested already).
+    layout : PackedLayout, optional
+        The layout of the kernels when they are packed, ``(m, layout.size)``.
     """
 
     def __init__(self, kernels: np.ndarray, psd_tol: float, sample: np.ndarray | None,
-                 done: bool = False):
+                 done: bool = False, layout: PackedLayout | None = None):
         self._kernels, self._tol, self._sample = kernels, psd_tol, sample
+        self._layout = layout
         self._lock = threading.Lock()
         self._next = 0
         # Kernels from _stop on are not handed out: set past a failure (every lower kernel
@@ -264,7 +358,13 @@ class DeferredPsdTest:
             self._stop = min(self._stop, p + 1)
 
     def _buffer(self) -> np.ndarray:
-        return _psd_work(self._kernels.shape[1], self._sample)
+        n = self._kernels.shape[1] if self._layout is None else self._layout.n
+        return _psd_work(n, self._sample)
+
+    def _part(self, p: int) -> np.ndarray | PackedKernel:
+        if self._layout is None:
+            return _psd_part(self._kernels[p], self._sample)
+        return PackedKernel(self._kernels[p], self._layout, self._sample)
 
     def _take(self) -> int | None:
         with self._lock:
@@ -282,7 +382,7 @@ class DeferredPsdTest:
     def _check(self, p: int, work: np.ndarray) -> None:
         start = time.perf_counter()
         try:
-            _check_psd(_psd_part(self._kernels[p], self._sample), p, self._tol, work)
+            _check_psd(self._part(p), p, self._tol, work)
         except ValueError as err:  # the test refuses the kernel
             self._fail(p, err)
         except BaseException as err:
@@ -296,6 +396,24 @@ class DeferredPsdTest:
             with self._lock:
                 self._running.discard(p)
                 self.seconds += time.perf_counter() - start
+
+
+class PackedKernel:
+    """One packed kernel (:class:`mkrk_dask._packed.PackedLayout`), or its principal
+    submatrix on the sorted rows ``sample``, as the PSD test reads it: its order, its
+    diagonal, and its upper triangle written into a square buffer."""
+
+    def __init__(self, packed: np.ndarray, layout: PackedLayout,
+                 sample: np.ndarray | None = None):
+        self.packed, self.layout, self.sample = packed, layout, sample
+        self.n = layout.n if sample is None else sample.size
+
+    def diagonal(self) -> np.ndarray:
+        index = self.layout.diagonal_index
+        return self.packed[index if self.sample is None else index[self.sample]]
+
+    def fill_upper(self, out: np.ndarray) -> np.ndarray:
+        return self.layout.fill_upper(self.packed, out, self.sample)
 
 
 def kernel_stack(K: Any) -> Any:
@@ -425,27 +543,35 @@ def _check_diagonal(diagonal: np.ndarray, p: int, shift: float) -> None:
                      "(pass normalize=False to use the kernels as they are)")
 
 
-def _check_psd(K: np.ndarray, p: int, tol: float, work: np.ndarray | None = None) -> None:
+def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
+               work: np.ndarray | None = None) -> None:
     """Raise unless a Cholesky factorisation of ``K + tol n max(diag) I`` exists, which it
     does iff no eigenvalue of K is below ``-tol n max(diag)`` (to round-off): the cheapest
     complete test.
 
     From ``tol >= PSD_TOL`` it factorises a float32 copy first (twice as fast; its round-off
     is well inside the shift) and repeats the test in float64 only if that fails, so that a
-    kernel is refused only by the float64 test. ``K`` (symmetric) is not modified: LAPACK
-    factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
+    kernel is refused only by the float64 test. ``K`` (symmetric; or a :class:`PackedKernel`,
+    whose upper triangle alone is copied: the only part LAPACK reads) is not modified:
+    LAPACK factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
     :func:`_psd_work`), with the GIL released.
     """
-    n = K.shape[0]
+    if isinstance(K, PackedKernel):
+        n, diagonal, copy_into = K.n, K.diagonal(), K.fill_upper
+    else:
+        n, diagonal = K.shape[0], np.diagonal(K)
+
+        def copy_into(out: np.ndarray) -> None:
+            np.copyto(out, K, casting="same_kind")
     work = np.empty((n, n)) if work is None else work
-    shift = tol * n * max(float(np.max(np.abs(np.diagonal(K)))), 1e-300)
+    shift = tol * n * max(float(np.max(np.abs(diagonal))), 1e-300)
     if tol >= PSD_TOL:
         single = work.reshape(-1).view(np.float32)[:n * n].reshape(n, n)
-        np.copyto(single, K, casting="same_kind")
+        copy_into(single)
         single[np.diag_indices(n)] += np.float32(shift)
         if cholesky_info(single) == 0:
             return
-    np.copyto(work, K)
+    copy_into(work)
     work[np.diag_indices(n)] += shift
     info = cholesky_info(work)
     if info > 0:

@@ -117,7 +117,9 @@ def test_in_place_preparation_of_input_it_cannot_overwrite_copies_it_once(make):
 
 def test_a_fit_in_place_is_the_fit_of_the_copy():
     """``backend_options={"copy": False}``: the same fit, and the caller's array then holds
-    the prepared kernels; the default leaves it as it was."""
+    the prepared kernels; the default leaves it as it was. The default's copy is packed (the
+    same entries to the bit, stored once per pair) and the caller's array is not, so the
+    loop's sums run in another order: the same to round-off."""
     from mkrk_dask import MKKMRK
     from mkrk_dask.precomputed import prepare_precomputed
 
@@ -133,8 +135,10 @@ def test_a_fit_in_place_is_the_fit_of_the_copy():
     own = K.copy()
     in_place = fit(own, backend_options={"copy": False})
     np.testing.assert_array_equal(in_place.labels_, copied.labels_)
-    np.testing.assert_array_equal(in_place.weights_, copied.weights_)
-    np.testing.assert_array_equal(in_place.objective_history_, copied.objective_history_)
+    # the optimal Y is not unique: weights may move where the objective does not
+    np.testing.assert_allclose(in_place.weights_, copied.weights_, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(in_place.objective_history_, copied.objective_history_,
+                               rtol=1e-12)
     np.testing.assert_array_equal(own, prepare_precomputed(K))
 
 

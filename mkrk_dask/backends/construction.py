@@ -14,8 +14,9 @@ from typing import Any
 from ..cluster import DaskSession
 from ..locations import StoreLocation, check_workers_read
 from .base import KernelBackend
+from .options import BackendOptions, NystromOptions
 
-__all__ = ["check_backend_input", "build_on_dask"]
+__all__ = ["check_backend_input", "refuse_precomputed", "build_on_dask"]
 
 
 def check_backend_input(views: list | None, specs: list | None, kernels: Any) -> None:
@@ -24,6 +25,14 @@ def check_backend_input(views: list | None, specs: list | None, kernels: Any) ->
         raise ValueError("give either views (with specs) or precomputed kernels")
     if views is not None and specs is None:
         raise ValueError("feature views need kernel specifications (specs)")
+
+
+def refuse_precomputed(options: BackendOptions) -> None:
+    """Precomputed kernels go to the exact or the blockwise backend: the Nystrom factors are
+    built from the features (the estimator asks before it reads the kernels, the factory
+    before it builds)."""
+    if isinstance(options, NystromOptions):
+        raise ValueError("solver='nystrom' needs features, not precomputed kernels")
 
 
 def build_on_dask(build: Callable[[StoreLocation | None, DaskSession], KernelBackend], *,

@@ -13,7 +13,7 @@ from ..cluster import DaskSession
 from ..kernels import KernelSpec
 from ..locations import StoreLocation
 from .base import KernelBackend
-from .construction import build_on_dask, check_backend_input
+from .construction import build_on_dask, check_backend_input, refuse_precomputed
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
 
 __all__ = ["make_backend"]
@@ -62,8 +62,8 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
                                                  copy=options.copy)
         return ExactBackend.from_views(views, specs, normalize=normalize,
                                        eigen_method=options.eigen_method)
-    if isinstance(options, NystromOptions) and kernels is not None:
-        raise ValueError("solver='nystrom' needs features, not precomputed kernels")
+    if kernels is not None:
+        refuse_precomputed(options)
     if not isinstance(options, BlockwiseOptions | NystromOptions):
         raise TypeError(f"options must be ExactOptions, BlockwiseOptions or NystromOptions, "
                         f"got {type(options).__name__}")

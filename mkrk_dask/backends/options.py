@@ -87,12 +87,14 @@ class ExactOptions:
     eigen_method : {"auto", "lapack", "lanczos"}
         The H-step's top-k solver (:func:`mkrk_dask.eigen.top_k_dense`).
     copy : bool
-        Precomputed kernels: True (default) checks and normalises them into a copy, leaving
-        the input as it was; False does it in the caller's array, when that is a writeable
-        C-contiguous float64 ``(m, n, n)`` array, which saves the copy's ``8 m n^2`` bytes
-        (memory, not time, on COIL20's kernels: ``benchmarks/results/exact/exact_fit.md``).
-        The input then holds the normalised kernels afterwards, also after a fit that refuses
-        them (see :func:`mkrk_dask.precomputed.prepare_precomputed`).
+        Precomputed kernels: True (default) checks and normalises them into a packed copy
+        (the upper triangles, about ``4 m n^2`` bytes: :mod:`mkrk_dask._packed`), leaving the
+        input as it was; False does it in the caller's array, when that is a writeable
+        C-contiguous float64 ``(m, n, n)`` array, which saves the copy, but the loop then
+        reads the full kernels, twice the bytes per pass (timed on COIL20's kernels in
+        ``benchmarks/results/exact/exact_fit.md``). The input then holds the normalised
+        kernels afterwards, also after a fit that refuses them (see
+        :func:`mkrk_dask.precomputed.prepare_precomputed`).
         Kernels built from features are the backend's own either way.
     """
 

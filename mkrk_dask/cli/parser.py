@@ -31,6 +31,7 @@ from ..choices import (
     MKKMRK_PAPER,
     PREPROCESSING_CHOICES,
     PROTOCOL_METHODS,
+    SOLVERS,
     TOL_MODES,
 )
 from ..choices import GRAPH_GEOMETRIES as ANCHOR_GEOMETRIES
@@ -38,10 +39,8 @@ from ..csv_input import parse_column_list
 from .errors import EXIT_USER, UserError
 from .examples import EXAMPLES, EXIT_CODES
 
-__all__ = ["build_parser", "parse_lams", "help_text", "format_default", "SOLVER_CHOICES",
-           "COMMANDS"]
+__all__ = ["build_parser", "parse_lams", "help_text", "format_default", "COMMANDS"]
 
-SOLVER_CHOICES = ("exact", "blockwise", "nystrom", "auto")
 #: every command, in the order of ``mkrk --help``
 COMMANDS = ("build", "fit", "graph", "search", "predict", "reproduce", "figures", "demo")
 
@@ -386,7 +385,7 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
                        help="rebuild over an existing store")
         g.add_argument("--seed", type=int, default=0, help="seed of the Nystrom landmarks")
     else:
-        g.add_argument("--solver", choices=SOLVER_CHOICES, default=None,
+        g.add_argument("--solver", choices=SOLVERS, default=None,
                        help="backend: auto chooses from n and the memory "
                             f"({model_default('solver', paper)}, with or without "
                             "--scheduler; the plan shows the store's size)")
@@ -574,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
             "and the learned weights explained. --lam and --solver apply to the second.")
     p.add_argument("--lam", type=_lam_type, default=MKKMRK_PAPER["lam"],
                    help="the paper configuration's lambda, a number or a power such as 2^-10")
-    p.add_argument("--solver", choices=SOLVER_CHOICES, default="nystrom",
+    p.add_argument("--solver", choices=SOLVERS, default="nystrom",
                    help="backend: nystrom runs every pass over the data on the Dask cluster "
                         "(a few seconds); blockwise computes all kernels into a temporary "
                         "Zarr store on it (slower); exact keeps them in memory")

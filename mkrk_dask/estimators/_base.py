@@ -37,6 +37,8 @@ from .._text import LINE_WIDTH
 from .._threads import local_threads
 from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, kernel_inertia, make_backend, make_options
+from ..backends.construction import refuse_precomputed
+from ..choices import BACKENDS, SOLVERS
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
 from ..kernels import KernelSpec
@@ -70,8 +72,6 @@ from ._out_of_sample import OutOfSampleMixin
 from ._summary import SummaryMixin
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
-
-SOLVERS = ("exact", "blockwise", "nystrom", "auto")
 
 
 class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeaturesOutMixin,
@@ -144,7 +144,7 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
             raise ValueError("store applies to solver='blockwise' or 'nystrom' (or 'auto'); "
                              "the exact backend keeps its kernels in memory")
         self._check_method_params()
-        for solver in (("exact", "blockwise", "nystrom") if self.solver == "auto"
+        for solver in (BACKENDS if self.solver == "auto"
                        else (self.solver,)):
             make_options(solver, **backend_settings(solver, params,
                                                     strict=self.solver != "auto"))
@@ -215,8 +215,8 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
         """The backend the plan chose, made by :func:`mkrk_dask.backends.make_backend`."""
         solver, options = plan.solver, plan.backend_options()
         precomputed = plan.kernels is None
-        if precomputed and solver == "nystrom":
-            raise ValueError("solver='nystrom' needs features, not precomputed kernels")
+        if precomputed:
+            refuse_precomputed(options)
         if precomputed and solver != "exact":
             data = check_precomputed(data)
         if not precomputed:
