@@ -168,6 +168,9 @@ class FitPlan:
         line-search point), ``kmeans`` (k-means runs
         of ``n_init`` restarts each), ``graph`` (anchor graphs) and ``passes`` (over the rows
         of the data, where the data are read block by block).
+    expected_seconds : float or None
+        The fit's expected wall time on this machine, from a short calibration on the
+        plan's sample (:mod:`mkrk_dask.plan_time`); None where not estimated.
     """
 
     method: str
@@ -186,6 +189,8 @@ class FitPlan:
     missed_warning: float
     decisions: tuple[Decision, ...]
     cost: dict = field(default_factory=dict)
+    # measured, so two plans of the same choices differ in it: left out of ==
+    expected_seconds: float | None = field(default=None, compare=False)
 
     def decision(self, what: str) -> Decision:
         """The decision about ``what`` (e.g. ``"solver"``)."""
@@ -221,9 +226,12 @@ class FitPlan:
         for d in self.decisions:
             out.append(f"  {d.what}: {d.value}" + (f" ({'auto: ' if d.auto else ''}{d.reason})"
                                                    if d.reason else ""))
-        # counts of the steps the fit will run: no time or memory is estimated here
+        from .plan_time import expected_time_text
+
+        # counts of the steps the fit will run, then their expected seconds
         cost = ", ".join(f"{_COST_LABELS.get(k, k)} {v}" for k, v in self.cost.items())
-        out.append(f"  expected cost, in steps (not seconds): {cost}")
+        out.append(f"  expected cost, in steps: {cost}")
+        out.append("  " + expected_time_text(self))
         return out if width is None else wrap_lines(out, width)
 
     def __str__(self) -> str:
@@ -667,7 +675,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             "passes": ("none (in memory)" if solver == "exact" else
                        "3 per iteration (blockwise)" if solver == "blockwise" else
                        "3 + 1 final (Nystrom: scales, factors, exact C or Gram; final rows)")}
-    return FitPlan(method=method, n_samples=n, n_views=n_views, scaling=scaling,
+    plan = FitPlan(method=method, n_samples=n, n_views=n_views, scaling=scaling,
                    kernels=None if specs is None else tuple(specs), solver=solver,
                    dtype=dtype, options=options, final_step=step, n_components=rank,
                    final_clustering=clustering, graph_anchors=anchors,
@@ -675,4 +683,11 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
                    missed_warning=(DEFAULT_KERNELS_MISSED_WARNING if _is_auto(params["kernels"])
                                    else APPROXIMATION_WARNING),
                    decisions=tuple(decisions), cost=cost)
+    # its expected seconds: a short calibration on the same sample (plan_time.py)
+    from .plan_time import FinalCounts, with_expected_time
+
+    return with_expected_time(plan, None if precomputed else rows, params, n_kernels=m,
+                              counts=FinalCounts(reference_inits(clustering,
+                                                                 int(params["n_init"])),
+                                                 GRAPH_ANCHOR_ITERATIONS, GRAPH_NEIGHBORS))
 

@@ -22,16 +22,28 @@ DIGITS, _ = load_digits(return_X_y=True)
 
 
 def test_plan_computes_no_kernel(monkeypatch):
-    # The plan reads a sample of rows; any kernel evaluation would be work it must not do.
+    # The plan reads a sample of rows; any kernel of the data would be work it must not do.
+    # It evaluates the kernels only on that sample, to time them (its expected seconds,
+    # mkrk_dask/plan_time.py): at most CALIBRATION_ROWS rows of it.
+    from mkrk_dask.plan_time import CALIBRATION_ROWS
+
+    real = mkrk_dask.kernel_evaluation.kernel_blocks
+    sizes = []
+
+    def spy(specs, Xa, Xb, *args, **kwargs):
+        sizes.append((Xa.shape[0], Xb.shape[0]))
+        return real(specs, Xa, Xb, *args, **kwargs)
+
     def refuse(*args, **kwargs):
         raise AssertionError("a kernel was computed while planning")
 
-    monkeypatch.setattr(mkrk_dask.kernel_evaluation, "kernel_blocks", refuse)
-    monkeypatch.setattr("mkrk_dask.kernels.kernel_blocks", refuse)
+    monkeypatch.setattr(mkrk_dask.kernel_evaluation, "kernel_blocks", spy)
+    monkeypatch.setattr("mkrk_dask.kernels.kernel_blocks", spy)
     monkeypatch.setattr("mkrk_dask.backends.exact.kernel_matrices", refuse)
     model = MKKMRK(3)
-    plan = model.plan(WINE)
-    assert isinstance(plan, FitPlan) and plan.n_samples == 178
+    plan = model.plan(DIGITS)
+    assert isinstance(plan, FitPlan) and plan.n_samples == 1797
+    assert all(a <= CALIBRATION_ROWS and b <= CALIBRATION_ROWS for a, b in sizes)
     assert not [name for name in vars(model) if name.endswith("_")]  # nothing fitted
     with pytest.raises(AssertionError, match="kernel was computed"):
         MKKMRK(3, random_state=0).fit(WINE)  # the spy does fire where kernels are computed
