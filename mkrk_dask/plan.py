@@ -168,6 +168,10 @@ class FitPlan:
         line-search point), ``kmeans`` (k-means runs
         of ``n_init`` restarts each), ``graph`` (anchor graphs) and ``passes`` (over the rows
         of the data, where the data are read block by block).
+    view_weights : {"equal", "agreement"}
+        The kernels' weights where the method leaves them equal: ``"agreement"`` weighs
+        each view by how far its own partition agrees with the other views'
+        (:mod:`mkrk_dask.view_agreement`).
     expected_seconds : float or None
         The fit's expected wall time on this machine, from a short calibration on the
         plan's sample (:mod:`mkrk_dask.plan_time`); None where not estimated.
@@ -189,6 +193,7 @@ class FitPlan:
     missed_warning: float
     decisions: tuple[Decision, ...]
     cost: dict = field(default_factory=dict)
+    view_weights: str = "equal"
     # measured, so two plans of the same choices differ in it: left out of ==
     expected_seconds: float | None = field(default=None, compare=False)
 
@@ -573,6 +578,33 @@ def _final(params: dict, n: int, k: int, *, line: bool = False, corners: bool = 
     return decisions, step_used, rank_used, used, anchors if used == "graph" else 0
 
 
+def _view_weights(method: str, params: dict, n_views: int, solver: str) -> tuple[str, str]:
+    """``("agreement" or "equal", the reason)``: where MKKM-RK's weights stay equal (the
+    default: lambda 1, ``sfn``, normalised; every kernel represents itself), three or more
+    views are weighed by their agreement (:mod:`mkrk_dask.view_agreement`), on the exact
+    backend (one eigendecomposition and one k-means per view)."""
+    from .view_agreement import MIN_VIEWS
+
+    given = params.get("view_weights", "auto")
+    if not _is_auto(given):
+        return given, "given"
+    if n_views < MIN_VIEWS:
+        return "equal", (f"{n_views} view(s): the views' agreement needs {MIN_VIEWS} or more "
+                         "(with two it is one number for both)" if n_views else
+                         "precomputed kernels")
+    equal = (method == "MKKM-RK" and float(params.get("lam", 0.0)) == 1.0
+             and params.get("dissimilarity") == "sfn"
+             and params.get("lam_scaling") == "normalized")
+    if not equal:
+        return "equal", "the method learns the weights"
+    if solver != "exact":
+        return "equal", (f"the {solver} backend (the views' own partitions are made where the "
+                         "kernels are in memory)")
+    return "agreement", (f"{n_views} views, each weighted by the adjusted mutual information of "
+                         "its own partition with the other views' (a view that agrees with no "
+                         "other, such as noise, drops out); the views' kernels share its weight")
+
+
 def reference_inits(final_clustering: str, n_init: int) -> int:
     """Restarts of a fit's first k-means partition: ``n_init`` where it is the fit's answer;
     at most :data:`GRAPH_REFERENCE_INITS` where a final graph is planned, which needs it only
@@ -651,6 +683,9 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     decisions.append(Decision("dtype", dtype, dtype_reason, auto=_is_auto(requested_dtype(params))))
     options = resolve_options(solver, params, n, m, dtype,
                               strict=not _is_auto(params["solver"]))
+    view_weights, why = _view_weights(method, params, n_views, solver)
+    decisions.append(Decision("view weights", view_weights, why,
+                              auto=_is_auto(params.get("view_weights", "auto"))))
     line = n_views == 1 and int(data[0].shape[1]) == 1
     # read only where the partition is the plan's to choose
     corners = (not precomputed and _is_auto(params["final_clustering"])
@@ -682,7 +717,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
                    graph_rows=min(n, GRAPH_SAMPLE_ROWS) if anchors else 0,
                    missed_warning=(DEFAULT_KERNELS_MISSED_WARNING if _is_auto(params["kernels"])
                                    else APPROXIMATION_WARNING),
-                   decisions=tuple(decisions), cost=cost)
+                   decisions=tuple(decisions), cost=cost, view_weights=view_weights)
     # its expected seconds: a short calibration on the same sample (plan_time.py)
     from .plan_time import FinalCounts, with_expected_time
 

@@ -52,8 +52,8 @@ def test_plan_computes_no_kernel(monkeypatch):
 def test_every_auto_is_resolved_with_its_reason():
     plan = MKKMRK(3).plan(WINE)
     whats = [d.what for d in plan.decisions]
-    assert whats == ["preprocessing", "kernels", "solver", "dtype", "final step",
-                     "n_components", "final partition"]
+    assert whats == ["preprocessing", "kernels", "solver", "dtype", "view weights",
+                     "final step", "n_components", "final partition"]
     assert all(d.auto and d.reason for d in plan.decisions)
     assert plan.solver == "exact" and plan.final_step == "features" and plan.n_components == 6
     assert plan.final_clustering == "graph" and plan.graph_anchors == 178 // 2
@@ -64,7 +64,8 @@ def test_every_auto_is_resolved_with_its_reason():
     assert "a k-means partition of 2 restarts" in few.decision("final partition").reason
     given = MKKMRK(3, solver="exact", final_step="spectral", preprocessing="none",
                    kernels=["linear"]).plan(WINE)
-    assert [d.auto for d in given.decisions] == [False, False, False, True, False, True, True]
+    assert [d.auto for d in given.decisions] == [False, False, False, True, True, False, True,
+                                                 True]
     assert given.final_clustering == "kmeans" and given.n_components == 3
     # the Nystrom options' "auto"s are numbers in the plan
     big = MKKMRK(3, solver="nystrom").plan(np.tile(WINE, (150, 1)))

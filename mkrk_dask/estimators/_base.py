@@ -61,6 +61,7 @@ from ..validation import (
     is_lazy,
     materialize,
 )
+from ..view_agreement import agreement_weights
 from ..views import default_view_names, split_named_views
 from ._final import (
     FINAL_CLUSTERINGS,
@@ -341,6 +342,10 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
                 with local_threads(backend.compute_threads()):
                     with progress.stage(f"{name} weights"):
                         result = self.solve(backend, plan.n_components)
+                        agreement = None
+                        if plan.view_weights == "agreement":
+                            result, agreement = _agreement_result(backend, result, k,
+                                                                  self.random_state)
                     mark("loop")
                     with progress.stage(f"{name} embedding"):
                         top, rows = final_embedding(plan, backend, result)
@@ -384,6 +389,9 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
         if centres is not None:
             self._set_out_of_sample(row_map, centres, polished)
         self.inertia_ = inertia
+        if agreement is not None:
+            self.view_weights_ = agreement.view_weights
+            self.view_agreement_ = agreement.agreement
         self._set_approximation(approximation, result, plan)
         mark("finish")
         self.timings_.update(_stage_seconds(clock))
@@ -505,6 +513,17 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
 
 #: the stages of a fit, in order; ``timings_`` holds the seconds of each, which add up to
 #: ``timings_["fit"]``
+def _agreement_result(backend: KernelBackend, result: SolverResult, n_clusters: int,
+                      random_state: Any) -> tuple[SolverResult, Any]:
+    """The loop's result with the weights of the views' agreement
+    (:func:`~mkrk_dask.view_agreement.agreement_weights`) and their top-k eigenpairs."""
+    agreement = agreement_weights(backend, [s.view for s in backend.kernel_specs], n_clusters,
+                                  random_state)
+    top = backend.top_k(agreement.weights, n_clusters)
+    top.weights = np.array(agreement.weights)
+    return replace(result, weights=agreement.weights, top=top, final_top=None), agreement
+
+
 STAGES = ("plan", "build", "loop", "embedding", "kmeans", "finish", "graph", "inertia")
 
 

@@ -111,6 +111,15 @@ class MKKMRK(MultipleKernelKMeans):
         transform; ``plan_`` records it. A few informative columns among many quiet ones of
         the same unit look like columns in different units, and ``"auto"`` standardises
         them: pass ``"none"`` where the columns share a unit (``docs/defaults.rst``).
+    view_weights : {"auto", "equal", "agreement"}, default="auto"
+        Where the weights stay equal (the default ``lam=1``), how the views are weighed.
+        ``"agreement"``: each view by the mean adjusted mutual information of its own
+        partition with the other views' (a view of noise, or of other samples, drops out;
+        ``view_weights_``, ``view_agreement_``); ``"equal"``: every kernel alike. ``"auto"``:
+        ``"agreement"`` for three or more views on the exact backend, with the default
+        ``lam``, ``dissimilarity`` and ``lam_scaling``; ``"equal"`` otherwise (MKKM-RK's own
+        weights do not drop such a view: ``docs/defaults.rst``). Given ``"agreement"``, it
+        replaces the weights the loop learned.
     solver : {"exact", "blockwise", "nystrom", "auto"}, default="auto"
         Backend. ``"exact"`` holds the m dense n x n kernels in memory. ``"blockwise"`` stores
         them in a Zarr store and computes on Dask workers. ``"nystrom"`` approximates every
@@ -202,6 +211,13 @@ class MKKMRK(MultipleKernelKMeans):
         Learned kernel weights (sum to 1).
     representation_ : ndarray of shape (n_kernels, n_kernels)
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
+    view_weights_ : ndarray of shape (n_views,)
+        ``view_weights="agreement"`` only (the default on three or more views): each view's
+        weight, from the agreement of its own partition with the other views'; its kernels
+        share it in ``weights_``.
+    view_agreement_ : ndarray of shape (n_views, n_views)
+        ``view_weights="agreement"`` only: the adjusted mutual information of the views' own
+        partitions, two by two.
     inertia_ : float
         The kernel k-means objective of ``labels_``, as ``KMeans.inertia_`` defines it: the
         squared distance of every sample to its cluster's centre in the feature space of
@@ -348,6 +364,7 @@ class MKKMRK(MultipleKernelKMeans):
         random_state: Any = None,
         verbose: int = 0,
         preprocessing: str = "auto",
+        view_weights: str = "auto",
     ):
         self.n_clusters = n_clusters
         self.lam = lam
@@ -371,6 +388,7 @@ class MKKMRK(MultipleKernelKMeans):
         self.random_state = random_state
         self.verbose = verbose
         self.preprocessing = preprocessing
+        self.view_weights = view_weights
 
     method = "MKKM-RK"
 
@@ -384,6 +402,7 @@ class MKKMRK(MultipleKernelKMeans):
         "dissimilarity": [StrOptions(set(MEASURES))],
         "lam_scaling": [StrOptions(set(LAM_SCALINGS))],
         "qp_gap_tol": [Interval(Real, 0, None, closed="neither")],
+        "view_weights": [StrOptions({"auto", "equal", "agreement"})],
     }
 
     def _check_method_params(self) -> None:
@@ -426,4 +445,7 @@ class MKKMRK(MultipleKernelKMeans):
                          + ("; every kernel represents itself at this lambda, so the weights "
                             "are equal: no kernel selected (with sfn a smaller lambda selects "
                             "representatives)" if equal_weights(self.weights_) else ""))
+        if getattr(self, "view_weights_", None) is not None:
+            shares = ", ".join(f"view {v} {w:.2f}" for v, w in enumerate(self.view_weights_))
+            lines.append(f"weights from the views' agreement (the loop's were equal): {shares}")
         return lines
