@@ -39,6 +39,10 @@ PLAIN_WIDTHS = (0.5, 1.0, 2.0)
 
 #: rule of the default -> (what it does, the parameters that switch it off)
 ABLATIONS: dict[str, tuple[str, dict]] = {
+    "view weights by agreement": ("three or more views weighed by the agreement of their own "
+                                  "partitions (off: view_weights='equal'); single-view sets "
+                                  "are unaffected and not refitted",
+                                  {"view_weights": "equal"}),
     "column preprocessing": ("columns standardised, scaled or centred by the plan's rules "
                              "(off: preprocessing='none')", {"preprocessing": "none"}),
     "kernel geometry": ("the dictionary chosen by the kind of data: Gaussians of the angle for "
