@@ -19,13 +19,20 @@ For every kind and data seed (the fit's seed is the data seed), NMI in percent o
 The report also prints the default plan's preprocessing on each kind's first data seed,
 with its reason (the spread of the columns' scales it decides from).
 
-Usage::
+Usage (from ``benchmarks/``)::
 
-    python bench_data_kinds.py                 # from benchmarks/: 22 kinds x 5 seeds, ~5 min
-    python bench_data_kinds.py --kinds latent onehot --seeds 3
+    python archive/bench_data_kinds/bench_data_kinds.py   # 22 kinds x 5 seeds, ~5 min
+    python archive/bench_data_kinds/bench_data_kinds.py --kinds latent onehot --seeds 3
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import time

@@ -32,16 +32,23 @@ held-out data that chose nothing in the defaults.
 
 Usage::
 
-    python benchmarks/bench_defaults.py [--datasets jaffe orl ... sklearn:wine] [--seeds 5]
+    python benchmarks/archive/bench_defaults/bench_defaults.py \
+        [--datasets jaffe orl ... sklearn:wine] [--seeds 5]
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import json
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 from mkrk_dask.estimators._dictionary import GEOMETRIES, auto_dictionary

@@ -14,10 +14,17 @@ group's weight its largest member carries (the mean and the smallest over the gr
 when the members share equally, 1 when one member carries it all), the effective number of
 kernels, and the NMI. The clean dictionary's NMI at each lambda is beside it.
 
-    python benchmarks/bench_selection.py
+    python benchmarks/archive/bench_selection/bench_selection.py
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 

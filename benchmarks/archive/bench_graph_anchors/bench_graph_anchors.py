@@ -15,14 +15,24 @@ it when it is made; it is no parameter of the estimator).
 
 Usage::
 
-    python benchmarks/bench_graph_anchors.py       # usps, Fashion-MNIST, spam: about 10 min
-    python benchmarks/bench_graph_anchors.py --datasets blobs:2:50000 blobs:10:20000 \
-        --caps 500 1000 2000 --report graph_anchors_blobs   # many rows of few columns
+    python benchmarks/archive/bench_graph_anchors/bench_graph_anchors.py   # usps, fashion, spam
+    python benchmarks/archive/bench_graph_anchors/bench_graph_anchors.py \
+        --datasets blobs:2:50000 blobs:10:20000 --caps 500 1000 2000 \
+        --report graph_anchors_blobs   # many rows of few columns
+
+The first (usps, Fashion-MNIST, spam) takes about 10 min.
 
 ``blobs:d:n`` is n rows of three Gaussian blobs in d columns (``_common.blob_data``).
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import time
 import warnings

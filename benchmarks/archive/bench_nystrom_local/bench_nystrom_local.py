@@ -6,10 +6,17 @@ block-pair pass show their cost. For the Nystrom backend with and without the lo
 build seconds, solve seconds per lambda, peak resident memory, the local part's size, and
 the weights and NMI against the exact backend's, all measured in this run.
 
-    python benchmarks/bench_nystrom_local.py
+    python benchmarks/archive/bench_nystrom_local/bench_nystrom_local.py
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import gc

@@ -45,11 +45,18 @@ paired difference from the default in NMI points with the standard error of that
 
 Usage::
 
-    python benchmarks/bench_label_free_variants.py [--datasets jaffe orl ...] [--seeds 5]
-        [--variants "anchor graph" ...]
+    python benchmarks/archive/bench_label_free_variants/bench_label_free_variants.py
+        [--datasets jaffe orl ...] [--seeds 5] [--variants "anchor graph" ...]
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import time

@@ -13,10 +13,18 @@ eigenvalues and reports the ratio.
 
 Usage::
 
-    python benchmarks/bench_anchor_parts.py      # 40,000 rows, 8,000 anchors: about 4 min
+    python benchmarks/archive/bench_anchor_parts/bench_anchor_parts.py
+    # 40,000 rows, 8,000 anchors: about 4 min
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import time

@@ -23,11 +23,19 @@ counts issue 48's two quality bars for each column.
 
 Usage (from ``benchmarks/``)::
 
-    python bench_kernel_scores.py --seeds 5 --peers results/defaults/defaults_wide.json \
-        results/defaults/defaults_holdout.json --report kernel_scores   # ~5 min
+    python archive/bench_kernel_scores/bench_kernel_scores.py --seeds 5 \
+        --peers results/defaults/defaults_wide.json results/defaults/defaults_holdout.json \
+        --report kernel_scores   # ~5 min
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import dataclasses
 

@@ -19,10 +19,17 @@ median of ``--repeats``, in one run:
 
 Writes ``benchmarks/results/scale/factor_chunk.md``.
 
-    python benchmarks/bench_factor_chunk.py [--repeats 7]
+    python benchmarks/archive/bench_factor_chunk/bench_factor_chunk.py [--repeats 7]
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import dataclasses

@@ -22,10 +22,17 @@ column as the signal.
 
 Usage::
 
-    python benchmarks/bench_preprocessing.py            # 34 sets, 3 seeds: about 2 min
+    python benchmarks/archive/bench_preprocessing/bench_preprocessing.py  # 34 sets, 3 seeds: ~2 min
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import warnings

@@ -34,12 +34,19 @@ label-free peer, and those more than 2 NMI below the better of raw and standardi
 
 Usage (from ``benchmarks/``)::
 
-    python bench_step_criteria.py                 # the wide and hold-out sets but USPS: ~5 min
-    python bench_step_criteria.py --seeds 5 --report step_bound \
+    python archive/bench_step_criteria/bench_step_criteria.py  # wide, hold-out but USPS: ~5 min
+    python archive/bench_step_criteria/bench_step_criteria.py --seeds 5 --report step_bound \
         --peers results/defaults/defaults_wide.json results/defaults/defaults_holdout.json
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# An archived study (benchmarks/README.md, "Archive"): benchmarks/ and the other studies importable
+sys.path.insert(1, str(Path(__file__).resolve().parents[2]))
+sys.path.extend(str(p) for p in sorted(Path(__file__).resolve().parents[1].glob("bench_*")))
 
 import argparse
 import json
