@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._packed import PackedLayout
+from .._threads import local_threads
 from ..dissimilarity import GRAM_MEASURES, MEASURES, dense_dissimilarity, from_gram
 from ..eigen import SINGLE_THREAD_MAX_N, top_k_dense
 from ..kernels import KernelSpec, kernel_matrices, mirror_upper, resolve_kernels
@@ -246,6 +247,14 @@ class ExactBackend(KernelBackend):
         m, n = self.n_kernels, self.n_samples
         outer = np.matmul(H, H.T, out=self._work_matrix())
         return self._full.reshape(m, n * n) @ outer.reshape(n * n)
+
+    def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+        """As every backend's, on :meth:`compute_threads`: a fit asks for them (its inertia)
+        after leaving its one-thread block, while the PSD test may still run beside it, and
+        two BLAS threads then fought over the cores (0.32 s for this pass on COIL20 instead
+        of 0.02 on one thread, ``benchmarks/results/exact/exact_fit.md`` at git 5969884)."""
+        with local_threads(self.compute_threads()):
+            return super().cluster_quad_forms(labels, n_clusters)
 
     def embedding(self, top: TopK) -> np.ndarray:
         self._checked()
