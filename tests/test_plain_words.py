@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 
 import numpy as np
-import pytest
-from sklearn.datasets import load_digits, load_wine
+from sklearn.datasets import load_wine
 
 from mkrk_dask import MKKMRK
 from mkrk_dask._text import LINE_WIDTH, format_number, plural, wrap_lines
 from mkrk_dask.solver import selection_words
 
-
-@pytest.fixture(scope="module")
-def digits() -> np.ndarray:
-    return load_digits().data[:300]
+#: the rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 300
 
 
 def test_numbers_and_counts_read_as_words() -> None:
@@ -35,8 +32,10 @@ def test_equal_weights_select_nothing() -> None:
         "2 of 3 kernels carry weight (>= 0.001)"
 
 
-def test_summary_is_plain_and_detail_adds_the_diagnostics(digits: np.ndarray) -> None:
-    model = MKKMRK.paper(10, random_state=0).fit(digits)
+def test_summary_is_plain_and_detail_adds_the_diagnostics(
+        digits: tuple[np.ndarray, np.ndarray]) -> None:
+    X, _ = digits
+    model = MKKMRK.paper(10, random_state=0).fit(X)
     text = model.summary()
     head = text.splitlines()[0]
     assert head.startswith("MKKM-RK: 12 kernels, lambda=2^-15, converged in ")
