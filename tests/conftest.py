@@ -1,6 +1,7 @@
 """Shared fixtures: a real in-process Dask cluster, access to the benchmark datasets
-(skipping cleanly where they are absent), and for the command line a small data file and a
-way to run ``mkrk`` in a subprocess."""
+(skipping cleanly where they are absent), the first rows of scikit-learn's digits (``digits``,
+as many as the test module's ``DIGITS_ROWS``), and for the command line a small data file and a
+way to run ``mkrk`` in a subprocess. The data behind them are the functions of ``_data.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
+from _data import first_digits
 
 from mkrk_dask.datasets import PAPER_DATASETS, default_data_dir
 
@@ -81,12 +82,23 @@ def require_dataset(data_dir: Path) -> Callable[[str], Path]:
     return require
 
 
+@pytest.fixture(scope="module")
+def digits(request: pytest.FixtureRequest) -> tuple[np.ndarray, np.ndarray]:
+    """The first ``DIGITS_ROWS`` rows of scikit-learn's digits, X and y, once per test module;
+    the module sets ``DIGITS_ROWS``."""
+    rows = getattr(request.module, "DIGITS_ROWS", None)
+    if rows is None:
+        raise pytest.UsageError(f"{request.module.__name__} uses the digits fixture: "
+                                "set DIGITS_ROWS, the number of rows it takes")
+    return first_digits(rows)
+
+
 @pytest.fixture(scope="session")
 def digits_npz(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """150 samples of scikit-learn's digits (10 classes) as ``digits.npz`` with X and y."""
-    X, y = load_digits(return_X_y=True)
+    X, y = first_digits(150)
     path = tmp_path_factory.mktemp("data") / "digits.npz"
-    np.savez(path, X=X[:150], y=y[:150])
+    np.savez(path, X=X, y=y)
     return path
 
 

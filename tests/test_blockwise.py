@@ -8,12 +8,14 @@ import subprocess
 import sys
 import threading
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 import zarr
+from _data import gaussian_blobs
 from distributed import Client, get_task_stream
 
 import mkrk_dask
@@ -27,11 +29,8 @@ from mkrk_dask.store import StoreError, create_store
 REPO_ROOT = Path(mkrk_dask.__file__).resolve().parent.parent
 
 
-def blobs(n=150, d=6, k=3, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(scale=4.0, size=(k, d))
-    y = rng.integers(k, size=n)
-    return centers[y] + rng.normal(size=(n, d)), y
+#: ``blobs(n=...)``: X, y of Gaussian blobs, by default 150 rows in 6 columns around 3 centres
+blobs = partial(gaussian_blobs, n=150, d=6, k=3, seed=0, spread=4.0)
 
 
 def rel(a, b):

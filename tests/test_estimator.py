@@ -6,16 +6,12 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import load_digits
 from sklearn.utils.estimator_checks import check_estimator
 
 from mkrk_dask import MKKMRK, AnchorGraphClustering, lambda_search
 
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X[:200], y[:200]
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 200
 
 
 @pytest.mark.parametrize("kernels", ["auto", "paper",

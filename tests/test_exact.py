@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
@@ -11,11 +10,8 @@ from mkrk_dask.qp import RepresentativeQP, frank_wolfe_gap, kkt_residuals
 from mkrk_dask.results import weight_stats
 from mkrk_dask.solver import solve
 
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X[:240], y[:240]
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 240
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ dense computation (exact backends) and against the exact value (Nystrom)."""
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 from sklearn.metrics.pairwise import rbf_kernel
 
 from mkrk_dask import MKKM, MKKMMR, MKKMRK, AnchorGraphClustering, SimpleMKKM
@@ -22,10 +21,8 @@ def dense_inertia(K: np.ndarray, labels: np.ndarray) -> float:
     return total
 
 
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X[:150], y[:150]
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 150
 
 
 @pytest.mark.parametrize("cls", [MKKMRK, MKKM, MKKMMR, SimpleMKKM])

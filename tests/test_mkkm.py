@@ -10,7 +10,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 from sklearn.metrics import adjusted_rand_score
 
 from mkrk_dask import MKKM, MKKMMR, MKKMRK, lambda_search
@@ -162,10 +161,8 @@ def test_matrix_regularized_step_reports_the_objective_it_minimised():
 # --------------------------------------------------------------------------- the estimators
 
 
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X[:300], y[:300]
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 300
 
 
 @pytest.mark.parametrize("solver", ["blockwise", "nystrom"])

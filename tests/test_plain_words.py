@@ -12,7 +12,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask._text import LINE_WIDTH, format_number, plural, wrap_lines
 from mkrk_dask.solver import selection_words
 
-#: the rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
 DIGITS_ROWS = 300
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 import mkrk_dask
 from mkrk_dask import MKKMRK, lambda_search
@@ -30,16 +29,18 @@ from mkrk_dask.results import (
     write_text,
 )
 
-
-@pytest.fixture(scope="module")
-def digits() -> Dataset:
-    X, y = load_digits(return_X_y=True)
-    return Dataset("digits", X[:120], y[:120])
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 120
 
 
 @pytest.fixture(scope="module")
-def fitted(digits: Dataset) -> MKKMRK:
-    return MKKMRK.paper(n_clusters=10, lam=2.0**-10, n_init=2, random_state=0).fit(digits.X)
+def dataset(digits: tuple[np.ndarray, np.ndarray]) -> Dataset:
+    return Dataset("digits", *digits)
+
+
+@pytest.fixture(scope="module")
+def fitted(dataset: Dataset) -> MKKMRK:
+    return MKKMRK.paper(n_clusters=10, lam=2.0**-10, n_init=2, random_state=0).fit(dataset.X)
 
 
 # --------------------------------------------------------------------------- files
@@ -111,9 +112,9 @@ def test_write_labels_npy_and_csv(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- a fit
 
 
-def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: Path) -> None:
+def test_write_fit_files_and_record(fitted: MKKMRK, dataset: Dataset, tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = write_fit(out, fitted, digits, source="digits.npz", command="mkrk fit x",
+    result = write_fit(out, fitted, dataset, source="digits.npz", command="mkrk fit x",
                        seconds=1.5, save_model=models.save)
     on_disk = json.loads((out / "result.json").read_text())
     assert on_disk == json.loads(json.dumps(result))
@@ -144,9 +145,9 @@ def test_write_fit_files_and_record(fitted: MKKMRK, digits: Dataset, tmp_path: P
     assert entries[0]["dataset"] == "digits" and entries[0]["single_fit"]
 
 
-def test_fit_record_without_labels_has_no_metrics(fitted: MKKMRK, digits: Dataset,
+def test_fit_record_without_labels_has_no_metrics(fitted: MKKMRK, dataset: Dataset,
                                                   tmp_path: Path) -> None:
-    unlabeled = Dataset("u", digits.X, None)
+    unlabeled = Dataset("u", dataset.X, None)
     result = write_fit(tmp_path, fitted, unlabeled, source="u.npy")
     assert "metrics" not in result and not (tmp_path / "metrics.json").exists()
     assert result["model"] is None and (tmp_path / "result.json").is_file()
@@ -157,9 +158,9 @@ def test_fit_record_without_labels_has_no_metrics(fitted: MKKMRK, digits: Datase
 # --------------------------------------------------------------------------- a search
 
 
-def test_search_records_and_report_draw(digits: Dataset, tmp_path: Path) -> None:
+def test_search_records_and_report_draw(dataset: Dataset, tmp_path: Path) -> None:
     estimator = MKKMRK.paper(n_clusters=10, n_init=2, random_state=0)
-    found = lambda_search(estimator, digits.X, [2.0**-15, 1.0], digits.y, n_repeats=2)
+    found = lambda_search(estimator, dataset.X, [2.0**-15, 1.0], dataset.y, n_repeats=2)
     per_lambda = [search_record(res) for res in found]
     assert [p["lam"] for p in per_lambda] == [2.0**-15, 1.0]
     assert per_lambda[0]["log2_lam"] == -15.0 and len(per_lambda[0]["scores"]) == 2

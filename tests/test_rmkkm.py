@@ -8,9 +8,12 @@ against explicit feature vectors (linear kernels), with no kernel trick at all.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 import scipy.optimize
+from _data import gaussian_blobs
 
 from mkrk_dask.dense_methods import RMKKMResult, rmkkm
 from mkrk_dask.dense_methods.rmkkm import _fill_empty, rmkkm_objective, weight_step
@@ -20,10 +23,8 @@ EPS = np.finfo(float).eps
 # ---- data ----------------------------------------------------------------------------------
 
 
-def blobs(n: int, seed: int, dim: int = 3, n_blobs: int = 3) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    centres = rng.normal(scale=3.0, size=(n_blobs, dim))
-    return centres[rng.integers(0, n_blobs, n)] + rng.normal(size=(n, dim))
+#: ``blobs(n, seed=...)``: X, y of Gaussian blobs in 3 columns around 3 centres
+blobs = partial(gaussian_blobs, d=3, k=3, spread=3.0)
 
 
 def kernels_of(X: np.ndarray, widths) -> np.ndarray:
@@ -119,7 +120,7 @@ def ref_rmkkm(K, k, gamma, labels, n_iter, inner=10):
 
 @pytest.mark.parametrize("gamma, seed", [(0.3, 0), (0.7, 1)])
 def test_matches_reference_from_the_same_labels(gamma, seed):
-    X = blobs(40, seed)
+    X, _ = blobs(40, seed=seed)
     K = kernels_of(X, [0.5, 1.0, 3.0])
     start = labels_for(40, 3, seed)
     ref_labels, ref_w, ref_hist = ref_rmkkm(K, 3, gamma, start, 4)
@@ -155,7 +156,7 @@ def test_objective_is_the_sum_of_feature_space_distances():
 
 @pytest.mark.parametrize("gamma", [0.1, 0.5, 0.9])
 def test_objective_never_increases(gamma):
-    X = blobs(60, 4)
+    X, _ = blobs(60, seed=4)
     K = kernels_of(X, [0.3, 1.0, 4.0])
     res = rmkkm(K, 3, gamma=gamma, max_iter=30, tol=0.0, random_state=0)
     h = res.objective_history
@@ -169,7 +170,7 @@ def test_objective_never_increases(gamma):
 
 
 def test_stopping_rule_and_repeatability():
-    X = blobs(50, 5)
+    X, _ = blobs(50, seed=5)
     K = kernels_of(X, [0.5, 2.0])
     a = rmkkm(K, 3, gamma=0.5, random_state=1)
     b = rmkkm(K, 3, gamma=0.5, random_state=1)
@@ -219,7 +220,7 @@ def test_empty_clusters_take_the_farthest_samples():
 
 @pytest.mark.parametrize("gamma", [0.0, 1.0, -0.2, 1.5, float("nan")])
 def test_gamma_outside_the_open_unit_interval(gamma):
-    K = kernels_of(blobs(12, 7), [1.0])
+    K = kernels_of(blobs(12, seed=7)[0], [1.0])
     with pytest.raises(ValueError, match=r"gamma must be in the open interval \(0, 1\)") as e:
         rmkkm(K, 2, gamma=gamma)
     assert "\n" not in str(e.value)
@@ -233,7 +234,7 @@ def test_gamma_outside_the_open_unit_interval(gamma):
     ({"init_labels": np.zeros(12, dtype=int)}, "init_labels must use every cluster 0..1"),
 ])
 def test_bad_arguments(kwargs, match):
-    K = kernels_of(blobs(12, 8), [1.0])
+    K = kernels_of(blobs(12, seed=8)[0], [1.0])
     args = {"n_clusters": 2, **kwargs}
     with pytest.raises(ValueError, match=match) as e:
         rmkkm(K, **args)

@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.datasets import load_digits
 
 from mkrk_dask import MKKMRK, build_store, lambda_search
 
-
-@pytest.fixture(scope="module")
-def digits():
-    X, y = load_digits(return_X_y=True)
-    return X[:200], y[:200]
+#: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
+DIGITS_ROWS = 200
 
 
 def test_build_store_then_fit_reuses_it(client, digits, tmp_path):
