@@ -49,7 +49,8 @@ def test_the_plan_wraps_for_a_terminal_and_keeps_its_reasons_whole() -> None:
     X, _ = load_wine(return_X_y=True)
     plan = MKKMRK(3).plan(X)
     assert max(map(len, plan.lines())) <= LINE_WIDTH < max(map(len, plan.lines(None)))
-    assert len(plan.lines(None)) == len(plan.decisions) + 2  # the head and the cost
+    # the head, the cost and the expected time
+    assert len(plan.lines(None)) == len(plan.decisions) + 3
     assert str(plan) == "\n".join(plan.lines())
     kernels = plan.decision("kernels")
     # the lifted cosine is named as the listing names it
