@@ -150,7 +150,7 @@ def fit(path: Path, scenario: str, args) -> dict:
     out.update(timings={k: float(v) for k, v in model.timings_.items()},
                n_iter=int(model.n_iter_), weights=np.round(model.weights_, 4).tolist(),
                h_steps=int(getattr(model, "n_h_steps_", model.n_iter_)),
-               nmi=nmi, acc=acc,
+               nmi=nmi, acc=acc, expected=getattr(model.plan_, "expected_seconds", None),
                missed=float(getattr(model, "nystrom_missed_fraction_", 0.0)),
                solver=model.solver_, kernels=[s.name for s in model.kernel_specs_]
                if hasattr(model, "kernel_specs_") else None,

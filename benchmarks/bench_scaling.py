@@ -126,6 +126,14 @@ def run_peer(method: str, path: Path, seed: int, timeout: float) -> dict:
     return out
 
 
+def _expected(r: dict) -> str:
+    """The plan's expected seconds and their ratio to the fit's ``timings_['fit']`` (two
+    cells), or two empty cells (a peer)."""
+    if r.get("expected") is None:
+        return " |"
+    return f"{r['expected']:.1f} | {r['expected'] / r['timings']['fit']:.2f}"
+
+
 def installed(module: str) -> bool:
     import importlib.util
 
@@ -212,7 +220,7 @@ def main() -> None:
             else:
                 why = None
             if why:
-                rows.append(f"| {n:,} | {method} | {why} | | | | |")
+                rows.append(f"| {n:,} | {method} | {why} | | | | | | |")
                 print(rows[-1], flush=True)
                 continue
             if method in OURS:
@@ -225,19 +233,20 @@ def main() -> None:
             if r.get("timed_out"):
                 stopped[method] = f"not run: stopped at a smaller n after {limit:.0f} s"
                 rows.append(f"| {n:,} | {method} | stopped after {limit:.0f} s | | "
-                            f"{fmt_bytes(r['peak_rss'])} | | |")
+                            f"{fmt_bytes(r['peak_rss'])} | | | | |")
             elif r.get("failed") or r.get("error"):
                 why = (r.get("error") or r["failed"]).splitlines()[0].replace("|", "/")
                 stopped[method] = "not run: failed at a smaller n"
                 rows.append(f"| {n:,} | {method} | failed: {why.split(':')[0]} (below) | | "
-                            f"{fmt_bytes(r['peak_rss'])} | | |")
+                            f"{fmt_bytes(r['peak_rss'])} | | | | |")
                 details.append(f"- n = {n:,}: {method} failed: {why}")
             else:
                 series[method].append((n, r["process"]))
                 measured[(n, method)] = r
                 rows.append(f"| {n:,} | {method} | {r['process']:.1f} | {r['fit']:.1f} | "
                             f"{fmt_bytes(r['peak_rss'])} | {r['nmi']:.2f} / {r['acc']:.2f} | "
-                            f"{fmt_bytes(r['store_bytes']) if 'store_bytes' in r else ''} |")
+                            f"{fmt_bytes(r['store_bytes']) if 'store_bytes' in r else ''} | "
+                            f"{_expected(r)} |")
                 if method in OURS:
                     details.append(
                         f"- n = {n:,}: {method} chose solver {r['solver']!r}, kernels "
@@ -268,9 +277,13 @@ def main() -> None:
         "method runs in a fresh process, end to end from the Zarr arrays to the labels; the "
         "whole process tree's peak RSS is sampled every 0.1 s from outside. Process s: the "
         "child from start to exit (imports, cluster, read, fit, labels); fit s: from opening "
-        "the data to the labels. Store: MKKM-RK's temporary store on disk (removed after).\n\n"
-        "| n | method | process s | fit s | peak RSS | NMI / ACC | store |\n"
-        "|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        "the data to the labels. Store: MKKM-RK's temporary store on disk (removed after). "
+        "Expected s: the plan's expected seconds (`plan_.expected_seconds`, from its "
+        "calibration on the sample it reads, in the fit's own process), then over the fit's "
+        "`timings_['fit']`.\n\n"
+        "| n | method | process s | fit s | peak RSS | NMI / ACC | store | expected s | "
+        "expected / timings_['fit'] |\n"
+        "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
         "Least-squares slope of log(process s) against log(n), over the n where the method "
         "ran:\n\n| method | n | slope |\n|---|---|---|\n" + "\n".join(slopes) + "\n\n"
         f"MKKM-RK's slope over n >= 100,000: "
