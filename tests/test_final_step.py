@@ -276,7 +276,7 @@ def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatc
 
     parts_apart = final.parts_apart
     monkeypatch.setattr(final, "parts_apart", spy)
-    monkeypatch.setattr("mkrk_dask.plan.GRAPH_SAMPLE_ROWS", 3000)
+    monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_SAMPLE_ROWS", 3000)
     data, truth = make_moons(6000, noise=0.05, random_state=0)
     model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     assert model.plan_.graph_rows == 3000 and seen == [(3000, 3000)]
@@ -329,7 +329,7 @@ def test_parts_apart_asks_for_k_large_parts_each_its_own_cluster():
 def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkeypatch):
     # Above GRAPH_SAMPLE_ROWS the graph is built on a uniform sample (its memory stays the
     # sample's at any n) and labels every row, block by block; predict agrees with the labels.
-    monkeypatch.setattr("mkrk_dask.plan.GRAPH_SAMPLE_ROWS", 250)
+    monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_SAMPLE_ROWS", 250)
     monkeypatch.setattr("mkrk_dask.estimators._final._BLOCK_ROWS", 64)
     model = MKKMRK(10, random_state=0).fit(X)
     assert model.plan_.graph_rows == 250 and "sample of 250 rows" in _said(model)

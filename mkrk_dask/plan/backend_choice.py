@@ -1,0 +1,146 @@
+"""The backend of a fit and its options: the solver (``solver="auto"``: from n, m and the
+machine's memory and disk, :mod:`mkrk_dask.auto`), the storage precision
+(:func:`requested_dtype`), the backend options from the estimator's ``backend_options``
+(:func:`backend_settings`) with every ``"auto"`` among them resolved (:func:`resolve_options`),
+and the refusals made before anything is written: a store that would not fit the free disk, a
+chunk size that cuts the rows into too many blocks."""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any
+
+import numpy as np
+
+from ..choices import BACKENDS
+from .fit_plan import is_auto
+from .kernel_choice import smooth_kernels
+
+
+def requested_dtype(params: dict) -> str:
+    """The storage precision ``backend_options`` asks for (``"auto"`` by default), checked
+    (:func:`~mkrk_dask.backends.options.dtype_name`)."""
+    from ..backends.options import DTYPE_CHOICES, dtype_name
+
+    return dtype_name((params.get("backend_options") or {}).get("dtype", "auto"),
+                      DTYPE_CHOICES)
+
+
+def backend_settings(solver: str, params: dict, dtype: str | None = None,
+                     strict: bool = True) -> dict:
+    """The options of ``solver`` from the estimator's ``backend_options``, the storage
+    precision set to ``dtype`` (the plan's; by default the one requested, ``"auto"`` checked
+    as float64). With ``strict=False`` (``solver="auto"``) options of another backend are
+    left out, and only an option no backend has is refused."""
+    from ..backends import option_names
+
+    names = set(option_names(solver))
+    settings = dict(params.get("backend_options") or {})
+    requested = requested_dtype(params)
+    settings.pop("dtype", None)  # the plan's, for every solver (the exact one stores none)
+    if not strict:
+        known = set().union(*(option_names(s) for s in BACKENDS))
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(f"unknown backend option(s) {', '.join(map(repr, unknown))}; "
+                             f"no backend has them")
+        settings = {k: v for k, v in settings.items() if k in names}
+    if "dtype" in names:
+        settings["dtype"] = dtype or ("float64" if is_auto(requested) else requested)
+    return settings
+
+
+def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
+                    strict: bool) -> dict:
+    """The backend options of ``solver`` (:func:`backend_settings`), every ``"auto"`` among
+    them resolved for ``n`` rows and ``m`` kernels."""
+    from ..backends import make_options
+
+    options = make_options(solver, **backend_settings(solver, params, dtype, strict))
+    _refuse_tiny_chunks(getattr(options, "chunk_size", None), n)
+    if solver == "nystrom":
+        options = replace(
+            options, max_components=options.resolved_max_components(n, m),
+            landmark_oversampling=options.resolved_landmark_oversampling(n, m),
+            exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m))
+    return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:
+    """A chunk size that cuts the rows into more than :data:`MAX_ROW_BLOCKS` blocks starts
+    work that never ends: refused before it starts, with the least one that is taken."""
+    from ..validation import MAX_ROW_BLOCKS
+
+    if chunk_size is not None and -(-n // chunk_size) > MAX_ROW_BLOCKS:
+        least = -(-n // MAX_ROW_BLOCKS)
+        raise ValueError(f"chunk_size={chunk_size} cuts the {n:,} rows into "
+                         f"{-(-n // chunk_size):,} blocks (at most {MAX_ROW_BLOCKS:,}); give "
+                         f"at least {least:,} rows a block, or leave it unset to have it chosen")
+
+
+def solver_and_dtype(params: dict, n: int, m: int, specs: Any, precomputed: bool,
+            lazy: bool) -> tuple[str, str, str, str]:
+    """``(solver, its reason, dtype, its reason)``; the reason ends with the store's size,
+    refused where it would not fit the free disk where it goes (before anything is
+    written)."""
+    from ..auto import check_store_fits, free_disk_at, store_bytes
+    from ..backends import make_options
+
+    solver, reason, dtype, dtype_reason = _choose_solver(params, n, m, specs, precomputed,
+                                                         lazy)
+    rank = None
+    if solver == "nystrom":
+        nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
+        if nystrom.factors_storage(n, m):
+            rank = min(min(int(np.max(nystrom.n_landmarks)), n) * m,
+                       nystrom.resolved_max_components(n, m) or np.inf)
+    needed = store_bytes(solver, n, m, np.dtype(dtype).itemsize, rank)
+    if not needed:  # in memory: nothing to write
+        return solver, reason, dtype, dtype_reason
+    store = params.get("store")
+    size = check_store_fits(solver, needed, free_disk_at(store), store)
+    return solver, f"{reason}; {size}", dtype, dtype_reason
+
+
+def _choose_solver(params: dict, n: int, m: int, specs: Any, precomputed: bool,
+                   lazy: bool) -> tuple[str, str, str, str]:
+    """``(solver, its reason, dtype, its reason)``."""
+    from ..auto import choose_precomputed_solver, choose_solver, smooth_exact_max_n
+    from ..backends import make_options
+    from ..exceptions import ProblemTooLargeError
+
+    solver, dtype = params["solver"], requested_dtype(params)
+    auto_dtype = is_auto(dtype)
+    if precomputed:
+        if solver != "auto":
+            return solver, "given", "float64" if auto_dtype else dtype, "precomputed kernels"
+        copy = make_options("exact", **backend_settings("exact", params, strict=False)
+                            ).copy or lazy
+        choice, reason = choose_precomputed_solver(n, m, copy=copy)
+        return choice, reason, "float64", "precomputed kernels are kept in float64"
+    nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
+    plain = not nystrom.exact_dissimilarity(n, m)
+    limit = nystrom.exact_dissimilarity_limit(m)
+    stored = "float32" if (auto_dtype and plain) else ("float64" if auto_dtype else dtype)
+    dtype_reason = ("given" if not auto_dtype else
+                    f"float32 factors (plain Nystrom: n > {limit:,}, the exact C's limit "
+                    f"for {m} kernels)" if plain else
+                    "float64 (the exact C and the local part need float64 factors)")
+    if solver != "auto":
+        if solver != "nystrom" and auto_dtype:
+            stored, dtype_reason = "float64", "float64 kernels"
+        return solver, "given", stored, dtype_reason
+    kwargs = dict(n_landmarks=int(np.max(nystrom.n_landmarks)),
+                  exact_max_n=smooth_exact_max_n(limit) if smooth_kernels(specs) else None,
+                  max_components=nystrom.resolved_max_components(n, m),
+                  store_factors=bool(nystrom.factors_storage(n, m)))
+    try:
+        choice, reason = choose_solver(n, m, itemsize=np.dtype(stored).itemsize, **kwargs)
+    except ProblemTooLargeError:
+        if not auto_dtype or stored == "float32":
+            raise
+        choice, reason = choose_solver(n, m, itemsize=4, **kwargs)
+        return choice, reason, "float32", "float32 factors (float64 ones would not fit the disk)"
+    if choice != "nystrom" and auto_dtype:
+        stored, dtype_reason = "float64", f"float64 ({choice} backend)"
+    return choice, reason, stored, dtype_reason

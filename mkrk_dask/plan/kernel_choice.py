@@ -1,0 +1,147 @@
+"""The default kernels (``kernels="auto"``): each view's geometry, read from a sample of its
+rows (:func:`view_geometry`), and the kernels of that geometry (:func:`auto_kernels`): the
+cosine and Gaussians at :data:`WIDTHS` times the median pairwise distance, Euclidean or of the
+angle between rows; for data with negative values the cosine of the rows lifted by
+:data:`LIFT` times their median length (:func:`median_length`). Also whether kernels are as
+smooth as the default's (:func:`smooth_kernels`, which the solver choice and the Nystrom
+warning read), and the refusal of a width relative to a median distance of zero."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..kernel_evaluation import WIDTHED_FAMILIES
+from ..kernels import KernelSpec, row_sq_norms
+
+#: the default kernels' geometries (:func:`auto_kernels`)
+GEOMETRIES = ("signed", "euclidean", "measurements", "angular", "mixed", "column")
+#: a view with negative values gets the cosine of its rows lifted by one more coordinate of
+#: this many times their median length, ``[x, LIFT * median |x|]``: the normalised linear
+#: kernel with offset ``a = (LIFT * median |x|)^2``. Rows far from the arbitrary origin keep
+#: their direction; rows near it, whose direction is noise, share the added one instead of
+#: being scattered over every angle (the plain cosine cut a group lying around the origin
+#: into sectors: three blobs around the origin, 62 to 70 NMI against KMeans's 85 to 87 in
+#: ``benchmarks/results/defaults/toy_shapes.md``). Chosen on synthetic blobs: the smallest
+#: of 0.25, 0.5 and 1 that kept make_blobs of 2 and 3 columns within 2 NMI of KMeans; larger
+#: lifts blur the cosine of many columns more (``docs/defaults.rst``)
+LIFT = 0.5
+#: share of zero entries from which non-negative data count as intensities or counts (an
+#: image's dark pixels, a document's absent words)
+ANGULAR_MIN_ZEROS = 0.1
+#: Gaussian widths of the default kernels, in multiples of the median pairwise distance
+WIDTHS = (0.5, 1.0, 2.0)
+#: the share of the learned kernel's trace the Nystrom factors may miss before the fit warns,
+#: for the default kernels (Gaussians at least half the median distance wide): their factors
+#: at 500 landmarks miss 10-15% on Fashion-MNIST and on Gaussian blobs, where the default's
+#: Nystrom fits gave the exact fits' NMI within 1 point (6,441 to 12,000 rows of Fashion-MNIST,
+#: ``benchmarks/results/defaults/default_sizes.md``); a warning there would be one a user
+#: cannot act on. Kernels the user gives: :data:`~mkrk_dask.backends.base.APPROXIMATION_WARNING`
+DEFAULT_KERNELS_MISSED_WARNING = 0.25
+
+
+def view_geometry(rows: Any) -> tuple[str, str]:
+    """``"angular"`` (the cosine kernel and Gaussians of the angle between rows) for
+    intensities and counts: non-negative rows with many zeros (dark pixels, absent words),
+    whose length is mostly their overall level, and whose directions differ;
+    ``"measurements"`` (Euclidean Gaussians, the cosine and one Gaussian of the angle) for
+    other non-negative rows of different directions: lengths, weights, concentrations rarely
+    read zero, and both their size and their proportions are information; ``"euclidean"``
+    (the cosine kernel and Euclidean Gaussians) otherwise; ``"column"`` (Euclidean Gaussians
+    alone) for a view of one column, where the cosine kernel only tells signs apart (data
+    with negative values: it cut a group at the origin, ``blobs:1`` of
+    ``benchmarks/results/defaults/graph_lanczos_18b1997.md``) or zeros from the rest. With
+    the reason."""
+    from ..scales import directions_differ
+
+    if rows.shape[1] == 1:
+        return "column", ("one column (the angle of a single number is its sign, or nothing "
+                          "where all share it): Euclidean Gaussians only")
+    low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
+        initial=0.0)))
+    if low < 0:
+        return "signed", ("negative values (an arbitrary origin, near which a row's direction "
+                          "means nothing): Euclidean Gaussians and the cosine of the rows "
+                          f"lifted by {LIFT:g} times their median length (polynomial(a=..., "
+                          "b=1): the normalised linear kernel with that offset)")
+    size = rows.shape[0] * rows.shape[1]
+    zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
+    if not directions_differ(rows):
+        return "euclidean", "the rows all point the same way: cosine and Euclidean Gaussians"
+    if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
+        return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
+                             "cosine and Euclidean Gaussians")
+    if zeros < ANGULAR_MIN_ZEROS:
+        return "measurements", (f"non-negative measurements ({zeros:.0%} zero entries, fewer "
+                                f"than {ANGULAR_MIN_ZEROS:.0%}): Euclidean Gaussians for their "
+                                "sizes, cosine and a Gaussian of the angle for their "
+                                "proportions")
+    return "angular", (f"intensities or counts (non-negative, {zeros:.0%} zero entries: a row's "
+                       "length is mostly its overall level): cosine and Gaussians of the angle "
+                       "between rows")
+
+
+def median_length(rows: Any) -> float:
+    """The median Euclidean length of the rows of a sample (dense or sparse)."""
+    return float(np.median(np.sqrt(row_sq_norms(rows))))
+
+
+#: the default's Gaussians per geometry: (family, widths in multiples of the median distance).
+#: Measurements get one angular Gaussian beside the cosine: their rows nearly all point one
+#: way (every cosine close to 1, so the cosine kernel is nearly constant), and a Gaussian at
+#: the median angle reads their proportions at the data's own scale, as the Euclidean ones
+#: read their sizes
+_GAUSSIANS = {"signed": (("gaussian", WIDTHS),),
+              "euclidean": (("gaussian", WIDTHS),),
+              "measurements": (("gaussian", WIDTHS), ("angular", (1.0,))),
+              "angular": (("angular", WIDTHS),),
+              "mixed": (("gaussian", WIDTHS), ("angular", WIDTHS)),
+              "column": (("gaussian", WIDTHS),)}
+#: geometries without the cosine kernel
+_NO_COSINE = ("column",)
+
+
+def auto_kernels(geometries: list[str], lengths: list[float] | None = None) -> list[KernelSpec]:
+    """The default kernels, per view: cosine and Gaussians at :data:`WIDTHS` times the median
+    distance (Euclidean; ``"angular"``: of the angle; ``"measurements"``: Euclidean and one
+    of the angle at the median; ``"mixed"``: both at every width; ``"column"``: Euclidean, no
+    cosine; ``"signed"``: Euclidean, and the cosine of the rows lifted by :data:`LIFT` times
+    ``lengths[view]``, the median length of the view's rows)."""
+    specs = []
+    for view, geometry in enumerate(geometries):
+        if geometry == "signed":
+            if lengths is None or not np.isfinite(lengths[view]) or lengths[view] < 0:
+                raise ValueError(f"view {view}: the signed geometry needs the median length of "
+                                 "its rows")
+            # three significant digits: a readable plan, and the same kernel for data that
+            # differ by round-off (columns centred from an offset of 10^9)
+            specs.append(KernelSpec("polynomial", a=float(f"{(LIFT * lengths[view]) ** 2:.3g}"),
+                                    b=1, view=view))
+        elif geometry not in _NO_COSINE:
+            specs.append(KernelSpec("linear", view=view))
+        specs += [KernelSpec(family, m=m, view=view) for family, widths in _GAUSSIANS[geometry]
+                  for m in widths]
+    return specs
+
+
+def smooth_kernels(specs: Any) -> bool:
+    """Whether no kernel is narrower than the default's: every Gaussian at least half the
+    median distance wide. The Nystrom factors represent those well; a width given by ``c`` or
+    ``sigma`` has no known relation to the median."""
+    return specs is not None and all(
+        spec.family not in WIDTHED_FAMILIES or (spec.m is not None and spec.m >= min(WIDTHS))
+        for spec in specs)
+
+
+def refuse_zero_widths(specs: Any, rows: list) -> None:
+    """A plan for data the fit refuses is refused: a width relative to the median distance
+    of a view whose sampled rows are one point (the fit reads the same sample)."""
+    from ..kernels import medians_needed, zero_median_error
+    from ..scales import one_point
+
+    needed = medians_needed(specs)
+    for spec in specs:
+        if (spec.view, spec.family) in needed and one_point(rows[spec.view], spec.family):
+            raise zero_median_error(spec)
