@@ -505,6 +505,8 @@ def with_expected_time(plan: Any, samples: list | None, params: dict, *, n_kerne
     """``plan`` with its ``expected_seconds``: :func:`calibrate` on ``samples`` (the plan's
     sample of every view, as the kernels see it; None for precomputed kernels), then the
     sum of :func:`expected_phases`."""
+    if not _finite(samples):  # the fit's first pass names the bad rows; nothing to time
+        return plan
     a = plan.graph_anchors
     rate = calibrate(samples, plan.kernels, n=plan.n_samples,
                      normalize=bool(params.get("normalize", True)),
@@ -515,6 +517,15 @@ def with_expected_time(plan: Any, samples: list | None, params: dict, *, n_kerne
                      graph_pool=_graph_pool(plan), n_clusters=int(params["n_clusters"]))
     phases = expected_phases(plan, rate, params, counts, n_kernels)
     return replace(plan, expected_seconds=float(sum(phases.values())))
+
+
+def _finite(samples: list | None) -> bool:
+    """Whether every sampled value is finite (dense or sparse)."""
+    for rows in samples or ():
+        values = rows.data if sp.issparse(rows) else np.asarray(rows)
+        if not np.isfinite(values).all():
+            return False
+    return True
 
 
 def _seconds_text(seconds: float) -> str:
