@@ -8,7 +8,7 @@ its score squared. A view of pure noise, or real data that belong to other sampl
 shuffled copy), agrees with no other view (adjusted: about 0 where the agreement is chance)
 and drops out; views that tell the same story keep their share. The method's own weights
 cannot do this: MKKM-RK's weights barely move when such a view is added
-(``benchmarks/results/defaults/defaults_wide.md``, the noise-view table).
+(``benchmarks/results/defaults/defaults_folds.md``, the noise-view table).
 
 Where no view agrees with another (every score 0), the weights stay equal. With two views
 the score is one number for both, so the plan applies the rule from three views up
