@@ -20,7 +20,6 @@ from .data_file import Dataset, load_array_file
 __all__ = [
     "DATA_DIR_ENV",
     "PAPER_DATASETS",
-    "Dataset",
     "default_data_dir",
     "data_dir_candidates",
     "load_dataset",
