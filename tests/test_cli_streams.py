@@ -71,8 +71,9 @@ def test_fit_stdout_holds_results_and_stderr_the_log(digits_npz: Path, tmp_path:
     assert main([*argv, "-v"]) == 0
     verbose = capsys.readouterr()
     # the same results, -v with the solver's diagnostics besides; the memory and disk free
-    # at each run (in the solver's reason) vary, and so where its long line wraps
-    machine = re.compile(r"[\d.]+ GiB (memory available|free disk)")
+    # at each run (in the solver's reason) and the plan's expected seconds (a calibration)
+    # vary, and so where their long lines wrap
+    machine = re.compile(r"[\d.]+ GiB (memory available|free disk)|about [\d.,]+ (s|min)\b")
     diagnostics = re.compile(r"^max QP relative gap .*\n", re.MULTILINE)
 
     def same(text: str) -> str:
