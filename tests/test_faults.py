@@ -236,7 +236,8 @@ DRIVER = textwrap.dedent("""
     rng = np.random.default_rng(11)
     X = np.vstack([rng.normal(c, 0.6, size=(200, 8)) for c in (0.0, 2.0, 4.0)])
     model = MKKMRK.paper(3, kernels={kernels!r}, solver="blockwise", store=sys.argv[1],
-                   chunk_size=50, lam=2.0**-8, tol=1e-9, tol_mode="relative",
+                   backend_options={{"chunk_size": 50}}, lam=2.0**-8, tol=1e-9,
+                   tol_mode="relative",
                    random_state=0, verbose=1).fit(X)
     np.save(sys.argv[2], np.concatenate([model.weights_, model.labels_]))
 """).format(kernels=KERNELS + ["gaussian(c=0.05)", "polynomial(a=0,b=4)"])
