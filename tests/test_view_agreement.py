@@ -88,3 +88,13 @@ def test_view_weights_refused_in_one_line():
     views, _ = _views(100)
     with pytest.raises(ValueError, match="view_weights"):
         MKKMRK(K, view_weights="best").fit(views)
+
+
+def test_agreement_without_views_is_refused_in_one_line():
+    views, _ = _views(60)
+    kernels = np.stack([v @ v.T for v in views])
+    with pytest.raises(ValueError, match="needs two or more views") as e:
+        MKKMRK(K, kernels="precomputed", view_weights="agreement").fit(kernels)
+    assert "\n" not in str(e.value)
+    with pytest.raises(ValueError, match="got one view"):
+        MKKMRK(K, view_weights="agreement").plan(views[0])

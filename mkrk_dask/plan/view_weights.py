@@ -16,6 +16,10 @@ def choose_view_weights(method: str, params: dict, n_views: int, solver: str) ->
 
     given = params.get("view_weights", "auto")
     if not is_auto(given):
+        if given == "agreement" and n_views < 2:
+            # refused before any work: there are no views to agree (precomputed kernels)
+            raise ValueError("view_weights='agreement' needs two or more views of features; "
+                             f"got {'precomputed kernels' if not n_views else 'one view'}")
         return given, "given"
     if n_views < MIN_VIEWS:
         return "equal", (f"{n_views} view(s): the views' agreement needs {MIN_VIEWS} or more "
