@@ -35,8 +35,8 @@ def test_the_default_plan_above_the_exact_limit_is_nystrom_and_has_a_time():
     assert plan.solver == "nystrom" and 0 < plan.expected_seconds < math.inf
 
 
-def test_a_small_plan_times_its_kernels_once_on_its_sample(monkeypatch):
-    # the plan stays cheap where the fit is: one evaluation of the sample's kernels, no more
+def _kernel_block_sizes(monkeypatch) -> list:
+    """The (rows, rows) of every kernel block evaluated from now on (the list fills in)."""
     real = mkrk_dask.kernel_evaluation.kernel_blocks
     sizes = []
 
@@ -45,20 +45,19 @@ def test_a_small_plan_times_its_kernels_once_on_its_sample(monkeypatch):
         return real(specs, Xa, Xb, *args, **kwargs)
 
     monkeypatch.setattr("mkrk_dask.kernels.kernel_blocks", spy)
+    return sizes
+
+
+def test_a_small_plan_times_its_kernels_once_on_its_sample(monkeypatch):
+    # the plan stays cheap where the fit is: one evaluation of the sample's kernels, no more
+    sizes = _kernel_block_sizes(monkeypatch)
     assert WINE.shape[0] <= QUICK_MAX_N
     MKKMRK(3).plan(WINE)
     assert sizes == [(178, 178)]  # one view, once
 
 
 def test_the_calibration_reads_a_bounded_block_of_the_sample(monkeypatch):
-    real = mkrk_dask.kernel_evaluation.kernel_blocks
-    sizes = []
-
-    def spy(specs, Xa, Xb, *args, **kwargs):
-        sizes.append((Xa.shape[0], Xb.shape[0]))
-        return real(specs, Xa, Xb, *args, **kwargs)
-
-    monkeypatch.setattr("mkrk_dask.kernels.kernel_blocks", spy)
+    sizes = _kernel_block_sizes(monkeypatch)
     MKKMRK(3).plan(BLOBS)
     assert sizes and all(a <= CALIBRATION_ROWS and b <= CALIBRATION_ROWS for a, b in sizes)
 
