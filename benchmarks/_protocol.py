@@ -43,12 +43,20 @@ ABLATIONS: dict[str, tuple[str, dict]] = {
                                   "partitions (off: view_weights='equal'); single-view sets "
                                   "are unaffected and not refitted",
                                   {"view_weights": "equal"}),
+    "mostly-zero views kept as given": ("dense non-negative views of at least 90% zero "
+                                        "entries kept as given, as sparse ones are (off: "
+                                        "such views follow the dense rules)",
+                                        {"_patch": {"SPARSE_MIN_ZEROS": 2.0}}),
     "column preprocessing": ("columns standardised, scaled or centred by the plan's rules "
                              "(off: preprocessing='none')", {"preprocessing": "none"}),
     "kernel geometry": ("the dictionary chosen by the kind of data: Gaussians of the angle for "
                         "counts and intensities, the lifted cosine for signed data, one column "
                         "without the cosine (off: cosine and Euclidean Gaussians on every view)",
                         {"kernels": "plain"}),
+    "cosine alone on disjoint views": ("non-negative views where half the pairs of rows share "
+                                       "no non-zero column get the cosine kernel alone (off: "
+                                       "the Gaussians of the angle beside it)",
+                                       {"_patch": {"DISJOINT_MIN_SHARE": 2.0}}),
     "features step (2k)": ("k-means on the features of the top 2k eigenpairs (off: the paper's "
                            "spectral step, the top k eigenvectors, with the same final "
                            "partition)", {"final_step": "spectral", "final_clustering": "same"}),
@@ -95,17 +103,22 @@ def variant_params(rule: str, n_views: int, default_clustering: str) -> tuple[di
 
 @contextlib.contextmanager
 def patched(constants: dict):
-    """The final stage's constants set for the length of a fit (rules with no parameter)."""
+    """The library's constants set for the length of a fit (rules with no parameter): the
+    final stage's, the kernel choice's or the column preprocessing's, by name."""
+    from mkrk_dask import preprocessing
     from mkrk_dask.estimators import _final
+    from mkrk_dask.plan import kernel_choice
 
-    old = {name: getattr(_final, name) for name in constants}
+    homes = {name: next(module for module in (_final, kernel_choice, preprocessing)
+                        if hasattr(module, name)) for name in constants}
+    old = {name: getattr(homes[name], name) for name in constants}
     for name, value in constants.items():
-        setattr(_final, name, value)
+        setattr(homes[name], name, value)
     try:
         yield
     finally:
         for name, value in old.items():
-            setattr(_final, name, value)
+            setattr(homes[name], name, value)
 
 
 # --------------------------------------------------------------------------- analysis

@@ -93,6 +93,9 @@ METHODS = ("default", *PEERS, CLASSIC, *MV_PEERS, ORACLE_VIEW, *VARIANTS)
 PAPER_MAX_VIEWS = 2
 #: rules that apply to three or more views only (their variants run on those sets alone)
 MULTI_VIEW_RULES = ("view weights by agreement",)
+#: rules that act on the plan alone (its preprocessing and kernels): where switching one off
+#: leaves the plan's data decisions as they are, its variant is the default itself, not refitted
+PLAN_RULES = ("mostly-zero views kept as given", "cosine alone on disjoint views")
 #: not label-free peers: the default's own variants and the oracle
 NOT_PEERS = ("default", ORACLE_VIEW, *VARIANTS)
 FASHION = "fashion_mnist"
@@ -210,6 +213,29 @@ def subsample(loaded, max_rows: int | None):
             {**info, "kinds": f"{info['kinds']}; a uniform sample of {max_rows:,} of {n:,} rows"})
 
 
+def _data_decisions(views, k, patch=None) -> list:
+    """The plan's preprocessing and kernel decisions (with the library constants ``patch``)."""
+    with patched(patch or {}):
+        plan = MKKMRK(k).plan(views)
+    return [(d.what, d.value) for d in plan.decisions
+            if d.what.startswith(("preprocessing", "kernels"))]
+
+
+def fit_variants(name, views, y, k, methods, seeds, res) -> None:
+    """The default's variants in ``methods`` not yet in ``res`` (a set's methods), fitted."""
+    default_clustering = MKKMRK(k).plan(views).final_clustering
+    for method in [m for m in methods if m in VARIANTS and m not in res]:
+        rule = method.split(" ", 1)[1]
+        if rule in MULTI_VIEW_RULES and len(views) < 3:
+            continue  # the rule does not apply: the variant is the default itself
+        params, patch = variant_params(rule, len(views), default_clustering)
+        if rule in PLAN_RULES and _data_decisions(views, k, patch) == _data_decisions(views, k):
+            res[method] = {**res["default"], "same_plan": True}
+            continue
+        res[method] = fit_default(views, y, k, seeds, params, patch)[0]
+        print(name, method, res[method]["nmi_mean"], flush=True)
+
+
 def run_dataset(name, loaded, methods, seeds, big) -> dict:
     views, y, info = loaded
     k, n = int(np.unique(y).size), views[0].shape[0]
@@ -220,14 +246,7 @@ def run_dataset(name, loaded, methods, seeds, big) -> dict:
     if "default" in methods:
         res["default"], model = fit_default(views, y, k, seeds)
         print(name, "default", res["default"]["nmi_mean"], flush=True)
-    default_clustering = MKKMRK(k).plan(views).final_clustering
-    for method in [m for m in methods if m in VARIANTS]:
-        rule = method.split(" ", 1)[1]
-        if rule in MULTI_VIEW_RULES and len(views) < 3:
-            continue  # the rule does not apply: the variant is the default itself
-        params, patch = variant_params(rule, len(views), default_clustering)
-        res[method] = fit_default(views, y, k, seeds, params, patch)[0]
-        print(name, method, res[method]["nmi_mean"], flush=True)
+    fit_variants(name, views, y, k, methods, seeds, res)
     if CLASSIC in methods:
         res[CLASSIC] = fit_default(views, y, k, seeds, {"final_step": "spectral"})[0]
     if len(views) > 1:
@@ -571,6 +590,10 @@ def main() -> None:
                         help="add the noise-view check on the multi-view sets")
     parser.add_argument("--resume", action="store_true",
                         help="keep the data sets already in the JSON file")
+    parser.add_argument("--rerun", nargs="*", default=[],
+                        help="with --resume: data sets run again even where the JSON holds "
+                             "them (the rest keep their results; variants added since they "
+                             "ran are fitted and added)")
     parser.add_argument("--report", default=None,
                         help="the Markdown report's path (default results/defaults/"
                              "defaults_wide.md; the JSON beside it)")
@@ -590,7 +613,18 @@ def main() -> None:
     saved = json.loads(raw.read_text()) if args.resume and raw.exists() else {}
     results, cost = saved.get("datasets", {}), saved.get("cost")
     for name in args.datasets:
-        if name in results or (args.no_fashion and name == FASHION):
+        if args.no_fashion and name == FASHION:
+            continue
+        if name in results and name not in args.rerun:
+            if set(VARIANTS) & set(args.methods) - set(results[name]["methods"]):
+                # a variant added since the set ran: fitted and added to the kept results
+                loaded = subsample(load(name, args.data_dir), args.max_rows)
+                views, y, _ = loaded
+                fit_variants(name, views, y, int(np.unique(y).size), args.methods,
+                             results[name]["methods"].get("default", {}).get("n_seeds",
+                                                                              args.seeds),
+                             results[name]["methods"])
+                raw.write_text(json.dumps({"datasets": results, "cost": cost}, indent=1))
             continue
         loaded = load(name, args.data_dir)
         if loaded is not None:

@@ -18,7 +18,8 @@ import scipy.sparse as sp
 from .exceptions import PrecisionWarning
 
 __all__ = ["ColumnScaling", "column_scaling", "column_offset", "preprocess", "view_sample",
-           "two_valued", "presence_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS"]
+           "two_valued", "presence_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "SAMPLE_ROWS",
+           "SPARSE_MIN_ZEROS"]
 
 #: rows of the sample the data-driven choices read (fixed seed: they depend on the data only)
 SAMPLE_ROWS = 2000
@@ -37,6 +38,12 @@ SCALE_SPREAD_LIMIT = 10.0
 #: reads zero). Centring changes what the angles between rows say (a non-negative view's
 #: dictionary reads them), so below that limit the view is kept as given
 OFFSET_LIMIT = 1e5
+#: share of zero entries from which a dense non-negative view is read as a sparse one would
+#: be (counts or weights of many possible items, a few in each row: words in documents, a
+#: node's links), whatever its storage: its columns share a unit, and a rare column's small
+#: standard deviation is its rate, not its unit (standardised, a text of word counts lost
+#: most of its clusters to its rarest words, issue 76)
+SPARSE_MIN_ZEROS = 0.9
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,8 @@ def view_sample(view: Any) -> Any:
 def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, str]:
     """Whether the columns of ``view`` are standardised, and why, from a sample of its rows.
 
-    Sparse views of counts or weights are kept as given: their columns share a unit. Views of
+    Sparse views of counts or weights are kept as given: their columns share a unit; so are
+    dense non-negative views of at least :data:`SPARSE_MIN_ZEROS` zero entries. Views of
     binary columns (flags, one-hot factors, which words a document holds; sparse or dense)
     share one too, a presence, and are kept as given unless the columns' rates differ so much
     that the common ones decide every distance: where the root mean squares ``sqrt(p)`` of
@@ -105,7 +113,12 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     varying = _varying(std)
     if not varying.any():
         return ColumnScaling("none"), "no column varies"
-    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
+    zeros = 1.0 - np.count_nonzero(rows) / max(rows.size, 1)
+    if zeros >= SPARSE_MIN_ZEROS and float(rows.min()) >= 0 and not _binary(rows, varying):
+        return ColumnScaling("none"), (
+            f"non-negative and {zeros:.0%} zero entries (>= {SPARSE_MIN_ZEROS:.0%}: counts or "
+            "weights of many items, read as sparse ones): kept as given")
+    binary = _binary_columns(rows, varying)
     if np.array_equal(binary, varying):
         return presence_scaling(rows)
     spread = _spread(std[varying])
@@ -131,6 +144,16 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
             f"the columns' standard deviations spread by {spread:.3g}x (> "
             f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
+
+
+def _binary_columns(rows: np.ndarray, varying: np.ndarray) -> np.ndarray:
+    """The varying columns of a dense sample that take only the values 0 and 1."""
+    return np.all((rows == 0) | (rows == 1), axis=0) & varying
+
+
+def _binary(rows: np.ndarray, varying: np.ndarray) -> bool:
+    """Whether every varying column of a dense sample is binary (the presence rule's data)."""
+    return bool(np.array_equal(_binary_columns(rows, varying), varying))
 
 
 def _spread(scales: np.ndarray) -> float:

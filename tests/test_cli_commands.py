@@ -342,3 +342,16 @@ def test_reproduce_takes_the_simple_mkkm_column(digits_npz: Path, tmp_path: Path
     parse = build_parser().parse_args
     assert parse(["reproduce"]).methods == list(METHODS)  # Table 2 by default
     assert parse(["reproduce", "--methods", "all"]).methods == ["all"]
+
+
+def test_equal_weights_are_not_called_a_selection():
+    # "4 of 4 kernels selected" claimed a choice where every kernel kept the same weight
+    from mkrk_dask.cli.demo import explain
+
+    scores = {"acc": 0.5, "nmi": 0.5, "purity": 0.5}
+    names = ["cosine", "g0.5", "g1", "g2"]
+    equal = " ".join(explain(scores, np.full(4, 0.25), names, 1.0))
+    assert "4 kernels keep equal weights: none was selected" in equal
+    assert "of 4 kernels have a weight" not in equal
+    chosen = " ".join(explain(scores, np.array([0.7, 0.1, 0.1, 0.1]), names, 2.0**-6))
+    assert "of 4 kernels have a weight" in chosen and "keep equal weights" not in chosen

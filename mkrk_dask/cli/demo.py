@@ -62,8 +62,12 @@ def explain(scores: dict[str, float], weights: np.ndarray, names: list[str],
         mark = "" if weights[p] >= stats["threshold"] else "  (below the threshold)"
         lines.append(f"  {names[p]:<22s} {weights[p]:.4f}  {bar}{mark}")
     share = 100 * stats["top_share"]
+    # equal weights select nothing: "N of N selected" would claim a choice no one made
+    equal = stats["effective"] >= stats["n_kernels"] * (1 - 1e-9)
     lines += [
         "",
+        f"the {stats['n_kernels']} kernels keep equal weights: none was selected over "
+        "another;" if equal else
         f"{stats['n_selected']} of {stats['n_kernels']} kernels have a weight >= "
         f"{stats['threshold']:g} (selected); the top {stats['top']} carry {share:.0f}% of "
         f"the weight;",

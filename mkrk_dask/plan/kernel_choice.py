@@ -1,7 +1,8 @@
 """The default kernels (``kernels="auto"``): each view's geometry, read from a sample of its
 rows (:func:`view_geometry`), and the kernels of that geometry (:func:`auto_kernels`): the
 cosine and Gaussians at :data:`WIDTHS` times the median pairwise distance, Euclidean or of the
-angle between rows; for data with negative values the cosine of the rows lifted by
+angle between rows (only the cosine where most pairs of rows share no non-zero column); for
+data with negative values the cosine of the rows lifted by
 :data:`LIFT` times their median length (:func:`median_length`). Also whether kernels are as
 smooth as the default's (:func:`smooth_kernels`, which the solver choice and the Nystrom
 warning read), and the refusal of a width relative to a median distance of zero."""
@@ -17,7 +18,7 @@ from ..kernel_evaluation import WIDTHED_FAMILIES
 from ..kernels import KernelSpec, row_sq_norms
 
 #: the default kernels' geometries (:func:`auto_kernels`)
-GEOMETRIES = ("signed", "euclidean", "measurements", "angular", "mixed", "column")
+GEOMETRIES = ("signed", "euclidean", "measurements", "angular", "mixed", "column", "disjoint")
 #: a view with negative values gets the cosine of its rows lifted by one more coordinate of
 #: this many times their median length, ``[x, LIFT * median |x|]``: the normalised linear
 #: kernel with offset ``a = (LIFT * median |x|)^2``. Rows far from the arbitrary origin keep
@@ -49,7 +50,10 @@ def view_geometry(rows: Any) -> tuple[str, str]:
     ``"measurements"`` (Euclidean Gaussians, the cosine and one Gaussian of the angle) for
     other non-negative rows of different directions: lengths, weights, concentrations rarely
     read zero, and both their size and their proportions are information; ``"euclidean"``
-    (the cosine kernel and Euclidean Gaussians) otherwise; ``"column"`` (Euclidean Gaussians
+    (the cosine kernel and Euclidean Gaussians) otherwise; ``"disjoint"`` (the cosine kernel
+    alone) for non-negative rows of which at least half the pairs share no non-zero column
+    (:func:`disjoint_share`: links, rare words), where the median angle is a right angle;
+    ``"column"`` (Euclidean Gaussians
     alone) for a view of one column, where the cosine kernel only tells signs apart (data
     with negative values: it cut a group at the origin, ``blobs:1`` of
     ``benchmarks/results/defaults/graph_lanczos_18b1997.md``) or zeros from the rest. With
@@ -73,6 +77,13 @@ def view_geometry(rows: Any) -> tuple[str, str]:
     if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
         return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
                              "cosine and Euclidean Gaussians")
+    # rows with non-zeros in more than half of the columns always share one
+    disjoint = disjoint_share(rows) if zeros >= 0.5 else 0.0
+    if disjoint >= DISJOINT_MIN_SHARE:
+        return "disjoint", (f"{disjoint:.0%} of the pairs of sampled rows share no non-zero "
+                            "column (links, rare items): the median angle is a right angle, "
+                            "so a Gaussian of the angle at a multiple of it tells little but "
+                            "whether two rows share a column: the cosine kernel alone")
     if zeros < ANGULAR_MIN_ZEROS:
         return "measurements", (f"non-negative measurements ({zeros:.0%} zero entries, fewer "
                                 f"than {ANGULAR_MIN_ZEROS:.0%}): Euclidean Gaussians for their "
@@ -81,6 +92,32 @@ def view_geometry(rows: Any) -> tuple[str, str]:
     return "angular", (f"intensities or counts (non-negative, {zeros:.0%} zero entries: a row's "
                        "length is mostly its overall level): cosine and Gaussians of the angle "
                        "between rows")
+
+
+#: share of the pairs of rows that share no non-zero column from which a non-negative view gets
+#: the cosine kernel alone: one half, where the median angle, the Gaussians' unit, is a right
+#: angle (a Gaussian of the angle then mostly tells whether two rows share a column at all;
+#: on a citation graph's link views such Gaussians took the fit from 19 NMI to 1, issue 76)
+DISJOINT_MIN_SHARE = 0.5
+#: rows of the sample :func:`disjoint_share` reads (their pairs: about 125,000)
+DISJOINT_SAMPLE_ROWS = 500
+
+
+def disjoint_share(rows: Any) -> float:
+    """The share of the pairs of (the first :data:`DISJOINT_SAMPLE_ROWS` of) the sampled rows
+    that share no non-zero column: the pairs at a right angle, for non-negative rows. Where it
+    reaches one half, so does the median angle. Read from the rows' patterns of non-zeros
+    as a sparse product, cheap for the sparse rows it can be large for (rows with non-zeros
+    in more than half of the columns always share one)."""
+    head = rows[:DISJOINT_SAMPLE_ROWS]
+    pattern = sp.csr_matrix(head != 0, dtype=np.float64)
+    s = pattern.shape[0]
+    if s < 2:
+        return 0.0
+    shared = (pattern @ pattern.T).tocsr()
+    shared.setdiag(0)
+    shared.eliminate_zeros()
+    return 1.0 - shared.nnz / (s * (s - 1))
 
 
 def median_length(rows: Any) -> float:
@@ -98,7 +135,8 @@ _GAUSSIANS = {"signed": (("gaussian", WIDTHS),),
               "measurements": (("gaussian", WIDTHS), ("angular", (1.0,))),
               "angular": (("angular", WIDTHS),),
               "mixed": (("gaussian", WIDTHS), ("angular", WIDTHS)),
-              "column": (("gaussian", WIDTHS),)}
+              "column": (("gaussian", WIDTHS),),
+              "disjoint": ()}
 #: geometries without the cosine kernel
 _NO_COSINE = ("column",)
 
