@@ -1,7 +1,8 @@
 """The default's final graph at several anchor caps: quality and cost, in one run.
 
 The default refines its k-means partition by spectral clustering on the anchor graph of the
-final rows, with at most :data:`mkrk_dask.plan.GRAPH_ANCHORS` anchors (one per two rows).
+final rows, with at most :data:`mkrk_dask.plan.final_choice.GRAPH_ANCHORS` anchors (one per two
+rows).
 Below twice the cap every row pair has its anchor and the cap does nothing; above it the
 cap decides how finely the graph follows the rows, and what the graph costs. This benchmark
 fits ``MKKMRK(k)`` on the data sets with more rows than twice the smallest cap, for each cap
@@ -10,8 +11,8 @@ the graph stage's time (``timings_["graph"]``) and its share of the rest of the 
 issue 48 budget: what the default adds on top of one MKKM-RK fit costs at most as much as
 that fit). Caps are interleaved within each seed, so that each sees the same load.
 
-It sets the module constant ``mkrk_dask.plan.GRAPH_ANCHORS`` for each cap (the plan reads
-it when it is made; it is no parameter of the estimator).
+It sets the module constant ``mkrk_dask.plan.final_choice.GRAPH_ANCHORS`` for each cap (the plan
+reads it when it is made; it is no parameter of the estimator).
 
 Usage::
 
@@ -39,7 +40,7 @@ import warnings
 
 import numpy as np
 
-import mkrk_dask.plan as plan_module
+import mkrk_dask.plan.final_choice as plan_module
 from mkrk_dask import MKKMRK
 
 from _common import dataset_seed_parser, now, positive_args, write_report
