@@ -30,7 +30,7 @@ FINAL_STEPS = ("features", "spectral")
 #: the estimators' ``final_step``: one of the steps, or ``"auto"`` (every candidate of both
 #: kinds, the partition that agrees most with the others kept)
 FINAL_STEP_CHOICES = ("auto", *FINAL_STEPS)
-#: how the final rows are partitioned (:func:`mkrk_dask.estimators._final.uses_graph`)
+#: how the final rows are partitioned (:class:`mkrk_dask.estimators._final.FinalPartition`)
 FINAL_CLUSTERINGS = ("auto", "graph", "kmeans")
 #: the anchor graph's distances between rows
 GRAPH_GEOMETRIES = ("auto", "angular", "euclidean")

@@ -386,3 +386,33 @@ def test_the_embedding_is_the_first_h_step_where_the_weights_stay(lam, weights_m
     text = model.plan_.cost["eigendecompositions"]
     assert "none where the weights stay: the first is made at rank 12" in text
     assert "rank" not in at_k.plan_.cost["eigendecompositions"]
+
+
+@pytest.mark.parametrize("clustering", ["auto", "kmeans"])
+def test_the_final_stage_is_one_object_whose_result_the_fit_keeps(clustering):
+    """FinalPartition, run on the loop's result, returns one frozen FinalResult: the fit's
+    labels, centres and graph verdict; the FittedRecord's attributes are the fit's."""
+    import dataclasses
+
+    from mkrk_dask._threads import local_threads
+    from mkrk_dask.estimators._final import FinalPartition, FinalResult
+
+    model = MKKMRK(10, final_clustering=clustering, random_state=0).fit(X)
+    twin = MKKMRK(10, final_clustering=clustering, random_state=0)
+    backend, _ = twin.build_backend(X)
+    with backend:
+        with local_threads(backend.compute_threads()):
+            loop = twin.solve(backend, twin.plan_.n_components)
+        final = FinalPartition(twin.plan_, 10, twin.n_init, 0).run(backend, loop)
+    assert isinstance(final, FinalResult)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        final.labels = None
+    np.testing.assert_array_equal(final.labels, model.labels_)
+    np.testing.assert_array_equal(final.centres, model.cluster_centers_)
+    np.testing.assert_array_equal(final.embedding, model.embedding_)
+    verdict = final.verdict
+    assert verdict.clustering == model.final_clustering_
+    assert verdict.agreement == model.final_graph_agreement_
+    assert (verdict.graph is None) == (model.final_graph_ is None)
+    assert verdict.reason.startswith("graph" if verdict.graph is not None else "k-means")
+    assert [stage for stage, _ in final.marks][:3] == ["embedding", "kmeans", "graph"]

@@ -41,16 +41,14 @@ from ..backends.construction import refuse_precomputed
 from ..choices import BACKENDS, SOLVERS
 from ..cluster import is_client
 from ..exceptions import NystromApproximationWarning
-from ..kernels import KernelSpec
 from ..plan import (
     PREPROCESSING_CHOICES,
     FitPlan,
     backend_settings,
     make_plan,
-    reference_inits,
 )
 from ..precomputed import check_precomputed, kernel_stack
-from ..solver import IterationInfo, SolverResult, selected_kernels
+from ..solver import IterationInfo, SolverResult
 from ..validation import (
     MAX_N_INIT,
     TOL_MODES,
@@ -63,13 +61,9 @@ from ..validation import (
 )
 from ..view_agreement import agreement_weights
 from ..views import default_view_names, split_named_views
-from ._final import (
-    FINAL_CLUSTERINGS,
-    final_embedding,
-    graph_partition,
-    kmeans_partition,
-)
+from ._final import FINAL_CLUSTERINGS, FinalPartition
 from ._out_of_sample import OutOfSampleMixin
+from ._record import FittedRecord
 from ._summary import SummaryMixin
 
 __all__ = ["MultipleKernelKMeans", "SOLVERS"]
@@ -337,7 +331,8 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
             with progress.stage(f"{name} kernels"):
                 backend = self._checked_backend(plan, data)
             mark("build")
-            k, n_init = self.n_clusters, self.n_init
+            k = self.n_clusters
+            final_stage = FinalPartition(plan, k, self.n_init, self.random_state, name)
             with backend:
                 with local_threads(backend.compute_threads()):
                     with progress.stage(f"{name} weights"):
@@ -347,54 +342,21 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
                             result, agreement = _agreement_result(backend, result, k,
                                                                   self.random_state)
                     mark("loop")
-                    with progress.stage(f"{name} embedding"):
-                        top, rows = final_embedding(plan, backend, result)
-                    mark("embedding")
-                    with progress.stage(f"{name} final k-means"):
-                        first = reference_inits(plan.final_clustering, n_init)
-                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=first,
-                                                  random_state=self.random_state)
-                    mark("kmeans")
-                # The small map of new rows to H that predict/transform use, where one exists.
-                row_map = backend.row_map(top)
+                final = final_stage.run(backend, result)
+                clock.extend(final.marks)
                 approximation = backend.approximation(result.weights)
-                with progress.stage(f"{name} anchor graph"):
-                    labels, graph = graph_partition(plan, rows, labels, n_clusters=k,
-                                                    n_init=n_init,
-                                                    random_state=self.random_state)
-                mark("graph")
-                if graph["final_clustering_"] == "kmeans" and first < n_init:
-                    with progress.stage(f"{name} final k-means"):
-                        labels = kmeans_partition(plan, rows, n_clusters=k, n_init=n_init,
-                                                  random_state=self.random_state)
-                    mark("kmeans")
-                centres = None
-                if row_map is not None:  # the centres predict uses (feature input)
-                    centres, labels, polished = self._final_centres(
-                        rows, labels, plan.final_step, graph["final_graph_"] is not None)
                 # the kernel k-means objective of the final labels, from the backend's kernels
                 with progress.stage(f"{name} inertia"):
-                    inertia = kernel_inertia(backend, result.weights, labels, k)
+                    inertia = kernel_inertia(backend, result.weights, final.labels, k)
                 mark("inertia")
             # Only now, the backend's checks passed (leaving the block waited for them).
             mark("finish")
-        self.plan_ = plan
-        self.final_step_ = plan.final_step
-        self.n_components_ = int(rows.shape[1])
-        self.feature_scale_ = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
-                               if plan.final_step == "features" else None)
-        for name, value in graph.items():
-            setattr(self, name, value)
-        self._set_fitted(result, rows, backend.kernel_specs, labels, plan)
-        if centres is not None:
-            self._set_out_of_sample(row_map, centres, polished)
-        self.inertia_ = inertia
-        if agreement is not None:
-            self.view_weights_ = agreement.view_weights
-            self.view_agreement_ = agreement.agreement
-        self._set_approximation(approximation, result, plan)
         mark("finish")
-        self.timings_.update(_stage_seconds(clock))
+        record = FittedRecord(plan=plan, loop=result, final=final, specs=backend.kernel_specs,
+                              inertia=inertia, view_agreement=agreement,
+                              approximation=approximation,
+                              timings={**result.timings, **_stage_seconds(clock)})
+        self._set_fitted(record)
         return self
 
     def _clear_fitted(self) -> None:
@@ -404,50 +366,33 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
         for name in [a for a in vars(self) if a.endswith("_") and not a.startswith("__")]:
             delattr(self, name)
 
-    def _set_approximation(self, report: Any, result: Any, plan: FitPlan) -> None:
-        """What an approximate backend misses of every kernel and of ``K_w``; warn if more
-        than the plan allows (``plan.missed_warning``)."""
-        if report is None:
+    def _set_fitted(self, record: FittedRecord) -> None:
+        """Every fitted attribute, in one place: the record's
+        (:meth:`~mkrk_dask.estimators._record.FittedRecord.attributes`), then the method's
+        own; warn where an approximate backend misses more than the plan allows."""
+        for name, value in record.attributes().items():
+            setattr(self, name, value)
+        self._set_method_fitted(record.loop)
+        self._warn_approximation(record)
+
+    def _warn_approximation(self, record: FittedRecord) -> None:
+        """Warn if an approximate backend misses more of ``K_w`` than the plan allows
+        (``plan.missed_warning``), naming the kernels it misses most of."""
+        report, result = record.approximation, record.loop
+        if report is None or report.missed_fraction <= record.plan.missed_warning:
             return
         residual, missed = report.residual_fractions, report.missed_fraction
-        self.nystrom_residual_ = residual
-        self.nystrom_missed_fraction_ = missed
-        self.nystrom_ranks_ = report.ranks
-        if missed > plan.missed_warning:
-            share = result.weights**2 * residual * result.traces
-            worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
-            names = ", ".join(f"{self.kernel_names_[p]} ({residual[p]:.0%} of its trace)"
-                              for p in worst)
-            warnings.warn(
-                f"the Nystrom factors miss {missed:.0%} of the trace of the learned combined "
-                f"kernel, mostly of {names}; the H-step did not see that part, so the "
-                "weights and labels can differ from the exact solution's. Give these kernels "
-                "more landmarks (backend_options={'n_landmarks': ...} accepts one count per "
-                "kernel), or use solver='exact' or 'blockwise' if n allows.",
-                NystromApproximationWarning, stacklevel=3)
-
-    def _set_fitted(self, result: SolverResult, embedding: np.ndarray,
-                    specs: list[KernelSpec] | None, labels: np.ndarray, plan: FitPlan) -> None:
-        self.weights_ = result.weights
-        self.embedding_ = embedding
-        self.objective_history_ = result.objective_history
-        self.n_iter_ = result.n_iter
-        self.converged_ = result.converged
-        self.traces_ = result.traces
-        self.timings_ = dict(result.timings)
-        self.selected_kernels_ = selected_kernels(result.weights)
-        self.kernels_ = specs
-        self.kernel_names_ = ([s.name for s in specs] if specs is not None
-                              else [f"K{p}" for p in range(len(result.weights))])
-        self.solver_ = plan.solver
-        self.dtype_ = plan.dtype
-        if plan.decision("solver").auto:
-            reason = plan.decision("solver").reason
-            if plan.solver == "nystrom" and plan.decision("dtype").auto:
-                reason += f"; dtype='auto': {plan.decision('dtype').reason}"
-            self.solver_reason_ = reason
-        self._set_method_fitted(result)
-        self.labels_ = labels
+        share = result.weights**2 * residual * result.traces
+        worst = [p for p in np.argsort(-share) if share[p] > 0.1 * share.max()]
+        names = ", ".join(f"{self.kernel_names_[p]} ({residual[p]:.0%} of its trace)"
+                          for p in worst)
+        warnings.warn(
+            f"the Nystrom factors miss {missed:.0%} of the trace of the learned combined "
+            f"kernel, mostly of {names}; the H-step did not see that part, so the "
+            "weights and labels can differ from the exact solution's. Give these kernels "
+            "more landmarks (backend_options={'n_landmarks': ...} accepts one count per "
+            "kernel), or use solver='exact' or 'blockwise' if n allows.",
+            NystromApproximationWarning, stacklevel=4)
 
     def _set_method_fitted(self, result: SolverResult) -> None:  # noqa: B027 - optional hook
         """The method's own fitted attributes."""

@@ -13,9 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from ..assignment import (
-    cluster_means,
     graph_rows,
-    lloyd_centres,
     nearest_centre,
     within_cluster_loss,
 )
@@ -96,43 +94,9 @@ def lazy_rows(model: Any, method: str | Any, X: Any, n_columns: int | tuple | No
 
 class OutOfSampleMixin:
     """What :class:`~mkrk_dask.estimators._base.MultipleKernelKMeans` needs to map new points:
-    the fit calls :meth:`_set_out_of_sample`; ``transform`` and ``predict`` read what it
-    kept (feature input only)."""
-
-    def _final_centres(self, embedding: np.ndarray, labels: np.ndarray, step: str,
-                       graph: bool) -> tuple[np.ndarray, np.ndarray, int]:
-        """The learned centres of the final rows: ``(centres, labels, n_changed)``.
-
-        The means of the unit-length rows of H per cluster, polished by Lloyd steps to a
-        fixed point (a border row whose label moves, which k-means run to convergence leaves
-        at zero, is counted), so that ``predict`` on the training data gives ``labels_``.
-        ``graph``: the final anchor graph partitioned the rows; its partition stays as it is
-        (Lloyd steps would pull it back towards convex clusters): its centres are the
-        clusters' means of the final rows.
-        """
-        if graph:
-            return cluster_means(embedding, np.asarray(labels), self.n_clusters,
-                                 step=step), labels, 0
-        return lloyd_centres(embedding, labels, self.n_clusters, step=step)
-
-    def _set_out_of_sample(self, row_map: Any, centres: np.ndarray, changed: int) -> None:
-        """Keep the map of new rows to H (``row_map_``) and the learned centres (of
-        :meth:`_final_centres`)."""
-        if row_map is None:
-            return
-        self.cluster_centers_ = centres
-        self.n_labels_polished_ = changed
-        self.row_map_ = row_map
-        if self.solver_ == "nystrom":
-            # The Nystrom map also predicts by itself (a saved model needs nothing else),
-            # where the centres decide (not the final graph's partition).
-            row_map.centres = centres if getattr(self, "final_graph_", None) is None else None
-            row_map.feature_scale = self.feature_scale_
-            row_map.n_labels_polished = changed
-            self.nystrom_model_ = row_map
-            # for summary(), and kept by a saved model (the row map's info is not)
-            self.nystrom_max_components_ = row_map.info.get("max_components")
-            self.nystrom_factors_storage_ = row_map.info.get("factors_storage")
+    ``transform`` and ``predict`` read what the fit's final stage kept (``row_map_``,
+    ``cluster_centers_``, ``final_graph_``: :class:`~mkrk_dask.estimators._final.FinalPartition`;
+    feature input only)."""
 
     def _out_of_sample_views(self, X: Any) -> list:
         check_is_fitted(self)
