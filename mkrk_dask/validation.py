@@ -5,8 +5,11 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 
 from __future__ import annotations
 
+import functools
+import inspect
 import numbers
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,7 +23,8 @@ __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_cluste
            "check_lambda", "check_choice", "check_int", "is_multiview", "is_lazy",
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
            "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS",
-           "check_numeric_columns"]
+           "check_numeric_columns", "check_constraints", "Phrased", "ListOf",
+           "constrained"]
 
 
 
@@ -272,6 +276,40 @@ def check_numeric_columns(X: Any) -> None:
                          f"pandas.get_dummies; a date as a number) or leave {it} out")
 
 
+class Phrased:
+    """A parameter's constraints with the words its error gives, where those
+    :func:`_describe` makes of them would read worse or differ from the documented ones
+    (``Phrased("an integer >= 1 or None", None, Interval(Integral, 1, None, closed="left"))``).
+    """
+
+    def __init__(self, words: str, *constraints: Any) -> None:
+        self.words, self.constraints = words, list(constraints)
+
+    def __repr__(self) -> str:
+        return f"Phrased({self.words!r}, {', '.join(map(repr, self.constraints))})"
+
+
+class ListOf:
+    """A constraint: a non-empty list, tuple or array whose every entry satisfies
+    ``constraint`` (bools are no numbers here either)."""
+
+    def __init__(self, constraint: Any) -> None:
+        self.constraint = constraint
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        from sklearn.utils._param_validation import make_constraint
+
+        if not isinstance(value, list | tuple | np.ndarray) or (
+                isinstance(value, np.ndarray) and value.ndim == 0) or len(value) == 0:
+            return False
+        made = make_constraint(self.constraint)
+        return all(not isinstance(v, bool | np.bool_) and made.is_satisfied_by(v)
+                   for v in value)
+
+    def __repr__(self) -> str:
+        return f"ListOf({self.constraint!r})"
+
+
 def _describe(constraint: Any) -> str:
     """A constraint of ``_parameter_constraints`` in words."""
     from numbers import Integral
@@ -280,6 +318,8 @@ def _describe(constraint: Any) -> str:
 
     if constraint is None:
         return "None"
+    if isinstance(constraint, ListOf):
+        return f"a non-empty list of {_describe(constraint.constraint)}"
     if isinstance(constraint, StrOptions):
         return f"one of {tuple(sorted(constraint.options, key=lambda o: (o != 'auto', o)))}"
     if isinstance(constraint, Interval):
@@ -299,30 +339,62 @@ def _describe(constraint: Any) -> str:
     if isinstance(constraint, HasMethods):
         return "a Client"
     if isinstance(constraint, type):
-        return {str: "a string", list: "a list", tuple: "a tuple", dict: "a dict"}.get(
-            constraint, f"a {constraint.__name__}")
-    return {"boolean": "a bool", "random_state": "an int, a RandomState or None",
+        return {str: "a string", list: "a list", tuple: "a tuple", dict: "a dict",
+                bool: "True or False"}.get(constraint, f"a {constraint.__name__}")
+    return {"boolean": "True or False", "random_state": "an int, a RandomState or None",
             "verbose": "an int >= 0", "array-like": "an array"}.get(constraint, str(constraint))
 
 
-def check_constraints(params: dict[str, Any], constraints: dict[str, list]) -> None:
-    """Every parameter against its constraints (an estimator's ``_parameter_constraints``):
-    the one place a parameter's type and range are checked. The error names the parameter,
-    what it must be and what it got, in one line."""
+def check_constraints(params: dict[str, Any], constraints: dict[str, Any]) -> None:
+    """Every parameter against its constraints: the one place a parameter's type and range
+    are checked, for the estimators (``_parameter_constraints``, as scikit-learn's), the
+    backends' options and the dense methods. ``constraints`` maps a parameter to a list of
+    the values it may take (any one will do: scikit-learn's constraints, :class:`ListOf`),
+    or to a :class:`Phrased` list. The error names the parameter, what it must be and what
+    it got, in one line (an ``InvalidParameterError``: a ValueError and a TypeError)."""
     from sklearn.utils._param_validation import Interval, InvalidParameterError, make_constraint
 
     for name, allowed in constraints.items():
         if name not in params or allowed == "no_validation":
             continue
         value = params[name]
-        made = [make_constraint(c) for c in allowed]
+        words = allowed.words if isinstance(allowed, Phrased) else None
+        allowed = allowed.constraints if isinstance(allowed, Phrased) else allowed
+        made = [c if isinstance(c, ListOf) else make_constraint(c) for c in allowed]
         # a bool is no number here (scikit-learn's Interval takes True for 1)
         if any(c.is_satisfied_by(value) and not (isinstance(value, bool)
                                                  and isinstance(c, Interval)) for c in made):
             continue
-        shown = [_describe(c) for c in allowed if c not in (np.dtype,)]
-        raise InvalidParameterError(f"{name} must be {' or '.join(dict.fromkeys(shown))}, "
-                                    f"got {value!r}")
+        if words is None:
+            shown = [_describe(c) for c in allowed if c not in (np.dtype,)]
+            words = " or ".join(dict.fromkeys(shown))
+        raise InvalidParameterError(f"{name} must be {words}, got {_shown(value)}")
+
+
+def constrained(constraints: dict[str, Any]) -> Callable[[Callable], Callable]:
+    """A function's parameters declared once, as an estimator's ``_parameter_constraints``:
+    the decorated function checks its arguments (given or default) by
+    :func:`check_constraints` before it runs, and keeps the constraints as its
+    ``_parameter_constraints``."""
+    def decorate(func: Callable) -> Callable:
+        signature = inspect.signature(func)
+
+        @functools.wraps(func)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            check_constraints(bound.arguments, constraints)
+            return func(*args, **kwargs)
+
+        checked._parameter_constraints = constraints  # type: ignore[attr-defined]
+        return checked
+    return decorate
+
+
+def _shown(value: Any) -> str:
+    """A value as an error quotes it: its repr, cut to one short line."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else f"{text[:77]}..."
 
 
 def check_n_clusters(n_clusters: Any, n_samples: int) -> int:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, fields
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..choices import DTYPE_CHOICES, STORE_DTYPES  # noqa: F401 - re-exported
 from ..landmarks import DEFAULT_RANK_TOL, DEFAULT_REL_FLOOR, LANDMARK_METHODS
+from ..validation import ListOf, Phrased, check_constraints
 
 __all__ = ["ExactOptions", "BlockwiseOptions", "NystromOptions", "BackendOptions",
            "make_options", "option_names", "SOLVER_OPTIONS", "PRODUCTS", "EIGEN_METHODS",
@@ -50,34 +53,14 @@ KERNEL_ENTRY_PRODUCTS = 100
 EXACT_DISSIMILARITY_BUDGET = 1e11
 
 
-def _choice(name: str, value: Any, allowed: tuple[str, ...]) -> None:
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+def _at_least(minimum: int) -> Interval:
+    return Interval(Integral, minimum, None, closed="left")
 
 
-def _integer(name: str, value: Any, minimum: int, allow_none: bool = False,
-             allow_auto: bool = False) -> None:
-    if (value is None and allow_none) or (allow_auto and isinstance(value, str)
-                                          and value == "auto"):
-        return
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        if allow_auto:
-            allowed = "'auto', None or " if allow_none else "'auto' or "
-            raise ValueError(f"{name} must be {allowed}an integer >= {minimum}, got {value!r}")
-        raise ValueError(f"{name} must be an integer >= {minimum}"
-                         f"{' or None' if allow_none else ''}, got {value!r}")
-
-
-def _real(name: str, value: Any, *, positive: bool) -> None:
-    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-            or not math.isfinite(value) or value < 0 or (positive and value == 0)):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, "
-                         f"got {value!r}")
-
-
-def _flag(name: str, value: Any) -> None:
-    if not isinstance(value, bool | np.bool_):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
+def _check(options: Any) -> None:
+    """Every field of ``options`` against its class's ``_parameter_constraints``."""
+    check_constraints({f.name: getattr(options, f.name) for f in fields(options)},
+                      options._parameter_constraints)
 
 
 @dataclass(frozen=True)
@@ -101,9 +84,13 @@ class ExactOptions:
     eigen_method: str = "auto"
     copy: bool = True
 
+    _parameter_constraints: ClassVar[dict] = {
+        "eigen_method": [StrOptions(set(EIGEN_METHODS))],
+        "copy": ["boolean"],
+    }
+
     def __post_init__(self) -> None:
-        _choice("eigen_method", self.eigen_method, EIGEN_METHODS)
-        _flag("copy", self.copy)
+        _check(self)
 
 
 @dataclass(frozen=True)
@@ -122,10 +109,15 @@ class _StoreOptions:
     dtype: str = "float64"
     overwrite: bool = False
 
+    _parameter_constraints: ClassVar[dict] = {
+        "chunk_size": Phrased("an integer >= 1 or None", None, _at_least(1)),
+        "dtype": [StrOptions(set(STORE_DTYPES))],
+        "overwrite": ["boolean"],
+    }
+
     def __post_init__(self) -> None:
-        _integer("chunk_size", self.chunk_size, 1, allow_none=True)
-        object.__setattr__(self, "dtype", dtype_name(self.dtype))
-        _flag("overwrite", self.overwrite)
+        object.__setattr__(self, "dtype", _dtype_name(self.dtype))
+        _check(self)
 
 
 def _is_dtype(value: Any) -> bool:
@@ -140,9 +132,14 @@ def dtype_name(value: Any, allowed: tuple[str, ...] = STORE_DTYPES) -> str:
     """The storage precision ``value`` names (a name, a numpy type or dtype), checked against
     ``allowed``: :data:`STORE_DTYPES` for a store, :data:`DTYPE_CHOICES` (``"auto"`` too) for
     the ``dtype`` of ``backend_options``, which the plan resolves."""
-    name = np.dtype(value).name if _is_dtype(value) else value
-    _choice("dtype", name, allowed)
+    name = _dtype_name(value)
+    check_constraints({"dtype": name}, {"dtype": [StrOptions(set(allowed))]})
     return name
+
+
+def _dtype_name(value: Any) -> Any:
+    """The name of the dtype ``value`` is, or ``value`` as it is."""
+    return np.dtype(value).name if _is_dtype(value) else value
 
 
 @dataclass(frozen=True)
@@ -161,13 +158,14 @@ class BlockwiseOptions(_StoreOptions):
     eigen_oversample: int = 10
     eigen_max_restarts: int = 100
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        _choice("products", self.products, PRODUCTS)
-        _real("eigen_tol", self.eigen_tol, positive=True)
-        _integer("eigen_depth", self.eigen_depth, 1)
-        _integer("eigen_oversample", self.eigen_oversample, 0)
-        _integer("eigen_max_restarts", self.eigen_max_restarts, 1)
+    _parameter_constraints: ClassVar[dict] = {
+        **_StoreOptions._parameter_constraints,
+        "products": [StrOptions(set(PRODUCTS))],
+        "eigen_tol": [Interval(Real, 0, None, closed="neither")],
+        "eigen_depth": Phrased("an integer >= 1", _at_least(1)),
+        "eigen_oversample": [_at_least(0)],
+        "eigen_max_restarts": Phrased("an integer >= 1", _at_least(1)),
+    }
 
 
 @dataclass(frozen=True)
@@ -237,38 +235,33 @@ class NystromOptions(_StoreOptions):
     exact_dissimilarity_max_n: Any = "auto"
     local_threshold: float = 0.01
 
+    _parameter_constraints: ClassVar[dict] = {
+        **_StoreOptions._parameter_constraints,
+        "n_landmarks": Phrased("an integer >= 1 or a non-empty list of them", _at_least(1),
+                               ListOf(_at_least(1))),
+        "landmarks": [StrOptions(set(LANDMARK_METHODS))],
+        "rel_floor": [Interval(Real, 0, None, closed="neither")],
+        "rank_tol": Phrased("< 1 and a finite number >= 0",
+                            Interval(Real, 0, 1, closed="left")),
+        "max_components": Phrased("'auto', None or an integer >= 1", StrOptions({"auto"}),
+                                  None, _at_least(1)),
+        # inf passes, as it always has (a number >= 1)
+        "landmark_oversampling": Phrased("'auto', None or a number >= 1",
+                                         StrOptions({"auto"}), None,
+                                         Interval(Real, 1, None, closed="both")),
+        "store_factors": Phrased("'auto', True or False", StrOptions({"auto"}), bool),
+        "exact_distance_max_n": [_at_least(0)],
+        "blas_threads": Phrased("an integer >= 1 or None", None, _at_least(1)),
+        "diagonal_correction": ["boolean"],
+        "exact_dissimilarity_max_n": Phrased("'auto' or an integer >= 0",
+                                             StrOptions({"auto"}), _at_least(0)),
+        "local_threshold": [Interval(Real, 0, None, closed="left")],
+    }
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        counts = self.n_landmarks
-        if isinstance(counts, list | tuple | np.ndarray):
-            if len(counts) == 0:
-                raise ValueError("n_landmarks must not be an empty list")
-            for value in counts:
-                _integer("n_landmarks", value, 1)
-            object.__setattr__(self, "n_landmarks", tuple(int(v) for v in counts))
-        else:
-            _integer("n_landmarks", counts, 1)
-        _choice("landmarks", self.landmarks, LANDMARK_METHODS)
-        _real("rel_floor", self.rel_floor, positive=True)
-        _real("rank_tol", self.rank_tol, positive=False)
-        if self.rank_tol >= 1:
-            raise ValueError(f"rank_tol must be < 1, got {self.rank_tol!r}")
-        _integer("max_components", self.max_components, 1, allow_none=True, allow_auto=True)
-        if not (self.landmark_oversampling in ("auto", None) or (
-                isinstance(self.landmark_oversampling, numbers.Real)
-                and not isinstance(self.landmark_oversampling, bool)
-                and self.landmark_oversampling >= 1)):
-            raise ValueError("landmark_oversampling must be 'auto', None or a number >= 1, got "
-                             f"{self.landmark_oversampling!r}")
-        if not (isinstance(self.store_factors, bool) or self.store_factors == "auto"):
-            raise ValueError("store_factors must be 'auto', True or False, got "
-                             f"{self.store_factors!r}")
-        _integer("exact_distance_max_n", self.exact_distance_max_n, 0)
-        _integer("blas_threads", self.blas_threads, 1, allow_none=True)
-        _flag("diagonal_correction", self.diagonal_correction)
-        _integer("exact_dissimilarity_max_n", self.exact_dissimilarity_max_n, 0,
-                 allow_auto=True)
-        _real("local_threshold", self.local_threshold, positive=False)
+        if not isinstance(self.n_landmarks, numbers.Integral):
+            object.__setattr__(self, "n_landmarks", tuple(int(v) for v in self.n_landmarks))
 
     def pass_products_per_pair(self, m: int) -> float:
         """What the exact C's pass costs per pair of rows with ``m`` kernels, in products:

@@ -1,8 +1,9 @@
-"""Input checks shared by the dense Table 2 baselines (one-line ValueErrors naming the problem)."""
+"""The kernels' check shared by the dense Table 2 baselines (one-line ValueErrors naming the
+problem). Their other parameters are declared where they are defined
+(:func:`mkrk_dask.validation.constrained`)."""
 
 from __future__ import annotations
 
-import numbers
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ..precomputed import check_precomputed
 from ..validation import check_n_clusters
 
-__all__ = ["check_dense_input", "check_iterations", "check_tolerance"]
+__all__ = ["check_dense_input"]
 
 
 def check_dense_input(kernels: Any, n_clusters: Any,
@@ -29,18 +30,3 @@ def check_dense_input(kernels: Any, n_clusters: Any,
     # check_precomputed factorises the kernels on a thread per core, BLAS on one thread each
     K = check_precomputed(K)
     return K, check_n_clusters(n_clusters, K.shape[1])
-
-
-def check_iterations(name: str, value: Any) -> int:
-    """A positive integer count of iterations or steps."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def check_tolerance(name: str, value: Any) -> float:
-    """A finite non-negative tolerance."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
-            or not np.isfinite(value) or value < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)

@@ -40,15 +40,18 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from .._threads import local_threads
 from ..assignment import assign_clusters
 from ..eigen import top_k_dense
 from ..exceptions import UncertifiedSolutionWarning
-from ._checks import check_dense_input, check_iterations, check_tolerance
+from ..validation import Phrased, constrained
+from ._checks import check_dense_input
 from ._gating_qp import objective_noise, solve_gating_qp
 
 __all__ = ["lmkkm", "LMKKMResult", "localized_kernel", "QP_MAX_PRODUCTS"]
@@ -101,6 +104,17 @@ def localized_kernel(kernels: np.ndarray, gating: np.ndarray) -> np.ndarray:
     return np.einsum("mij,mi,mj->ij", kernels, T, T)
 
 
+@constrained({
+    "kernels": ["array-like"],
+    "n_clusters": Phrased(">= 1 (an integer, at most n_samples)",
+                          Interval(Integral, 1, None, closed="left")),
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "qp_tol": [Interval(Real, 0, None, closed="left")],
+    "qp_max_products": [Interval(Integral, 1, None, closed="left")],
+    "random_state": ["random_state"],
+    "check_input": ["boolean"],
+})
 def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: float = 1e-6,
           qp_tol: float = 1e-6, qp_max_products: int = QP_MAX_PRODUCTS,
           random_state: Any = None, check_input: bool = True) -> LMKKMResult:
@@ -131,10 +145,8 @@ def lmkkm(kernels: np.ndarray, n_clusters: int, *, max_iter: int = 100, tol: flo
     -------
     LMKKMResult
     """
-    max_iter = check_iterations("max_iter", max_iter)
-    qp_max_products = check_iterations("qp_max_products", qp_max_products)
-    tol = check_tolerance("tol", tol)
-    qp_tol = check_tolerance("qp_tol", qp_tol)
+    max_iter, qp_max_products = int(max_iter), int(qp_max_products)
+    tol, qp_tol = float(tol), float(qp_tol)
     # One BLAS/OpenMP thread: the fit's dense calls are small (k-column products,
     # factorisations of order m k, the final k-means on n x k) or memory-bound (the passes over
     # Q run in numpy's einsum); with a second thread they ran 4-15x slower whenever the other

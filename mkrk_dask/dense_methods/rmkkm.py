@@ -56,15 +56,17 @@ zcbgit/MKKM_RK calls ``RMKKM(Ks, k, 'gamma', g, 'maxiter', 50, 'replicates', 1)`
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 from scipy import sparse
+from sklearn.utils._param_validation import Interval
 
 from .._threads import local_threads
-from ._checks import check_dense_input, check_iterations, check_tolerance
+from ..validation import Phrased, constrained
+from ._checks import check_dense_input
 
 __all__ = ["rmkkm", "RMKKMResult", "rmkkm_objective", "weight_step"]
 
@@ -266,14 +268,6 @@ def _initial_clustering(Kw: np.ndarray, k: int, rng: np.random.Generator
     return best[1], best[2]
 
 
-def _check_gamma(gamma: Any) -> float:
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) \
-            or not 0.0 < float(gamma) < 1.0:
-        raise ValueError(f"gamma must be in the open interval (0, 1) (the constraint "
-                         f"sum w^gamma = 1 of RMKKM), got {gamma!r}")
-    return float(gamma)
-
-
 def _check_init_labels(init_labels: Any, n: int, k: int) -> np.ndarray:
     labels = np.asarray(init_labels)
     if labels.shape != (n,) or not np.issubdtype(labels.dtype, np.integer):
@@ -285,6 +279,21 @@ def _check_init_labels(init_labels: Any, n: int, k: int) -> np.ndarray:
     return labels.astype(np.int64)
 
 
+@constrained({
+    "kernels": ["array-like"],
+    "n_clusters": Phrased(">= 1 (an integer, at most n_samples)",
+                          Interval(Integral, 1, None, closed="left")),
+    "gamma": Phrased("in the open interval (0, 1) (the constraint sum w^gamma = 1 of RMKKM)",
+                     Interval(Real, 0, 1, closed="neither")),
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "tol": [Interval(Real, 0, None, closed="left")],
+    "init_labels": [None, "array-like"],
+    # what numpy's default_rng takes
+    "random_state": Phrased("an int >= 0, a numpy Generator or None", None,
+                            Interval(Integral, 0, None, closed="left"), np.random.Generator,
+                            np.random.BitGenerator, np.random.SeedSequence),
+    "check_input": ["boolean"],
+})
 def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter: int = 50,
           tol: float = 1e-6, init_labels: np.ndarray | None = None,
           random_state: Any = None, check_input: bool = True) -> RMKKMResult:
@@ -316,10 +325,8 @@ def rmkkm(kernels: np.ndarray, n_clusters: int, *, gamma: float = 0.5, max_iter:
     -------
     RMKKMResult
     """
-    gamma = _check_gamma(gamma)
+    gamma, max_iter, tol = float(gamma), int(max_iter), float(tol)
     K, k = check_dense_input(kernels, n_clusters, check_input)
-    max_iter = check_iterations("max_iter", max_iter)
-    tol = check_tolerance("tol", tol)
     m, n, _ = K.shape
     start = None if init_labels is None else _check_init_labels(init_labels, n, k)
     # One BLAS thread: the products are n x n by n x k; with a second thread they ran several

@@ -24,7 +24,7 @@ from ..assignment import assign_clusters, lloyd_centres, nearest_centre
 from ..backends.base import cluster_basis
 from ..exceptions import DisconnectedGraphWarning
 from ..passes import is_dask
-from ..validation import MAX_N_INIT, check_feature_views, check_n_clusters
+from ..validation import MAX_N_INIT, check_constraints, check_feature_views, check_n_clusters
 from ..views import check_new_views, default_view_names, split_named_views
 from ._out_of_sample import lazy_rows, score_rows
 
@@ -250,7 +250,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        check_constraints(self.get_params(deep=False), self._parameter_constraints)
         X, names = split_named_views(X)
         views = check_feature_views(self, X, reset=True)
         self.view_names_ = names or default_view_names(len(views))
