@@ -25,10 +25,12 @@ import time
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 
 from . import progress
 from ._threads import local_threads, usable_cores
@@ -59,7 +61,7 @@ from .results import (
 )
 from .search import lambda_search, paper_lambda_grid, summarize_scores
 from .solver import selected_kernels
-from .validation import check_views
+from .validation import Phrased, check_views, constrained
 
 __all__ = ["run_protocol", "run_dataset", "render_markdown", "find_datasets", "DATASETS",
            "METHODS", "EXTRA_METHODS", "PROTOCOL_METHODS", "METRICS", "PAPER_TABLE",
@@ -281,6 +283,16 @@ def _run_dense_methods(out: dict[str, Any], kernels: np.ndarray, y: np.ndarray, 
             raise
 
 
+@constrained({
+    "datasets": ["array-like"],
+    "data_dir": [None, str, os.PathLike],
+    "lams": [None, "array-like"],
+    "repeats": Phrased("an integer >= 1", Interval(Integral, 1, None, closed="left")),
+    "seed": ["random_state"],
+    "out": [None, str, os.PathLike], "threads": [None, Interval(Integral, 1, None, closed="left")],
+    "command": [None, str], "library": [None, str],
+    "methods": ["array-like"],  # which: below, with the names known
+})
 def run_protocol(datasets: Sequence[str] = DATASETS, *,
                  data_dir: str | os.PathLike[str] | None = None,
                  lams: Sequence[float] | None = None, repeats: int = 20, seed: int = 0,
@@ -326,8 +338,6 @@ def run_protocol(datasets: Sequence[str] = DATASETS, *,
     FileNotFoundError
         If none of the datasets is in the data folder.
     """
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
     unknown = [mt for mt in methods if mt not in PROTOCOL_METHODS]
     if unknown:
         raise ValueError(f"unknown method(s) {unknown}; known: {', '.join(PROTOCOL_METHODS)}")

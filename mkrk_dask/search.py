@@ -6,13 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import HasMethods, Interval
 
 from .assignment import repeated_assignments
 from .metrics import check_labels_present, clustering_scores
 from .solver import selected_kernels
+from .validation import Phrased, check_lambda, constrained
 
 __all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores",
            "build_store", "StoreInfo"]
@@ -56,6 +59,17 @@ def summarize_scores(scores: Sequence[dict[str, float]]) -> dict[str, dict[str, 
     return out
 
 
+@constrained({
+    "estimator": Phrased("an estimator of mkrk_dask", HasMethods(["get_params",
+                                                                  "build_backend"])),
+    "X": "no_validation",  # the estimator's
+    "lams": [None, "array-like"],
+    "y": [None, "array-like"],
+    "n_repeats": Phrased("an integer >= 1", Interval(Integral, 1, None, closed="left")),
+    "random_state": Phrased("an int >= 0 or None", None,
+                            Interval(Integral, 0, None, closed="left")),
+    "callback": [None, callable],
+})
 def lambda_search(
     estimator: Any,
     X: Any,
@@ -90,12 +104,9 @@ def lambda_search(
     -------
     list of LambdaResult, in the order of ``lams``
     """
-    lams = paper_lambda_grid() if lams is None else [float(v) for v in lams]
+    lams = paper_lambda_grid() if lams is None else [check_lambda(float(v)) for v in lams]
     if not len(lams):
         raise ValueError("lams is empty: give at least one lambda")
-    if isinstance(n_repeats, bool) or not isinstance(n_repeats, (int, np.integer)) \
-            or n_repeats < 1:
-        raise ValueError(f"n_repeats must be an integer >= 1, got {n_repeats!r}")
     if "lam" not in estimator.get_params():
         raise ValueError(f"{estimator.method} has no lambda to search; lambda_search takes "
                          "MKKMRK or MKKMMR")

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 import re
 from collections.abc import Callable
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, validate_data
 
 from ._compute import compute_here
@@ -24,24 +25,26 @@ __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_cluste
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
            "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS",
            "check_numeric_columns", "check_constraints", "Phrased", "ListOf",
-           "constrained"]
+           "constrained", "LAM", "N_CLUSTERS"]
 
+
+
+#: the trade-off lambda of MKKM-RK and MKKM-MR (their ``lam``, the loop's and the QP's): a
+#: finite number >= 0
+LAM = [Interval(Real, 0, None, closed="left")]
 
 
 def check_choice(name: str, value: Any, allowed: tuple[str, ...]) -> str:
-    """``value`` if it is one of ``allowed``, else a ValueError naming both."""
-    if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    """``value`` if it is one of ``allowed``, else a ValueError naming both
+    (:func:`check_constraints`, for a value that is no declared parameter)."""
+    check_constraints({name: value}, {name: [StrOptions(set(allowed))]})
     return value
 
 
 def check_int(name: str, value: Any, minimum: int) -> int:
-    """``value`` if it is an integer >= ``minimum``: a TypeError for a non-integer (bools
-    included), a ValueError below the minimum."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    """``value`` if it is an integer >= ``minimum`` (bools are not):
+    :func:`check_constraints`, for a value that is no declared parameter."""
+    check_constraints({name: value}, {name: [Interval(Integral, minimum, None, closed="left")]})
     return int(value)
 
 
@@ -312,12 +315,12 @@ class ListOf:
 
 def _describe(constraint: Any) -> str:
     """A constraint of ``_parameter_constraints`` in words."""
-    from numbers import Integral
-
-    from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+    from sklearn.utils._param_validation import HasMethods
 
     if constraint is None:
         return "None"
+    if constraint is callable:
+        return "a callable"
     if isinstance(constraint, ListOf):
         return f"a non-empty list of {_describe(constraint.constraint)}"
     if isinstance(constraint, StrOptions):
@@ -352,7 +355,7 @@ def check_constraints(params: dict[str, Any], constraints: dict[str, Any]) -> No
     the values it may take (any one will do: scikit-learn's constraints, :class:`ListOf`),
     or to a :class:`Phrased` list. The error names the parameter, what it must be and what
     it got, in one line (an ``InvalidParameterError``: a ValueError and a TypeError)."""
-    from sklearn.utils._param_validation import Interval, InvalidParameterError, make_constraint
+    from sklearn.utils._param_validation import InvalidParameterError, make_constraint
 
     for name, allowed in constraints.items():
         if name not in params or allowed == "no_validation":
@@ -397,23 +400,24 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 80 else f"{text[:77]}..."
 
 
+#: ``n_clusters`` where it is checked with the number of samples (:func:`check_n_clusters`)
+N_CLUSTERS = Phrased(">= 1 (an integer, at most n_samples)",
+                     Interval(Integral, 1, None, closed="left"))
+
+
 def check_n_clusters(n_clusters: Any, n_samples: int) -> int:
-    """``n_clusters`` must be an integer in [1, n_samples]."""
-    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
-        raise TypeError(f"n_clusters must be an integer, got {n_clusters!r}")
-    if n_clusters < 1:
-        raise ValueError(f"n_clusters must be >= 1, got {n_clusters}")
+    """``n_clusters`` must be an integer in [1, n_samples]: :data:`N_CLUSTERS`, and what
+    depends on the data."""
+    check_constraints({"n_clusters": n_clusters}, {"n_clusters": N_CLUSTERS})
     if n_clusters > n_samples:
         raise ValueError(f"n_clusters={n_clusters} is larger than n_samples={n_samples}")
     return int(n_clusters)
 
 
 def check_lambda(lam: Any) -> float:
-    """lambda must be a finite real >= 0."""
-    if isinstance(lam, bool) or not isinstance(lam, numbers.Real) or not np.isfinite(lam):
-        raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
-    if lam < 0:
-        raise ValueError(f"lam must be a finite number >= 0, got {lam}")
+    """lambda as a float, if it is a finite number >= 0 (:data:`LAM`): for the values the loop
+    and the QP are given (a search's grid), not only an estimator's ``lam``."""
+    check_constraints({"lam": lam}, {"lam": LAM})
     return float(lam)
 
 

@@ -1,6 +1,6 @@
 """One validation system (issue 78): every public parameter of every estimator, backend options
-class and dense method has exactly one declared constraint, checked by
-:func:`mkrk_dask.validation.check_constraints`; a bad value is a one-line error naming it."""
+class, dense method and search or protocol function has exactly one declared constraint, checked
+by :func:`mkrk_dask.validation.check_constraints`; a bad value is a one-line error naming it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from sklearn.utils._param_validation import InvalidParameterError
 import mkrk_dask
 import mkrk_dask.dense_methods as dense_methods
 from mkrk_dask.backends import options as options_module
+from mkrk_dask.protocol import run_protocol
+from mkrk_dask.search import lambda_search
 from mkrk_dask.validation import check_constraints
 
 
@@ -40,6 +42,8 @@ def _dense_methods() -> list:
 ESTIMATORS = _estimators()
 OPTIONS = _option_classes()
 DENSE_METHODS = _dense_methods()
+#: every function whose parameters are declared (:func:`mkrk_dask.validation.constrained`)
+FUNCTIONS = [*DENSE_METHODS, lambda_search, run_protocol]
 
 
 def test_the_lists_are_complete():
@@ -60,9 +64,16 @@ def test_every_option_has_one_constraint(cls):
     assert set(cls._parameter_constraints) == {f.name for f in fields(cls)}
 
 
-@pytest.mark.parametrize("func", DENSE_METHODS, ids=lambda func: func.__name__)
-def test_every_dense_method_parameter_has_one_constraint(func):
+@pytest.mark.parametrize("func", FUNCTIONS, ids=lambda func: func.__name__)
+def test_every_function_parameter_has_one_constraint(func):
     assert set(func._parameter_constraints) == set(inspect.signature(func).parameters)
+
+
+def test_the_qp_parameters_have_one_constraint_each():
+    cls = mkrk_dask.RepresentativeQP
+    params = set(inspect.signature(cls).parameters)
+    assert set(cls._parameter_constraints) == params
+    _one_line_error(lambda: cls(np.ones((2, 2)), 1.0, max_iter=0), "max_iter", 0)
 
 
 def _one_line_error(call, name, value):
@@ -114,3 +125,11 @@ def test_a_long_value_is_quoted_in_one_short_line():
     with pytest.raises(ValueError) as caught:
         check_constraints({"lam": np.ones((40, 40))}, {"lam": [None]})
     assert "\n" not in str(caught.value) and len(str(caught.value)) < 120
+
+
+def test_a_bad_search_or_protocol_argument_is_one_line_naming_it(tmp_path):
+    model = mkrk_dask.MKKMRK.paper(2)
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    _one_line_error(lambda: lambda_search(model, X, [1.0], n_repeats=2.0), "n_repeats", 2.0)
+    _one_line_error(lambda: lambda_search(model, X, [1.0], callback=3), "callback", 3)
+    _one_line_error(lambda: run_protocol(["orl"], data_dir=tmp_path, threads=0), "threads", 0)

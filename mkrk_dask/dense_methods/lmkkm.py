@@ -50,7 +50,7 @@ from .._threads import local_threads
 from ..assignment import assign_clusters
 from ..eigen import top_k_dense
 from ..exceptions import UncertifiedSolutionWarning
-from ..validation import Phrased, constrained
+from ..validation import N_CLUSTERS, constrained
 from ._checks import check_dense_input
 from ._gating_qp import objective_noise, solve_gating_qp
 
@@ -106,8 +106,7 @@ def localized_kernel(kernels: np.ndarray, gating: np.ndarray) -> np.ndarray:
 
 @constrained({
     "kernels": ["array-like"],
-    "n_clusters": Phrased(">= 1 (an integer, at most n_samples)",
-                          Interval(Integral, 1, None, closed="left")),
+    "n_clusters": N_CLUSTERS,
     "max_iter": [Interval(Integral, 1, None, closed="left")],
     "tol": [Interval(Real, 0, None, closed="left")],
     "qp_tol": [Interval(Real, 0, None, closed="left")],

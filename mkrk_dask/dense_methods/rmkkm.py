@@ -65,7 +65,7 @@ from scipy import sparse
 from sklearn.utils._param_validation import Interval
 
 from .._threads import local_threads
-from ..validation import Phrased, constrained
+from ..validation import N_CLUSTERS, Phrased, constrained
 from ._checks import check_dense_input
 
 __all__ = ["rmkkm", "RMKKMResult", "rmkkm_objective", "weight_step"]
@@ -281,8 +281,7 @@ def _check_init_labels(init_labels: Any, n: int, k: int) -> np.ndarray:
 
 @constrained({
     "kernels": ["array-like"],
-    "n_clusters": Phrased(">= 1 (an integer, at most n_samples)",
-                          Interval(Integral, 1, None, closed="left")),
+    "n_clusters": N_CLUSTERS,
     "gamma": Phrased("in the open interval (0, 1) (the constraint sum w^gamma = 1 of RMKKM)",
                      Interval(Real, 0, 1, closed="neither")),
     "max_iter": [Interval(Integral, 1, None, closed="left")],

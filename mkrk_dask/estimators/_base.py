@@ -54,7 +54,6 @@ from ..validation import (
     TOL_MODES,
     check_constraints,
     check_feature_views,
-    check_lambda,
     check_n_clusters,
     is_lazy,
     materialize,
@@ -147,10 +146,6 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
 
     def _check_method_params(self) -> None:  # noqa: B027 - optional hook
         """Checks of the method's own parameters that involve more than one of them."""
-
-    def _check_trade_off(self) -> None:
-        """``lam`` is finite (its range is a constraint)."""
-        check_lambda(self.lam)
 
     def _prepare_input(self, X: Any) -> tuple[Any, bool]:
         """Validated views, or precomputed kernels (``(data, precomputed)``).

@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..backends import KernelBackend
 from ..choices import PAPER_COMMON
 from ..solver import SolverResult, alternate, effective_lambda
-from ..validation import LAM_SCALINGS, check_lambda
+from ..validation import LAM, LAM_SCALINGS, check_lambda
 from ..weight_steps import AverageResidualStep, MatrixRegularizedStep
 from ._base import MultipleKernelKMeans
 
@@ -223,13 +223,10 @@ view_names_
 
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,
-        "lam": [Interval(Real, 0, None, closed="left")],
+        "lam": LAM,
         "lam_scaling": [StrOptions(set(LAM_SCALINGS))],
         "qp_gap_tol": [Interval(Real, 0, None, closed="neither")],
     }
-
-    def _check_method_params(self) -> None:
-        self._check_trade_off()
 
     def _check_backend(self, backend: KernelBackend) -> None:
         if backend.n_kernels > 0 and "fip" not in backend.measures:

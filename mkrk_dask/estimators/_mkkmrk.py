@@ -13,7 +13,7 @@ from ..backends import KernelBackend
 from ..choices import MKKMRK_PAPER
 from ..dissimilarity import MEASURES
 from ..solver import SolverResult, equal_weights, solve
-from ..validation import LAM_SCALINGS
+from ..validation import LAM, LAM_SCALINGS
 from ._base import MultipleKernelKMeans
 
 __all__ = ["MKKMRK"]
@@ -398,15 +398,12 @@ class MKKMRK(MultipleKernelKMeans):
 
     _parameter_constraints: dict = {
         **MultipleKernelKMeans._parameter_constraints,
-        "lam": [Interval(Real, 0, None, closed="left")],
+        "lam": LAM,
         "dissimilarity": [StrOptions(set(MEASURES))],
         "lam_scaling": [StrOptions(set(LAM_SCALINGS))],
         "qp_gap_tol": [Interval(Real, 0, None, closed="neither")],
         "view_weights": [StrOptions({"auto", "equal", "agreement"})],
     }
-
-    def _check_method_params(self) -> None:
-        self._check_trade_off()
 
     def _check_backend(self, backend: KernelBackend) -> None:
         if backend.n_kernels > 0 and self.dissimilarity not in backend.measures:

@@ -22,13 +22,15 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from numbers import Integral, Real
 
 import numpy as np
 import osqp
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..exceptions import QPCertificationError, UncertifiedSolutionWarning
-from ..validation import check_lambda
+from ..validation import LAM, constrained
 from ._active_set import (
     _KKT_CONSISTENT,
     _POLISH_MAX_UNKNOWNS,
@@ -187,25 +189,28 @@ class RepresentativeQP:
     last_solution : QPSolution or None
     """
 
+    _parameter_constraints: dict = {
+        "C": ["array-like"],  # its values: _check_C
+        "lam": LAM,
+        "gap_tol": [Interval(Real, 0, None, closed="left")],
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "polish": ["boolean"],
+        "strict": ["boolean"],
+        "formulation": [StrOptions(set(_LAYOUTS))],
+    }
+
+    @constrained(_parameter_constraints)
     def __init__(self, C, lam, *, gap_tol: float = 1e-8, eps: float = 1e-10,
                  max_iter: int = 200_000, polish: bool = True, strict: bool = False,
                  formulation: str = "lifted"):
         self.C = _check_C(C)
-        self.lam = check_lambda(lam)
-        if not (np.isfinite(gap_tol) and gap_tol >= 0):
-            raise ValueError(f"gap_tol must be finite and >= 0, got {gap_tol}")
-        if not (np.isfinite(eps) and eps > 0):
-            raise ValueError(f"eps must be finite and > 0, got {eps}")
-        if int(max_iter) < 1:
-            raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+        self.lam = float(lam)
         self.gap_tol = float(gap_tol)
         self.eps = float(eps)
         self.max_iter = int(max_iter)
         self.polish = bool(polish)
         self.strict = bool(strict)
-        if formulation not in _LAYOUTS:
-            raise ValueError(f"formulation must be one of {tuple(_LAYOUTS)}, got "
-                             f"{formulation!r}")
         self.formulation = formulation
         self.m = self.C.shape[0]
         self._c = self.lam * self.C  # the linear cost, in the same units as the gradient
