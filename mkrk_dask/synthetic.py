@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from numbers import Integral, Real
 
 import numpy as np
 from numpy.typing import DTypeLike
+from sklearn.utils._param_validation import Interval
 
-from .validation import check_int
+from .validation import DTypes, check_int, constrained
 
 __all__ = ["BLOCK_ROWS", "make_multiview_blobs"]
 
@@ -101,6 +103,21 @@ class _BlobModel:
             target += np.take(plan.centres, labels, axis=0, out=scratch)
 
 
+@constrained({
+    "n_samples": [Interval(Integral, 1, None, closed="left")],
+    "n_clusters": [Interval(Integral, 1, None, closed="left")],
+    "n_informative": [Interval(Integral, 0, None, closed="left")],
+    "n_noise": [Interval(Integral, 0, None, closed="left")],
+    "n_redundant": [Interval(Integral, 0, None, closed="left")],
+    "n_features": [Interval(Integral, 1, None, closed="left")],
+    "cluster_std": [Interval(Real, 0, None, closed="neither")],
+    "separation": [Interval(Real, 0, None, closed="left")],
+    "redundant_noise": [Interval(Real, 0, None, closed="left")],
+    "random_state": [None, Interval(Integral, 0, None, closed="left")],
+    "dtype": [DTypes("float32", "float64")],
+    "row_slice": [None, slice, "array-like"],  # its bounds: _resolve_row_slice
+    "select_views": [None, "array-like"],  # which exist: _check_select_views
+})
 def make_multiview_blobs(
     n_samples: int,
     n_clusters: int = 10,
@@ -211,9 +228,8 @@ def make_multiview_blobs(
     >>> [v.shape for v in views][:2], kinds[:2]
     ([(1000, 64), (1000, 64)], ['informative', 'informative'])
     """
-    _check_counts(n_samples, n_clusters, n_informative, n_noise, n_redundant, n_features)
-    _check_scales(cluster_std, separation, redundant_noise)
-    dtype = _check_dtype(dtype)
+    _check_counts(n_informative, n_noise, n_redundant)
+    dtype = np.dtype(dtype)
     entropy = _seed_entropy(random_state)
     start, stop = _resolve_row_slice(row_slice, n_samples)
     plans = _plan_views(entropy, n_clusters, n_informative, n_noise, n_redundant, n_features,
@@ -253,12 +269,8 @@ def _check_select_views(select_views: Sequence[int] | None, n_views: int) -> tup
     return tuple(int(v) for v in wanted)
 
 
-def _check_counts(n_samples: int, n_clusters: int, n_informative: int, n_noise: int,
-                  n_redundant: int, n_features: int) -> None:
-    for name, value, minimum in (("n_samples", n_samples, 1), ("n_clusters", n_clusters, 1),
-                                 ("n_informative", n_informative, 0), ("n_noise", n_noise, 0),
-                                 ("n_redundant", n_redundant, 0), ("n_features", n_features, 1)):
-        check_int(name, value, minimum)
+def _check_counts(n_informative: int, n_noise: int, n_redundant: int) -> None:
+    """What the view counts must be together (each one's range is declared)."""
     if n_informative + n_noise + n_redundant == 0:
         raise ValueError("at least one view is needed: n_informative + n_noise + n_redundant = 0")
     if n_redundant > 0 and n_informative == 0:
@@ -266,25 +278,9 @@ def _check_counts(n_samples: int, n_clusters: int, n_informative: int, n_noise: 
                          "n_informative >= 1")
 
 
-def _check_scales(cluster_std: float, separation: float, redundant_noise: float) -> None:
-    if not (math.isfinite(cluster_std) and cluster_std > 0):
-        raise ValueError(f"cluster_std must be a finite number > 0, got {cluster_std}")
-    for name, value in (("separation", separation), ("redundant_noise", redundant_noise)):
-        if not (math.isfinite(value) and value >= 0):
-            raise ValueError(f"{name} must be a finite number >= 0, got {value}")
-
-
-def _check_dtype(dtype: DTypeLike) -> np.dtype:
-    dtype = np.dtype(dtype)
-    if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
-
-
 def _seed_entropy(random_state: int | None) -> int:
     if random_state is None:
         return int(np.random.SeedSequence().entropy)
-    check_int("random_state", random_state, 0)
     return int(random_state)
 
 

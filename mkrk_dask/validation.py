@@ -25,7 +25,7 @@ __all__ = ["check_views", "check_lazy_views", "check_magnitude", "check_n_cluste
            "materialize", "validate_matrix", "check_feature_views", "LAM_SCALINGS",
            "TOL_MODES", "check_chunks_written", "ALLOW_MISSING_CHUNKS",
            "check_numeric_columns", "check_constraints", "Phrased", "ListOf",
-           "constrained", "LAM", "N_CLUSTERS"]
+           "constrained", "LAM", "N_CLUSTERS", "DTypes"]
 
 
 
@@ -313,6 +313,25 @@ class ListOf:
         return f"ListOf({self.constraint!r})"
 
 
+class DTypes:
+    """A constraint: what :func:`numpy.dtype` reads as one of the dtypes ``names`` (a name, a
+    numpy type or a dtype)."""
+
+    def __init__(self, *names: str) -> None:
+        self.names = names
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        if isinstance(value, bool):
+            return False
+        try:
+            return np.dtype(value).name in self.names
+        except TypeError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"DTypes{self.names!r}"
+
+
 def _describe(constraint: Any) -> str:
     """A constraint of ``_parameter_constraints`` in words."""
     from sklearn.utils._param_validation import HasMethods
@@ -323,6 +342,8 @@ def _describe(constraint: Any) -> str:
         return "a callable"
     if isinstance(constraint, ListOf):
         return f"a non-empty list of {_describe(constraint.constraint)}"
+    if isinstance(constraint, DTypes):
+        return " or ".join(constraint.names)
     if isinstance(constraint, StrOptions):
         return f"one of {tuple(sorted(constraint.options, key=lambda o: (o != 'auto', o)))}"
     if isinstance(constraint, Interval):
@@ -351,10 +372,11 @@ def _describe(constraint: Any) -> str:
 def check_constraints(params: dict[str, Any], constraints: dict[str, Any]) -> None:
     """Every parameter against its constraints: the one place a parameter's type and range
     are checked, for the estimators (``_parameter_constraints``, as scikit-learn's), the
-    backends' options and the dense methods. ``constraints`` maps a parameter to a list of
-    the values it may take (any one will do: scikit-learn's constraints, :class:`ListOf`),
-    or to a :class:`Phrased` list. The error names the parameter, what it must be and what
-    it got, in one line (an ``InvalidParameterError``: a ValueError and a TypeError)."""
+    backends' options, the dense methods and the functions declared with
+    :func:`constrained`. ``constraints`` maps a parameter to a list of the values it may take
+    (any one will do: scikit-learn's constraints, :class:`ListOf`, :class:`DTypes`), or to a
+    :class:`Phrased` list. The error names the parameter, what it must be and what it got,
+    in one line (an ``InvalidParameterError``: a ValueError and a TypeError)."""
     from sklearn.utils._param_validation import InvalidParameterError, make_constraint
 
     for name, allowed in constraints.items():
@@ -363,7 +385,7 @@ def check_constraints(params: dict[str, Any], constraints: dict[str, Any]) -> No
         value = params[name]
         words = allowed.words if isinstance(allowed, Phrased) else None
         allowed = allowed.constraints if isinstance(allowed, Phrased) else allowed
-        made = [c if isinstance(c, ListOf) else make_constraint(c) for c in allowed]
+        made = [c if isinstance(c, ListOf | DTypes) else make_constraint(c) for c in allowed]
         # a bool is no number here (scikit-learn's Interval takes True for 1)
         if any(c.is_satisfied_by(value) and not (isinstance(value, bool)
                                                  and isinstance(c, Interval)) for c in made):

@@ -43,7 +43,7 @@ ESTIMATORS = _estimators()
 OPTIONS = _option_classes()
 DENSE_METHODS = _dense_methods()
 #: every function whose parameters are declared (:func:`mkrk_dask.validation.constrained`)
-FUNCTIONS = [*DENSE_METHODS, lambda_search, run_protocol]
+FUNCTIONS = [*DENSE_METHODS, lambda_search, run_protocol, mkrk_dask.make_multiview_blobs]
 
 
 def test_the_lists_are_complete():
