@@ -45,7 +45,7 @@ def test_a_view_of_noise_drops_out(noise):
     assert model.view_weights_.shape == (3,)
     np.testing.assert_allclose(model.view_weights_.sum(), 1.0)
     assert model.view_weights_[2] < 0.1, model.view_weights_
-    # the kernels of a view share its weight
+    # a view's share is the sum of its kernels' weights, each kernel at its view's score
     views_of = np.array([s.view for s in model.kernels_])
     for v in range(3):
         np.testing.assert_allclose(model.weights_[views_of == v].sum(), model.view_weights_[v])
@@ -98,3 +98,26 @@ def test_agreement_without_views_is_refused_in_one_line():
     assert "\n" not in str(e.value)
     with pytest.raises(ValueError, match="got one view"):
         MKKMRK(K, view_weights="agreement").plan(views[0])
+
+
+def test_views_that_agree_alike_keep_equal_weights_whatever_their_kernels():
+    # A view of one kernel (links: the cosine alone) beside views of four: shared out per view,
+    # its one kernel outweighed each of theirs 16x in K_w, and a noise view added to two real
+    # ones (weighed at zero) still changed the fit by turning the real views' 4 : 1 into 1 : 4.
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(K), 60)
+    n = y.size
+    links = (rng.random((n, n)) < np.where(y[:, None] == y[None, :], 0.1, 0.002)).astype(float)
+    links = np.triu(links, 1)
+    links = links + links.T
+    a, b = _views(n)[0][0], _views(n, seed=5)[0][1]  # the same four clusters, row by row
+    model = MKKMRK(K, random_state=0).fit([a, b, links])
+    counts = np.bincount([s.view for s in model.kernels_])
+    assert counts[2] == 1 and counts[0] > 1  # the link view has the cosine alone
+    scores = np.asarray(model.view_agreement_).copy()
+    per_view = np.clip(scores, 0, None).sum(axis=1) - 1  # minus the diagonal
+    views_of = np.array([s.view for s in model.kernels_])
+    expected = per_view[views_of] / per_view[views_of].sum()
+    np.testing.assert_allclose(model.weights_, expected, rtol=1e-12)
+    # the link view's one kernel weighs what each of the others' does where the scores match
+    assert model.weights_[views_of == 2][0] < 2 * model.weights_[views_of == 0].max()

@@ -213,8 +213,8 @@ class MKKMRK(MultipleKernelKMeans):
         The representation matrix Y; ``Y[i, j]`` is how much kernel i represents kernel j.
     view_weights_ : ndarray of shape (n_views,)
         ``view_weights="agreement"`` only (the default on three or more views): each view's
-        weight, from the agreement of its own partition with the other views'; its kernels
-        share it in ``weights_``.
+        share of ``weights_`` (the sum of its kernels'), where each kernel is weighted by the
+        agreement of its view's own partition with the other views'.
     view_agreement_ : ndarray of shape (n_views, n_views)
         ``view_weights="agreement"`` only: the adjusted mutual information of the views' own
         partitions, two by two.

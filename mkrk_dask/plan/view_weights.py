@@ -33,6 +33,6 @@ def choose_view_weights(method: str, params: dict, n_views: int, solver: str) ->
     if solver != "exact":
         return "equal", (f"the {solver} backend (the views' own partitions are made where the "
                          "kernels are in memory)")
-    return "agreement", (f"{n_views} views, each weighted by the adjusted mutual information of "
-                         "its own partition with the other views' (a view that agrees with no "
-                         "other, such as noise, drops out); the views' kernels share its weight")
+    return "agreement", (f"{n_views} views, each kernel weighted by the adjusted mutual "
+                         "information of its view's own partition with the other views' (a "
+                         "view that agrees with no other, such as noise, drops out)")
