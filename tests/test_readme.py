@@ -38,6 +38,9 @@ SKIPPED = {
 SMALLER = {"mkrk search mydata.npz --out s.json": " --lams 2^-15,2^0 --repeats 2"}
 #: commands that run in the checkout (the others in a folder holding mydata.npz and new.npy)
 IN_CHECKOUT = {"ruff check mkrk_dask tests benchmarks"}
+#: scores (shares of the 1,797 digits) may differ by this much from what the README shows: three
+#: images
+SCORE_TOLERANCE = 3 / 1797
 _NUMBER = re.compile(r"(-?\d[\d,]*\.?\d*(?:e[-+]?\d+)?)")
 
 
@@ -68,10 +71,13 @@ def same_text(shown: str, printed: str) -> None:
         assert i < len(got), f"the README shows more lines than printed: {line!r}"
         want_parts, got_parts = _NUMBER.split(line), _NUMBER.split(got[i])
         assert len(want_parts) == len(got_parts), (line, got[i])
+        # the scores count images: one or two of 1,797 digits change cluster between BLAS
+        # builds (0.8776 and 0.8781 seen with the same numpy on two machines of this kind)
+        tolerance = {"abs": SCORE_TOLERANCE} if line.startswith("{'acc'") else {"rel": 1e-6}
         for j, (want, have) in enumerate(zip(want_parts, got_parts, strict=True)):
             if j % 2:
                 assert float(have.replace(",", "")) == pytest.approx(
-                    float(want.replace(",", "")), rel=1e-6), (line, got[i])
+                    float(want.replace(",", "")), **tolerance), (line, got[i])
             else:
                 assert want == have, (line, got[i])
     assert len(got) == len(shown.splitlines()), "printed more lines than the README shows"
@@ -140,9 +146,12 @@ def test_readme_commands_run_and_do_what_they_say(tmp_path: Path) -> None:
     # mkrk demo's first part is the Python quick start's fit: the same scores
     block = readme_blocks("python")[0]
     scores = ast.literal_eval(_shown_output(block).splitlines()[0])
+    default_part = printed["mkrk demo"].split("2. The paper's")[0]
     for name, label in (("acc", "ACC"), ("nmi", "NMI"), ("purity", "purity")):
-        shown = f"  {label:<6s} {100 * scores[name]:6.2f}"
-        assert shown in printed["mkrk demo"].split("2. The paper's")[0], shown
+        found = re.search(rf"^  {label}\s+(\d+\.\d\d)", default_part, flags=re.MULTILINE)
+        assert found, label
+        assert float(found.group(1)) == pytest.approx(100 * scores[name],
+                                                      abs=100 * SCORE_TOLERANCE), label
     # what the command-line block's comments promise
     assert (tmp_path / "run1" / "result.json").is_file()
     assert json.loads((tmp_path / "run2" / "result.json").read_text())["method"] == "SimpleMKKM"
