@@ -95,7 +95,9 @@ PAPER_MAX_VIEWS = 2
 MULTI_VIEW_RULES = ("view weights by agreement",)
 #: rules that act on the plan alone (its preprocessing and kernels): where switching one off
 #: leaves the plan's data decisions as they are, its variant is the default itself, not refitted
-PLAN_RULES = ("mostly-zero views kept as given", "cosine alone on disjoint views")
+PLAN_RULES = ("mostly-zero views kept as given", "cosine alone on disjoint views",
+              "column standardisation (spread > 10x)", "centring far-off columns",
+              "angular geometry (counts, intensities)", "lifted cosine (signed data)")
 #: not label-free peers: the default's own variants and the oracle
 NOT_PEERS = ("default", ORACLE_VIEW, *VARIANTS)
 FASHION = "fashion_mnist"
