@@ -120,10 +120,17 @@ def test_recipe_on_four_worker_jobs_gives_the_local_result(slurm, zarr_data: Pat
     assert sorted(p.name for p in (tmp_path / "logs").iterdir())  # the jobs' own logs
 
 
+def _ctrl_c_default() -> None:
+    """In the child before it starts: SIGINT back to its default, as from a terminal. A shell
+    without job control hands a background job (a CI run started with ``&``) SIGINT ignored,
+    and Python then installs no handler for it: the Ctrl-C these tests send would be lost."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _submit(slurm, args: list[str], tmp_path: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(SUBMIT), *args], env=_env(slurm),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True, preexec_fn=_ctrl_c_default)
 
 
 def _wait_for_line(stream, text: str, seconds: float) -> str:
@@ -208,7 +215,7 @@ def test_ctrl_c_cancels_the_worker_jobs(slurm, zarr_data: Path, tmp_path: Path) 
 def _mkrk(slurm, args: list[str], tmp_path: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "mkrk_dask.cli", *args], env=_env(slurm),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True, preexec_fn=_ctrl_c_default)
 
 
 def test_mkrk_fit_cluster_slurm(slurm, zarr_data: Path, tmp_path: Path) -> None:
@@ -307,7 +314,8 @@ def test_mkrk_cluster_slurm_ctrl_c_while_sbatch_submits(slurm, zarr_data: Path,
     proc = subprocess.Popen([sys.executable, "-m", "mkrk_dask.cli", *args, "--cluster", "slurm",
                              "--jobs", "2", "--cluster-config", str(config), "--cluster-wait",
                              "300"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, cwd=tmp_path, start_new_session=True)
+                            text=True, cwd=tmp_path, start_new_session=True,
+                            preexec_fn=_ctrl_c_default)
     try:
         _wait_for_line(proc.stderr, "[slurm] submitting", 60)
         time.sleep(2)  # sbatch runs
