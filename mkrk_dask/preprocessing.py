@@ -113,14 +113,14 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     varying = _varying(std)
     if not varying.any():
         return ColumnScaling("none"), "no column varies"
+    binary = np.all((rows == 0) | (rows == 1), axis=0) & varying
+    if np.array_equal(binary, varying):
+        return presence_scaling(rows)
     zeros = 1.0 - np.count_nonzero(rows) / max(rows.size, 1)
-    if zeros >= SPARSE_MIN_ZEROS and float(rows.min()) >= 0 and not _binary(rows, varying):
+    if zeros >= SPARSE_MIN_ZEROS and float(rows.min()) >= 0:
         return ColumnScaling("none"), (
             f"non-negative and {zeros:.0%} zero entries (>= {SPARSE_MIN_ZEROS:.0%}: counts or "
             "weights of many items, read as sparse ones): kept as given")
-    binary = _binary_columns(rows, varying)
-    if np.array_equal(binary, varying):
-        return presence_scaling(rows)
     spread = _spread(std[varying])
     numbers = varying & ~binary
     mean = rows.mean(axis=0)
@@ -144,16 +144,6 @@ def column_scaling(view: Any, rows: Any | None = None) -> tuple[ColumnScaling, s
     return (ColumnScaling("standardize", tuple(map(float, center)), tuple(map(float, scale))),
             f"the columns' standard deviations spread by {spread:.3g}x (> "
             f"{SCALE_SPREAD_LIMIT:g}x: columns in different units): standardised{kept}")
-
-
-def _binary_columns(rows: np.ndarray, varying: np.ndarray) -> np.ndarray:
-    """The varying columns of a dense sample that take only the values 0 and 1."""
-    return np.all((rows == 0) | (rows == 1), axis=0) & varying
-
-
-def _binary(rows: np.ndarray, varying: np.ndarray) -> bool:
-    """Whether every varying column of a dense sample is binary (the presence rule's data)."""
-    return bool(np.array_equal(_binary_columns(rows, varying), varying))
 
 
 def _spread(scales: np.ndarray) -> float:
