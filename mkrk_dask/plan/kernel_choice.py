@@ -77,7 +77,8 @@ def view_geometry(rows: Any) -> tuple[str, str]:
     if np.allclose(row_sq_norms(rows), 1.0, atol=2e-6):
         return "euclidean", ("unit-length rows (angular and Euclidean Gaussians coincide): "
                              "cosine and Euclidean Gaussians")
-    # rows with non-zeros in more than half of the columns always share one
+    # read only where most entries are zero, where the share can be large: on a dense
+    # sample the pattern's product costs as much as its Gram matrix (0.26 s at 1,024 columns)
     disjoint = disjoint_share(rows) if zeros >= 0.5 else 0.0
     if disjoint >= DISJOINT_MIN_SHARE:
         return "disjoint", (f"{disjoint:.0%} of the pairs of sampled rows share no non-zero "
@@ -97,7 +98,8 @@ def view_geometry(rows: Any) -> tuple[str, str]:
 #: share of the pairs of rows that share no non-zero column from which a non-negative view gets
 #: the cosine kernel alone: one half, where the median angle, the Gaussians' unit, is a right
 #: angle (a Gaussian of the angle then mostly tells whether two rows share a column at all;
-#: on a citation graph's link views such Gaussians took the fit from 19 NMI to 1, issue 76)
+#: on mv:Cora's link views such Gaussians took the default from 17.18 NMI to 1.47:
+#: ``benchmarks/results/defaults/defaults_folds.md``, its ablation table)
 DISJOINT_MIN_SHARE = 0.5
 #: rows of the sample :func:`disjoint_share` reads (their pairs: about 125,000)
 DISJOINT_SAMPLE_ROWS = 500
@@ -107,8 +109,7 @@ def disjoint_share(rows: Any) -> float:
     """The share of the pairs of (the first :data:`DISJOINT_SAMPLE_ROWS` of) the sampled rows
     that share no non-zero column: the pairs at a right angle, for non-negative rows. Where it
     reaches one half, so does the median angle. Read from the rows' patterns of non-zeros
-    as a sparse product, cheap for the sparse rows it can be large for (rows with non-zeros
-    in more than half of the columns always share one)."""
+    as a sparse product, cheap for the sparse rows it can be large for."""
     head = rows[:DISJOINT_SAMPLE_ROWS]
     pattern = sp.csr_matrix(head != 0, dtype=np.float64)
     s = pattern.shape[0]
