@@ -31,9 +31,9 @@ import psutil
 
 import mkrk_dask
 from mkrk_dask.assignment import repeated_assignments
+from mkrk_dask.kernel_widths import sample_rows
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.results import machine_line, report_header, write_text
-from mkrk_dask.scales import sample_rows
 
 __all__ = ["RESULTS", "TOPICS", "results_dir", "command_line", "library_state", "now",
            "write_report", "PeakRSS", "measured_child", "fmt_bytes", "dir_nbytes",
@@ -246,7 +246,7 @@ def scores(y: np.ndarray, H: np.ndarray, k: int, repeats: int,
 
 def median_rbf_gamma(X: Any) -> float:
     """The peers' rbf width: 1 / the median squared distance between the rows of a uniform
-    sample of X (``mkrk_dask.scales.sample_rows``: numpy, dask or Zarr)."""
+    sample of X (``mkrk_dask.kernel_widths.sample_rows``: numpy, dask or Zarr)."""
     sample = sample_rows(X)
     sample = sample.toarray() if hasattr(sample, "toarray") else sample  # CSR for sparse X
     sq = np.sum(sample**2, axis=1)

@@ -25,8 +25,8 @@ from mkrk_dask.assignment import assign_clusters
 from mkrk_dask.backends.blockwise import BlockwiseBackend
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.loop import solve
 from mkrk_dask.metrics import clustering_scores
-from mkrk_dask.solver import solve
 
 from _common import (
     PeakRSS,

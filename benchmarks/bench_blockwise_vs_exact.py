@@ -34,8 +34,8 @@ def child(args: argparse.Namespace) -> None:
     from mkrk_dask.backends.exact import ExactBackend
     from mkrk_dask.datasets import load_dataset
     from mkrk_dask.kernels import paper_kernels
+    from mkrk_dask.loop import solve
     from mkrk_dask.metrics import clustering_scores
-    from mkrk_dask.solver import solve
 
     data = load_dataset("usps", subset=args.n, random_state=0)
     k = len(np.unique(data.y))

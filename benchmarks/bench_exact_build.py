@@ -25,6 +25,7 @@ import time
 
 import numpy as np
 
+from mkrk_dask.kernel_widths import median_scales
 from mkrk_dask.kernels import (
     fill_kernel_blocks,
     kernel_matrices,
@@ -35,7 +36,6 @@ from mkrk_dask.kernels import (
     symmetrize,
 )
 from mkrk_dask.plan import GEOMETRIES, auto_kernels
-from mkrk_dask.scales import median_scales
 
 from _common import PeakRSS, dense_views, fmt_bytes, load_or_skip, now, results_dir, write_report
 

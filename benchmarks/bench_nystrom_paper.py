@@ -26,9 +26,9 @@ from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, MISSED_FRACTION_WARNING,
 from mkrk_dask.backends.options import NystromOptions
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import as_kernel_specs
+from mkrk_dask.loop import solve
 from mkrk_dask.plan import auto_kernels
 from mkrk_dask.protocol import DATASETS
-from mkrk_dask.solver import solve
 
 from _common import now, scores, write_report
 

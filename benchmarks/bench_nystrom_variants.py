@@ -30,7 +30,7 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.landmarks import landmark_transform, select_landmarks
-from mkrk_dask.solver import solve
+from mkrk_dask.loop import solve
 
 from _common import now, scores, write_report
 

@@ -31,11 +31,11 @@ from threadpoolctl import threadpool_limits
 from mkrk_dask._threads import usable_cores
 from mkrk_dask.assignment import assign_clusters
 from mkrk_dask.backends.nystrom import NystromBackend, factor_chunk_rows
-from mkrk_dask.cluster import DaskSession
+from mkrk_dask.dask_session import DaskSession
 from mkrk_dask.kernels import KernelSpec
+from mkrk_dask.loop import solve
 from mkrk_dask.metrics import clustering_accuracy, normalized_mutual_info
 from mkrk_dask.plan import auto_kernels
-from mkrk_dask.solver import solve
 from mkrk_dask.synthetic import make_multiview_blobs
 
 from _common import PeakRSS, fmt_bytes, now, write_report

@@ -5,7 +5,7 @@ step 1, a parabola, conjugate directions), from the same start on the same kerne
 
 The kernels are those of ``mkrk reproduce`` (the paper's 12 on a single-view set, a cosine
 and a Gaussian per view on a multi-view one), centred and normalised as the authors' demo
-does (:func:`mkrk_dask.protocol_methods.centred_kernels`); exact backend, the other settings
+does (:func:`mkrk_dask.protocol.methods.centred_kernels`); exact backend, the other settings
 of ``SimpleMKKM.paper``. Per direction: iterations, H-steps (top-k eigendecompositions, the
 line searches' included), H-steps per iteration, the final J and its certified relative
 optimality gap, whether it converged, seconds; then how far apart the two ends are (J, and
@@ -29,7 +29,7 @@ from mkrk_dask import SimpleMKKM
 from mkrk_dask.backends import make_backend, make_options
 from mkrk_dask.kernels import paper_kernels, parse_kernel
 from mkrk_dask.protocol import MULTIVIEW_KERNELS
-from mkrk_dask.protocol_methods import centred_kernels
+from mkrk_dask.protocol.methods import centred_kernels
 from mkrk_dask.validation import check_views
 
 from _common import load_or_skip, now, write_report

@@ -6,7 +6,7 @@ with their source. The authors' kernel files are not public here, and the papers
 that their kernels come from "applying RBF kernel on every feature" (set); so the kernels are
 rebuilt here: one Gaussian per feature set, of width the median pairwise distance, then
 centred and normalised as the authors' demo does
-(:func:`mkrk_dask.protocol_methods.centred_kernels`). Which width, and for the 3-kernel
+(:func:`mkrk_dask.protocol.methods.centred_kernels`). Which width, and for the 3-kernel
 "Digit" set which 3 of UCI mfeat's 6 views, they do not say: the Avg-KKM row on the same
 kernels shows how close ours are to theirs.
 
@@ -45,7 +45,7 @@ from mkrk_dask.backends import make_backend, make_options
 from mkrk_dask.baselines import average_kernel_clustering
 from mkrk_dask.kernels import KernelSpec
 from mkrk_dask.metrics import clustering_scores
-from mkrk_dask.protocol_methods import centred_kernels, run_simple_mkkm
+from mkrk_dask.protocol.methods import centred_kernels, run_simple_mkkm
 from mkrk_dask.search import summarize_scores
 from mkrk_dask.validation import check_views
 

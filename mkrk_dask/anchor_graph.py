@@ -26,10 +26,10 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
 from .choices import GRAPH_GEOMETRIES as GEOMETRIES  # noqa: F401 - re-exported
-from .cluster import current_client
+from .dask_session import current_client
+from .kernel_widths import directions_differ, sample_rows, unit_rows
 from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
-from .scales import directions_differ, sample_rows, unit_rows
 from .validation import is_lazy
 
 __all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "graph_factor"]

@@ -65,7 +65,7 @@ def free_disk_at(store: Any) -> int | None:
     """Free bytes where a store at ``store`` would be written: the file system of its nearest
     existing folder for a local path, the temporary folder's where none is given, None for
     an object store (no free space to read)."""
-    from .locations import StoreLocation, nearest_existing
+    from .store.locations import StoreLocation, nearest_existing
 
     if store is None:
         return int(shutil.disk_usage(tempfile.gettempdir()).free)

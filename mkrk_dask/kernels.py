@@ -213,7 +213,7 @@ def resolve_kernels(
         ``M`` for every view (:func:`max_pairwise_distance`).
     medians : dict, optional
         ``D`` for every ``(view, family)`` a width ``m`` needs
-        (:func:`mkrk_dask.scales.median_scales`).
+        (:func:`mkrk_dask.kernel_widths.median_scales`).
     """
     resolved = []
     for spec in specs:

@@ -33,7 +33,7 @@ import scipy.sparse as sp
 
 from .kernels import KernelSpec
 from .results import atomic_path
-from .store import json_normalize
+from .store.zarr_store import json_normalize
 
 __all__ = ["save_model", "load_model", "FORMAT"]
 

@@ -190,8 +190,8 @@ def _best(work: Any, parts: int = 1, repeats: int = REPEATS) -> float:
 def _timing_specs(specs: Any, rows: Any) -> list:
     """``specs`` with a width of the sampled rows' scale where theirs is relative (a kernel's
     time does not depend on its width, but an exponential far below 1 runs slower)."""
+    from .kernel_widths import unit_rows
     from .kernels import row_sq_norms
-    from .scales import unit_rows
 
     out = []
     for spec in specs:

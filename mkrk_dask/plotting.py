@@ -15,7 +15,7 @@ Figures, one PNG each, per dataset; each title says what to read off it:
 2. ``<name>_fig2_representation.png``: the representation matrix Y as heat maps at several
    lambdas, the kernels named on the axes;
 3. ``<name>_fig3_selected.png``: against log2 lambda, the kernels selected (weight at least
-   the library's :data:`~mkrk_dask.solver.SELECTION_THRESHOLD`, as ``selected_kernels_``
+   the library's :data:`~mkrk_dask.loop.SELECTION_THRESHOLD`, as ``selected_kernels_``
    counts them), the effective number of kernels ``1 / sum w^2``, and the share of the weight
    the two heaviest kernels carry;
 4. ``<name>_fig4_objective.png``: the objective minus its final value, relative to the final
@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from .loop import SELECTION_THRESHOLD
 from .results import (
     dataset_entries,
     mkkmrk_summary,
@@ -46,7 +47,6 @@ from .results import (
     search_report,
     weight_stats,
 )
-from .solver import SELECTION_THRESHOLD
 
 __all__ = ["make_figures", "search_figures", "plot_sensitivity", "plot_representation",
            "plot_selected", "plot_objective", "plot_weights", "short_kernel_name"]
@@ -261,7 +261,7 @@ def plot_representation(entry: Any, path: str | os.PathLike, *,
 
 def plot_selected(entry: Any, path: str | os.PathLike, *, dpi: int = 120) -> Path:
     """Figure 3: against log2 lambda, the kernels selected (weight at least
-    :data:`~mkrk_dask.solver.SELECTION_THRESHOLD`, recounted from the saved weights), the
+    :data:`~mkrk_dask.loop.SELECTION_THRESHOLD`, recounted from the saved weights), the
     effective number of kernels ``1 / sum w^2``, and the share of the weight of the two
     heaviest kernels (right axis)."""
     entry = _entry(entry)

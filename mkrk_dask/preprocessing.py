@@ -76,7 +76,7 @@ class ColumnScaling:
 
 def view_sample(view: Any) -> Any:
     """A uniform sample of at most :data:`SAMPLE_ROWS` rows of ``view`` (fixed seed)."""
-    from .scales import sample_rows
+    from .kernel_widths import sample_rows
     from .validation import canonical_sparse
 
     # explicit zeros read as zeros: the plan reads the values, not how they are stored

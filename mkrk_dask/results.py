@@ -357,13 +357,13 @@ def weight_stats(weights: Any, top: int = 2) -> dict[str, Any]:
     """How the weight of a fit is spread over its kernels.
 
     Returns ``n_kernels``; ``n_selected``, the kernels whose weight reaches the library's
-    :data:`~mkrk_dask.solver.SELECTION_THRESHOLD` (what ``selected_kernels_`` counts);
+    :data:`~mkrk_dask.loop.SELECTION_THRESHOLD` (what ``selected_kernels_`` counts);
     ``effective``, the effective number of kernels ``(sum w)^2 / sum w^2`` (``1/sum w^2`` for
     weights summing to 1: m for equal weights, 1 for a single kernel); ``top`` and
     ``top_share``, the share of the total weight the ``top`` heaviest kernels carry; and
     ``threshold``.
     """
-    from .solver import SELECTION_THRESHOLD, selected_kernels
+    from .loop import SELECTION_THRESHOLD, selected_kernels
 
     w = np.asarray(weights, dtype=np.float64).ravel()
     total = float(w.sum())

@@ -13,8 +13,8 @@ import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval
 
 from .assignment import repeated_assignments
+from .loop import selected_kernels
 from .metrics import check_labels_present, clustering_scores
-from .solver import selected_kernels
 from .validation import Phrased, check_lambda, constrained
 
 __all__ = ["LambdaResult", "lambda_search", "paper_lambda_grid", "summarize_scores",

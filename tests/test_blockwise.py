@@ -23,7 +23,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.backends.blockwise import BlockwiseBackend
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import KernelSpec, paper_kernels
-from mkrk_dask.solver import solve
+from mkrk_dask.loop import solve
 from mkrk_dask.store import StoreError, create_store
 
 REPO_ROOT = Path(mkrk_dask.__file__).resolve().parent.parent

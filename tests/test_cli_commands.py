@@ -14,7 +14,7 @@ import pytest
 
 from mkrk_dask.cli import main
 from mkrk_dask.datasets import PAPER_DATASETS
-from mkrk_dask.solver import SELECTION_THRESHOLD
+from mkrk_dask.loop import SELECTION_THRESHOLD
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

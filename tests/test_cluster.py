@@ -1,4 +1,4 @@
-"""Sessions (mkrk_dask.cluster): the current Client, loopback listeners, clone and pickle of
+"""Sessions (mkrk_dask.dask_session): the current Client, loopback listeners, clone and pickle of
 an estimator configured with a cluster; on a real LocalCluster."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pytest
 from distributed import Client, LocalCluster, get_task_stream
 from sklearn.base import clone
 
-import mkrk_dask.cluster as cluster_module
+import mkrk_dask.dask_session as cluster_module
 from mkrk_dask import MKKMRK, progress
-from mkrk_dask.cluster import DaskSession, current_client, start_local_cluster
+from mkrk_dask.dask_session import DaskSession, current_client, start_local_cluster
 
 X = np.random.default_rng(0).normal(size=(120, 5))
 KERNELS = ["cosine", "gaussian(c=0.3)"]
@@ -98,7 +98,7 @@ def test_connect_is_bounded_when_the_listener_is_not_a_scheduler():
     import threading
     import time
 
-    from mkrk_dask.cluster import connect
+    from mkrk_dask.dask_session import connect
     from mkrk_dask.exceptions import SchedulerUnreachableError
 
     silent = socket.socket()

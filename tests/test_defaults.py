@@ -11,10 +11,10 @@ from sklearn.metrics import adjusted_rand_score
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
+from mkrk_dask.kernel_widths import median_scales, sample_rows, unit_rows
 from mkrk_dask.kernels import KernelSpec, as_kernel_specs
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.plan import LIFT, auto_kernels
-from mkrk_dask.scales import median_scales, sample_rows, unit_rows
 
 from test_plan import same_plan
 

@@ -6,9 +6,9 @@ import pytest
 from mkrk_dask import MKKMRK
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import max_pairwise_distance, paper_kernels, resolve_kernels
+from mkrk_dask.loop import solve
 from mkrk_dask.qp import RepresentativeQP, frank_wolfe_gap, kkt_residuals
 from mkrk_dask.results import weight_stats
-from mkrk_dask.solver import solve
 
 #: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
 DIGITS_ROWS = 240

@@ -14,6 +14,7 @@ from mkrk_dask._packed import PackedLayout
 from mkrk_dask.backends.base import TopK
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import paper_kernels
+from mkrk_dask.loop import solve
 from mkrk_dask.precomputed import (
     PackedKernel,
     _check_psd,
@@ -21,7 +22,6 @@ from mkrk_dask.precomputed import (
     prepare_precomputed_packed,
 )
 from mkrk_dask.qp import RepresentativeQP
-from mkrk_dask.solver import solve
 
 
 @pytest.fixture(scope="module")

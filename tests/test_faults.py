@@ -19,9 +19,10 @@ import pytest
 import zarr
 from distributed import Client, LocalCluster
 
-from mkrk_dask import MKKMRK, SimpleMKKM, checkpoints, progress
-from mkrk_dask.checkpoints import LoopCheckpoint, PassCheckpoint
+from mkrk_dask import MKKMRK, SimpleMKKM, progress
 from mkrk_dask.exceptions import SchedulerLostError
+from mkrk_dask.store import checkpoints
+from mkrk_dask.store.checkpoints import LoopCheckpoint, PassCheckpoint
 
 rng = np.random.default_rng(11)
 X = np.vstack([rng.normal(c, 0.6, size=(110, 5)) for c in (0.0, 2.0, 4.0)])

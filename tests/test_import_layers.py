@@ -31,13 +31,14 @@ EXCEPTIONS: dict[tuple[str, str], str] = {
 }
 
 #: the modules above the estimators: they run, save or drive them
-ABOVE_ESTIMATORS = {"mkrk_dask.model_io", "mkrk_dask.protocol", "mkrk_dask.protocol_methods"}
+ABOVE_ESTIMATORS = {"mkrk_dask.model_io", "mkrk_dask.protocol", "mkrk_dask.protocol.run",
+                    "mkrk_dask.protocol.methods"}
 
 #: what nothing under backends/ imports: the loop, the plan, the estimators, the search, the
 #: paper's protocol, saved models and the command line
-ABOVE_BACKENDS = ("mkrk_dask.solver", "mkrk_dask.weight_steps", "mkrk_dask.plan",
+ABOVE_BACKENDS = ("mkrk_dask.loop", "mkrk_dask.weight_steps", "mkrk_dask.plan",
                   "mkrk_dask.estimators", "mkrk_dask.search", "mkrk_dask.protocol",
-                  "mkrk_dask.protocol_methods", "mkrk_dask.model_io", "mkrk_dask.cli")
+                  "mkrk_dask.protocol.methods", "mkrk_dask.model_io", "mkrk_dask.cli")
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

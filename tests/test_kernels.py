@@ -8,6 +8,7 @@ from scipy.spatial.distance import pdist
 from sklearn.metrics.pairwise import cosine_similarity, polynomial_kernel, rbf_kernel
 
 from mkrk_dask.dissimilarity import dense_dissimilarity
+from mkrk_dask.kernel_widths import median_scales
 from mkrk_dask.kernels import (
     KernelSpec,
     as_kernel_specs,
@@ -21,7 +22,6 @@ from mkrk_dask.kernels import (
     resolve_kernels,
     symmetrize,
 )
-from mkrk_dask.scales import median_scales
 
 
 @pytest.fixture

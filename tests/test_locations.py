@@ -1,4 +1,4 @@
-"""Stores at any URL and the visibility checks (mkrk_dask.locations), with real parts: an
+"""Stores at any URL and the visibility checks (mkrk_dask.store.locations), with real parts: an
 S3-compatible server on 127.0.0.1 (moto's server mode), worker processes, and a worker that
 really cannot see the client's disk (its own mount namespace)."""
 
@@ -18,7 +18,7 @@ from _loopback import free_port, wait_for_port
 from distributed import Client, LocalCluster
 
 from mkrk_dask import MKKMRK, StoreError
-from mkrk_dask.locations import StoreLocation
+from mkrk_dask.store.locations import StoreLocation
 
 X = np.random.default_rng(5).normal(size=(150, 4))
 KERNELS = ["cosine", "polynomial(a=1,b=2)", "gaussian(c=0.3)"]
@@ -200,7 +200,7 @@ def test_a_worker_that_cannot_see_the_store_gets_a_clear_error(tmp_path, monkeyp
 def test_the_visibility_check_asks_a_worker_that_failed_again(tmp_path):
     # A worker killed just before the check (its nanny restarting it) resets the connection;
     # the check asks again instead of failing the fit, and fails in one line if none answers.
-    from mkrk_dask.locations import _ask_every_worker
+    from mkrk_dask.store.locations import _ask_every_worker
 
     def fails_once(flag: str) -> str:
         if not os.path.exists(flag):

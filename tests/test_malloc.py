@@ -10,7 +10,7 @@ import pytest
 
 from mkrk_dask._malloc import malloc_trim, trims_heap
 from mkrk_dask.backends.nystrom.tasks import factor_task
-from mkrk_dask.scales import _farthest_task
+from mkrk_dask.kernel_widths import _farthest_task
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc only")
 

@@ -20,8 +20,8 @@ from mkrk_dask.backends.nystrom import (
 )
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import KernelSpec, max_pairwise_distance
+from mkrk_dask.loop import solve
 from mkrk_dask.metrics import normalized_mutual_info
-from mkrk_dask.solver import solve
 from mkrk_dask.store import StoreError
 from mkrk_dask.synthetic import make_multiview_blobs
 
@@ -612,9 +612,9 @@ def test_linear_kernels_of_few_features_take_the_product_of_their_features(norma
     rows), also through ``project``; sparse rows and kernels with as many landmarks as
     features go through the kernel block."""
     from mkrk_dask.backends.nystrom.model import NystromModel
+    from mkrk_dask.kernel_widths import median_scales
     from mkrk_dask.kernels import kernel_blocks, resolve_kernels
     from mkrk_dask.landmarks import landmark_transform
-    from mkrk_dask.scales import median_scales
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(300, 5)) + 2.0
@@ -672,9 +672,9 @@ def test_float32_factors_evaluate_the_views_of_strong_columns_in_single_precisio
     amplification (at most 100) of the kernel values' float32 error; a view with a weak
     column keeps float64 values; float64 factors never use float32."""
     from mkrk_dask.backends.nystrom.model import NystromModel
+    from mkrk_dask.kernel_widths import median_scales
     from mkrk_dask.kernels import kernel_blocks, resolve_kernels
     from mkrk_dask.landmarks import landmark_transform
-    from mkrk_dask.scales import median_scales
 
     rng = np.random.default_rng(2)
     views = [rng.normal(size=(500, 6)) + 50.0, rng.normal(size=(500, 3))]

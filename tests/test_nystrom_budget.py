@@ -267,8 +267,8 @@ def test_a_smooth_kernel_uses_a_prefix_of_the_landmarks(blobs):
     the textbook formula K(X, L) W^+ K(L, X) truncated to its top r eigenvectors); the rough
     kernel keeps all of them; the ranks stay (within the floor's reach)."""
     from mkrk_dask.backends.nystrom.build import _build_model
+    from mkrk_dask.kernel_widths import median_scales
     from mkrk_dask.kernels import KernelSpec, kernel_blocks, resolve_kernels
-    from mkrk_dask.scales import median_scales
 
     views, _ = blobs
     specs = [KernelSpec("gaussian", m=m, view=v) for v in (0, 1) for m in (16.0, 0.25)]

@@ -10,7 +10,7 @@ from sklearn.datasets import load_wine
 
 from mkrk_dask import MKKMRK
 from mkrk_dask._text import LINE_WIDTH, format_number, plural, wrap_lines
-from mkrk_dask.solver import selection_words
+from mkrk_dask.loop import selection_words
 
 #: how many rows of scikit-learn's digits the shared ``digits`` fixture gives (conftest.py)
 DIGITS_ROWS = 300

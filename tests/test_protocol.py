@@ -24,7 +24,7 @@ from mkrk_dask.protocol import (
     render_markdown,
     run_protocol,
 )
-from mkrk_dask.protocol_methods import run_lmkkm, run_rmkkm
+from mkrk_dask.protocol.methods import run_lmkkm, run_rmkkm
 from mkrk_dask.search import summarize_scores
 
 LAMS = [2.0**-15, 2.0**-5]
@@ -180,7 +180,7 @@ def test_simple_mkkm_is_a_column_after_table_2(data_dir: Path, tmp_path: Path) -
     from mkrk_dask import SimpleMKKM
     from mkrk_dask.assignment import repeated_assignments
     from mkrk_dask.protocol import PROTOCOL_METHODS
-    from mkrk_dask.protocol_methods import centred_kernels
+    from mkrk_dask.protocol.methods import centred_kernels
 
     assert PROTOCOL_METHODS[:-1] == mkrk_dask.protocol.METHODS
     assert PROTOCOL_METHODS[-1] == "SimpleMKKM"

@@ -19,7 +19,7 @@ from threadpoolctl import threadpool_limits
 
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import paper_kernels
-from mkrk_dask.solver import solve
+from mkrk_dask.loop import solve
 
 import reference_mkkmrk as reference  # beside this file (pytest puts tests/ on sys.path)
 

@@ -1,4 +1,4 @@
-"""Data scales (mkrk_dask.scales): the exact pass on Dask equals plain numpy; the estimate
+"""Data scales (mkrk_dask.kernel_widths): the exact pass on Dask equals plain numpy; the estimate
 bounds the truth."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 from scipy.spatial.distance import pdist
 
+from mkrk_dask.kernel_widths import distributed_scales, memory_scales
 from mkrk_dask.kernels import KernelSpec
 from mkrk_dask.passes import RowSource
-from mkrk_dask.scales import distributed_scales, memory_scales
 
 SPECS = [KernelSpec("gaussian", c=0.1), KernelSpec("linear", view=1),
          KernelSpec("gaussian", c=1.0, view=2)]
@@ -47,7 +47,7 @@ def test_estimated_scale_is_a_lower_bound_within_a_factor_two(client):
 def test_median_distance_is_the_median_over_the_pairs(n):
     # Even and odd numbers of pairs: the median of every pair's squared distance, as numpy
     # takes it over the upper triangle (the diagonal and the mirror image left out).
-    from mkrk_dask.scales import _median_distance
+    from mkrk_dask.kernel_widths import _median_distance
 
     rows = np.random.default_rng(n).normal(size=(n, 3)) * [1.0, 10.0, 0.1]
     assert _median_distance(rows) == pytest.approx(np.sqrt(np.median(pdist(rows) ** 2)),
@@ -55,7 +55,7 @@ def test_median_distance_is_the_median_over_the_pairs(n):
 
 
 def test_median_distance_of_mostly_equal_rows_is_that_of_the_distinct_pairs():
-    from mkrk_dask.scales import _median_distance
+    from mkrk_dask.kernel_widths import _median_distance
 
     base = np.random.default_rng(0).normal(size=(2, 4))
     rows = np.vstack([np.repeat(base[:1], 30, axis=0), base[1:]])  # 435 of 465 pairs equal

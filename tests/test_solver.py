@@ -1,4 +1,4 @@
-"""The one alternating loop (mkrk_dask.solver) against plain dense computations."""
+"""The one alternating loop (mkrk_dask.loop) against plain dense computations."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import kernel_matrices, paper_kernels, resolve_kernels
-from mkrk_dask.solver import (
+from mkrk_dask.loop import (
     SELECTION_THRESHOLD,
     alternate,
     effective_lambda,

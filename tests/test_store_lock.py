@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from mkrk_dask.store import create_store, mark_complete, open_store
-from mkrk_dask.store_lock import StoreBusyError
+from mkrk_dask.store.lock import StoreBusyError
 
 META = {"n": 10}
 
@@ -84,7 +84,7 @@ def test_the_command_line_says_another_process_builds_the_store(tmp_path, builde
 SAVER = textwrap.dedent("""
     import sys, time
     import numpy as np, zarr
-    from mkrk_dask.checkpoints import LoopCheckpoint
+    from mkrk_dask.store.checkpoints import LoopCheckpoint
     checkpoint = LoopCheckpoint(zarr.open_group(sys.argv[1]), sys.argv[2])
     checkpoint.save({{"iteration": 1, "certified": True, "converged": False,
                      "basis_kind": "dense", "weights": np.full(3, 1 / 3)}})
@@ -101,7 +101,7 @@ def _state(iteration):
 def test_a_second_process_running_the_same_fit_fails_in_one_line(tmp_path):
     import zarr
 
-    from mkrk_dask.checkpoints import LoopCheckpoint
+    from mkrk_dask.store.checkpoints import LoopCheckpoint
 
     path = tmp_path / "s.zarr"
     zarr.open_group(str(path), mode="w")
@@ -135,7 +135,7 @@ def test_fits_with_other_settings_never_drop_each_others_state(tmp_path):
     both states stay (one shared attribute table would be rewritten from stale metadata)."""
     import zarr
 
-    from mkrk_dask.checkpoints import LoopCheckpoint
+    from mkrk_dask.store.checkpoints import LoopCheckpoint
 
     path = tmp_path / "s.zarr"
     zarr.open_group(str(path), mode="w")
@@ -155,8 +155,8 @@ def test_the_loop_state_is_saved_after_the_first_iteration_then_at_most_every_in
         tmp_path, monkeypatch):
     import zarr
 
-    from mkrk_dask import checkpoints
-    from mkrk_dask.checkpoints import LoopCheckpoint
+    from mkrk_dask.store import checkpoints
+    from mkrk_dask.store.checkpoints import LoopCheckpoint
 
     group = zarr.open_group(str(tmp_path / "s.zarr"), mode="w")
     monkeypatch.setattr(checkpoints, "_LOOP_SAVE_INTERVAL", 3600.0)

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 # The jobs' log folder as `mkrk --cluster slurm` resolves it (the tests import it from here).
-from mkrk_dask.cluster import slurm_log_directory as resolve_log_directory
+from mkrk_dask.dask_session import slurm_log_directory as resolve_log_directory
 
 __all__ = ["main", "resolve_log_directory"]
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     mkrk_args = argv[split + 1:]
 
     from mkrk_dask.cli import main as mkrk
-    from mkrk_dask.cluster import slurm_job_states, start_slurm_cluster
+    from mkrk_dask.dask_session import slurm_job_states, start_slurm_cluster
     from mkrk_dask.exceptions import ClusterStartError
 
     config = Path(args.config) if Path(args.config).is_file() else None

@@ -157,7 +157,7 @@ class KernelBackend(ABC):
 
     def loop_checkpoint(self, key: str) -> Any:
         """Where the loop keeps its state after each iteration, so that an interrupted fit
-        resumes (a :class:`~mkrk_dask.checkpoints.LoopCheckpoint`); None without a store."""
+        resumes (a :class:`~mkrk_dask.store.checkpoints.LoopCheckpoint`); None without a store."""
         return None
 
     def encode_top(self, top: TopK) -> tuple[str, dict[str, np.ndarray]]:

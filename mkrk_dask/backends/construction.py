@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..cluster import DaskSession
-from ..locations import StoreLocation, check_workers_read
+from ..dask_session import DaskSession
+from ..store.locations import StoreLocation, check_workers_read
 from .base import KernelBackend
 from .options import BackendOptions, NystromOptions
 
@@ -39,7 +39,7 @@ def build_on_dask(build: Callable[[StoreLocation | None, DaskSession], KernelBac
                   views: list | None, store: Any, storage_options: dict | None,
                   scheduler: Any) -> KernelBackend:
     """``build(location, session)`` in a Dask session on ``scheduler`` (see
-    :class:`mkrk_dask.cluster.DaskSession`), with the store at ``store`` (a path or URL, or
+    :class:`mkrk_dask.dask_session.DaskSession`), with the store at ``store`` (a path or URL, or
     None for a temporary one), once the workers are known to read the ``views``; the session
     is closed again if the build fails."""
     location = None if store is None else StoreLocation.parse(store, storage_options)

@@ -14,13 +14,13 @@ from .._packed import PackedLayout
 from .._threads import local_threads
 from ..dissimilarity import GRAM_MEASURES, MEASURES, dense_dissimilarity, from_gram
 from ..eigen import SINGLE_THREAD_MAX_N, top_k_dense
+from ..kernel_widths import median_scales, memory_scales
 from ..kernels import KernelSpec, kernel_matrices, mirror_upper, resolve_kernels
 from ..precomputed import (
     DeferredPsdTest,
     prepare_precomputed_deferred,
     prepare_precomputed_packed,
 )
-from ..scales import median_scales, memory_scales
 from .base import KernelBackend, TopK
 
 __all__ = ["ExactBackend"]

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..cluster import DaskSession
+from ..dask_session import DaskSession
 from ..kernels import KernelSpec
-from ..locations import StoreLocation
+from ..store.locations import StoreLocation
 from .base import KernelBackend
 from .construction import build_on_dask, check_backend_input, refuse_precomputed
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
@@ -43,7 +43,7 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
     storage_options : dict, optional
         fsspec options of a URL store (endpoint, credentials; default: the environment).
     scheduler : None, address or distributed.Client
-        Where the scaled backends run (see :class:`mkrk_dask.cluster.DaskSession`).
+        Where the scaled backends run (see :class:`mkrk_dask.dask_session.DaskSession`).
     random_state : int, RandomState or None
         Seeds what the backend draws (Nystrom landmarks and samples).
 

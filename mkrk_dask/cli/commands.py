@@ -31,6 +31,7 @@ from ..csv_input import CsvColumns
 from ..estimators import ESTIMATORS, MKKMRK, AnchorGraphClustering
 from ..io import Dataset
 from ..kernels import as_kernel_specs, parse_kernel
+from ..loop import selection_words
 from ..metrics import clustering_scores
 from ..plotting import make_figures  # matplotlib itself is imported when drawing
 from ..protocol import find_datasets, render_markdown, run_protocol
@@ -48,7 +49,6 @@ from ..results import (
     write_labels,
 )
 from ..search import build_store, lambda_search, paper_lambda_grid
-from ..solver import selection_words
 from ..views import default_view_names, named_views
 from . import models
 from .demo import run_demo

@@ -25,8 +25,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..locations import nearest_existing
 from ..results import plain_mode
+from ..store.locations import nearest_existing
 from .errors import UserError
 
 __all__ = ["Output", "SMALL_RESULT", "MANIFEST"]

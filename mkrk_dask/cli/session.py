@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import progress
-from ..cluster import DaskSession, connect, slurm_job_states, start_slurm_cluster
+from ..dask_session import DaskSession, connect, slurm_job_states, start_slurm_cluster
 from ..exceptions import SchedulerLostError, WorkersLostError
 from ..passes import remember_nannies
 from .errors import UserError
@@ -81,7 +81,7 @@ def storage_options(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def bounded_connect(address: str, timeout: float, security: Any = None) -> Any:
-    """:func:`mkrk_dask.cluster.connect` (bounded by ``timeout`` whatever answers), with the
+    """:func:`mkrk_dask.dask_session.connect` (bounded by ``timeout`` whatever answers), with the
     option's name in the error for a bad timeout."""
     if not timeout > 0:
         raise UserError(f"--connect-timeout must be > 0, got {timeout:g}")
@@ -144,7 +144,7 @@ def dask_client(args: argparse.Namespace, solver: str) -> Iterator[Any]:
 
     ``--scheduler ADDRESS`` connects to an existing scheduler (left running afterwards);
     without it the embedded local cluster starts in this process and stops at the end
-    (:class:`mkrk_dask.cluster.DaskSession`).
+    (:class:`mkrk_dask.dask_session.DaskSession`).
     """
     address = getattr(args, "scheduler", None)
     with reporting(args):

@@ -39,8 +39,9 @@ from ..assignment import FINAL_STEP_CHOICES
 from ..backends import KernelBackend, kernel_inertia, make_backend, make_options
 from ..backends.construction import refuse_precomputed
 from ..choices import BACKENDS, SOLVERS
-from ..cluster import is_client
+from ..dask_session import is_client
 from ..exceptions import NystromApproximationWarning
+from ..loop import IterationInfo, SolverResult
 from ..plan import (
     PREPROCESSING_CHOICES,
     FitPlan,
@@ -48,7 +49,6 @@ from ..plan import (
     make_plan,
 )
 from ..precomputed import check_precomputed, kernel_stack
-from ..solver import IterationInfo, SolverResult
 from ..validation import (
     MAX_N_INIT,
     TOL_MODES,
@@ -267,7 +267,7 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
 
     def _run(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:
         """The method's alternating loop on ``backend`` (subclasses); ``first_rank`` as for
-        :func:`~mkrk_dask.solver.alternate`."""
+        :func:`~mkrk_dask.loop.alternate`."""
         raise NotImplementedError
 
     def solve(self, backend: KernelBackend, first_rank: int | None = None) -> SolverResult:

@@ -145,7 +145,7 @@ class FinalPartition:
 
     def run(self, backend: Any, loop: Any) -> FinalResult:
         """The final stage on ``backend`` (inside its ``with`` block) after the loop's
-        ``loop`` (a :class:`~mkrk_dask.solver.SolverResult`).
+        ``loop`` (a :class:`~mkrk_dask.loop.SolverResult`).
 
         The embedding and the first k-means run on the backend's threads
         (:meth:`~mkrk_dask.backends.KernelBackend.compute_threads`); the first k-means has
@@ -195,7 +195,7 @@ class FinalPartition:
 
         The spectral step at rank k reuses the loop's last eigenvectors, and every step
         reuses the first H-step's where the loop made it at the plan's rank and ended at its
-        weights (:func:`~mkrk_dask.solver.alternate`); otherwise one eigendecomposition is
+        weights (:func:`~mkrk_dask.loop.alternate`); otherwise one eigendecomposition is
         made."""
         plan = self.plan
         limit = backend.max_rank(loop.weights)

@@ -1,6 +1,6 @@
 """MKKM and MKKM-MR as scikit-learn estimators: :class:`MKKM`, :class:`MKKMMR`.
 
-Both run the one alternating loop (:func:`mkrk_dask.solver.alternate`) with their own weight
+Both run the one alternating loop (:func:`mkrk_dask.loop.alternate`) with their own weight
 step (:mod:`mkrk_dask.weight_steps.mkkm`), so they run on every backend (exact, blockwise,
 Nystrom), scale as MKKM-RK does, and ``predict`` / ``transform`` new points the same way.
 """
@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..backends import KernelBackend
 from ..choices import PAPER_COMMON
-from ..solver import SolverResult, alternate, effective_lambda
+from ..loop import SolverResult, alternate, effective_lambda
 from ..validation import LAM, LAM_SCALINGS, check_lambda
 from ..weight_steps import AverageResidualStep, MatrixRegularizedStep
 from ._base import MultipleKernelKMeans
@@ -135,7 +135,7 @@ class MKKMMR(MultipleKernelKMeans):
         k-means term like n). The authors search ``2^-15 .. 2^15`` with the labels.
     lam_scaling : {"none", "normalized"}, default="normalized"
         ``"none"``: lambda as the paper's; ``"normalized"``: multiplied by
-        ``mean(tr K_p) / mean(M)`` (see :func:`mkrk_dask.solver.effective_lambda`).
+        ``mean(tr K_p) / mean(M)`` (see :func:`mkrk_dask.loop.effective_lambda`).
     qp_gap_tol : float, default=1e-8
         Every weight step must have a duality gap below ``qp_gap_tol`` times its objective,
         else an :class:`~mkrk_dask.qp.UncertifiedSolutionWarning` is emitted.

@@ -12,7 +12,7 @@ from .._text import format_number
 from ..backends import KernelBackend
 from ..choices import MKKMRK_PAPER
 from ..dissimilarity import MEASURES
-from ..solver import SolverResult, equal_weights, solve
+from ..loop import SolverResult, equal_weights, solve
 from ..validation import LAM, LAM_SCALINGS
 from ._base import MultipleKernelKMeans
 
@@ -63,7 +63,7 @@ class MKKMRK(MultipleKernelKMeans):
         :mod:`mkrk_dask.dissimilarity`.
     lam_scaling : {"none", "normalized"}, default="normalized"
         ``"none"`` uses lambda as the paper does; ``"normalized"`` makes it independent of the
-        scales of C and of the residuals (see :func:`mkrk_dask.solver.effective_lambda`).
+        scales of C and of the residuals (see :func:`mkrk_dask.loop.effective_lambda`).
     final_step : {"auto", "features", "spectral"}, default="auto"
         ``"features"``: k-means on the unit rows of the features ``V sqrt(mu)`` of the top
         ``n_components`` eigenpairs of ``K_w`` (a low-rank kernel k-means; unit rows, as
@@ -255,7 +255,7 @@ class MKKMRK(MultipleKernelKMeans):
         Whether the tolerance was met within ``max_iter``.
     selected_kernels_ : ndarray of int
         Indices of the kernels whose weight is at least 1e-3 (the representative kernels;
-        see :data:`mkrk_dask.solver.SELECTION_THRESHOLD`).
+        see :data:`mkrk_dask.loop.SELECTION_THRESHOLD`).
     kernels_ : list of KernelSpec or None
         The resolved kernels (Gaussian widths filled in); None for precomputed kernels.
     kernel_names_ : list of str

@@ -49,7 +49,7 @@ def _shared_model(model: Any) -> Any:
     so that its arrays travel once and never inside a task graph; else a delayed object."""
     import dask
 
-    from ..cluster import current_client
+    from ..dask_session import current_client
 
     client = current_client()
     if client is None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..loop import SolverResult, selected_kernels
 from ..plan import FitPlan
-from ..solver import SolverResult, selected_kernels
 from ._final import FinalResult
 
 __all__ = ["FittedRecord"]

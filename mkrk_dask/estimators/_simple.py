@@ -1,6 +1,6 @@
 """SimpleMKKM as a scikit-learn estimator: :class:`SimpleMKKM`.
 
-It runs the one alternating loop (:func:`mkrk_dask.solver.alternate`) with a weight step that
+It runs the one alternating loop (:func:`mkrk_dask.loop.alternate`) with a weight step that
 is a reduced-gradient line search (:class:`~mkrk_dask.weight_steps.ReducedGradientStep`), whose
 trial points are H-steps of the same backend: so it runs on every backend (exact, blockwise,
 Nystrom) and scales as MKKM-RK does.
@@ -16,7 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._text import plural
 from ..backends import KernelBackend, TopK
-from ..solver import SolverResult, alternate
+from ..loop import SolverResult, alternate
 from ..weight_steps import ReducedGradientStep
 from ..weight_steps.reduced_gradient import DIRECTIONS
 from ._base import MultipleKernelKMeans

@@ -11,8 +11,8 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from .._text import format_number, plural, wrap_lines
+from ..loop import SELECTION_THRESHOLD
 from ..plan import GRAPH_CLEAR_ROWS, GRAPH_MIN_AGREEMENT
-from ..solver import SELECTION_THRESHOLD
 from ._final import more_parts
 
 __all__ = ["SummaryMixin", "approximation_lines"]

@@ -58,7 +58,7 @@ def view_geometry(rows: Any) -> tuple[str, str]:
     with negative values: it cut a group at the origin, ``blobs:1`` of
     ``benchmarks/results/defaults/graph_lanczos_18b1997.md``) or zeros from the rest. With
     the reason."""
-    from ..scales import directions_differ
+    from ..kernel_widths import directions_differ
 
     if rows.shape[1] == 1:
         return "column", ("one column (the angle of a single number is its sign, or nothing "
@@ -177,8 +177,8 @@ def smooth_kernels(specs: Any) -> bool:
 def refuse_zero_widths(specs: Any, rows: list) -> None:
     """A plan for data the fit refuses is refused: a width relative to the median distance
     of a view whose sampled rows are one point (the fit reads the same sample)."""
+    from ..kernel_widths import one_point
     from ..kernels import medians_needed, zero_median_error
-    from ..scales import one_point
 
     needed = medians_needed(specs)
     for spec in specs:

@@ -4,7 +4,7 @@ Every multiple kernel k-means method of this family alternates two steps on
 ``K_w = sum_p w_p^2 K_p``: the H-step (top-k eigenvectors, the same for all of them, done by the
 backend) and a weight step that, for fixed H, needs only the residuals
 ``d_p = tr(K_p) - tr(H^T K_p H)`` (and matrices computed once, such as C). A method is its
-weight step: subclass :class:`WeightStep`, and the one loop (:func:`mkrk_dask.solver.alternate`)
+weight step: subclass :class:`WeightStep`, and the one loop (:func:`mkrk_dask.loop.alternate`)
 runs it on every backend.
 """
 

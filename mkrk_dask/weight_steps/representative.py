@@ -21,7 +21,7 @@ class RepresentativeStep(WeightStep):
     ----------
     C : ndarray of shape (m, m)
     lam : float
-        The lambda the QP uses (after any scaling, see :func:`mkrk_dask.solver.effective_lambda`).
+        The lambda the QP uses (after any scaling, see :func:`mkrk_dask.loop.effective_lambda`).
     gap_tol : float
         A solution is certified when its duality gap over its objective is below this.
     strict : bool

@@ -43,7 +43,7 @@ from threadpoolctl import threadpool_limits
 
 from mkrk_dask._lapack import syrk_upper
 from mkrk_dask.backends.nystrom import NystromBackend
-from mkrk_dask.cluster import DaskSession
+from mkrk_dask.dask_session import DaskSession
 from mkrk_dask.plan import auto_kernels
 from mkrk_dask.synthetic import make_multiview_blobs
 

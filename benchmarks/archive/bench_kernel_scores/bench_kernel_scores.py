@@ -44,9 +44,9 @@ import scipy.linalg
 from sklearn.cluster import KMeans
 
 from mkrk_dask import MKKMRK
+from mkrk_dask.kernel_widths import sample_rows
 from mkrk_dask.kernels import kernel_matrices
 from mkrk_dask.metrics import normalized_mutual_info
-from mkrk_dask.scales import sample_rows
 
 from _common import positive_args, write_report
 from bench_defaults_wide import BELOW_KMEANS, load

@@ -71,8 +71,8 @@ from sklearn.cluster import KMeans
 
 from mkrk_dask import MKKMRK, AnchorGraphClustering
 from mkrk_dask.assignment import final_rows, lloyd_centres
+from mkrk_dask.kernel_widths import median_scales
 from mkrk_dask.kernels import kernel_matrices, resolve_kernels
-from mkrk_dask.scales import median_scales
 
 from _common import now, write_report
 

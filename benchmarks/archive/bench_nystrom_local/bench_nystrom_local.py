@@ -29,7 +29,7 @@ from mkrk_dask.backends.nystrom import LOCAL_THRESHOLD, NystromBackend
 from mkrk_dask.backends.options import AUTO_EXACT_DISSIMILARITY_MAX_N
 from mkrk_dask.datasets import load_dataset
 from mkrk_dask.kernels import paper_kernels
-from mkrk_dask.solver import solve
+from mkrk_dask.loop import solve
 
 from _common import PeakRSS, fmt_bytes, now, scores, write_report
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import numpy as np
 
-from ...cluster import DaskSession
+from ...dask_session import DaskSession
 from ...dissimilarity import GRAM_MEASURES, check_measure, from_gram
 from ...eigen import block_krylov_top_k
 from ...exceptions import PassFailedError
 from ...kernels import KernelSpec
-from ...locations import StoreLocation
 from ...passes import Shared, row_bounds, run_pass
-from ...store import create_data_array, load_result, read_checked, save_result
+from ...store.locations import StoreLocation
+from ...store.zarr_store import create_data_array, load_result, read_checked, save_result
 from ..base import KernelBackend, TopK
 from ..construction import build_on_dask, check_backend_input
 from ..options import BlockwiseOptions, make_options
@@ -309,7 +309,7 @@ class BlockwiseBackend(KernelBackend):
         return kernel_row_map(self.kernel_specs, normalize, self.train_views, top)
 
     def loop_checkpoint(self, key: str) -> Any:
-        from ...checkpoints import LoopCheckpoint
+        from ...store.checkpoints import LoopCheckpoint
 
         return None if self._temp_dir is not None else LoopCheckpoint(self.group, key)
 

@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from ...checkpoints import PassCheckpoint
-from ...cluster import DaskSession
+from ...dask_session import DaskSession
+from ...kernel_widths import distributed_scales, median_scales
 from ...kernels import KernelSpec, normalize_kernels, resolve_kernels, symmetrize
-from ...locations import StoreLocation, check_workers_see
 from ...passes import RowSource, block_pairs, client_threads, row_bounds, run_pass
 from ...progress import reporter
-from ...scales import distributed_scales, median_scales
-from ...store import (
+from ...store.checkpoints import PassCheckpoint
+from ...store.locations import StoreLocation, check_workers_see
+from ...store.zarr_store import (
     create_data_array,
     create_store,
     data_fingerprint,

@@ -19,7 +19,7 @@ from ...kernels import (
     symmetrize,
 )
 from ...passes import read_rows
-from ...store import read_checked
+from ...store.zarr_store import read_checked
 
 #: name of the (m, n, n) kernel array in the store
 KERNELS = "kernels"

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse.linalg
 
-from ...cluster import DaskSession
+from ...dask_session import DaskSession
 from ...dissimilarity import GRAM_MEASURES, from_gram
 from ...eigen import block_krylov_top_k, fix_signs, top_k_dense
 from ...kernels import KernelSpec
@@ -36,7 +36,7 @@ from ...passes import (
     release_memory,
     run_pass,
 )
-from ...store import read_checked
+from ...store.zarr_store import read_checked
 from ..base import (
     APPROXIMATION_WARNING,
     ApproximationReport,
@@ -320,7 +320,7 @@ class NystromBackend(KernelBackend):
         return np.minimum(quad, self._traces)
 
     def loop_checkpoint(self, key: str) -> Any:
-        from ...checkpoints import LoopCheckpoint
+        from ...store.checkpoints import LoopCheckpoint
 
         if self._temp_dir is not None or self.group is None:
             return None

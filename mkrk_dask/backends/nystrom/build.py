@@ -25,12 +25,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
-from ...checkpoints import PassCheckpoint
-from ...cluster import DaskSession
+from ...dask_session import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
+from ...kernel_widths import distributed_scales, median_scales
 from ...kernels import KernelSpec, kernel_blocks, mirror_upper, resolve_kernels, row_sq_norms
 from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
-from ...locations import StoreLocation, check_workers_see, nearest_existing
 from ...passes import (
     TASK_INPUT_BYTES,
     RowSource,
@@ -43,8 +42,9 @@ from ...passes import (
     task_blas_threads,
 )
 from ...progress import reporter
-from ...scales import distributed_scales, median_scales
-from ...store import (
+from ...store.checkpoints import PassCheckpoint
+from ...store.locations import StoreLocation, check_workers_see, nearest_existing
+from ...store.zarr_store import (
     create_data_array,
     create_store,
     data_fingerprint,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from ...store import read_checked
+from ...store.zarr_store import read_checked
 
 __all__ = ["LocalPart", "LocalBasis", "local_residual", "residual_entries", "load_local",
            "LOCAL_RESULTS", "NO_ENTRIES", "LOCAL_THRESHOLD", "LOCAL_MAX_PER_ROW"]

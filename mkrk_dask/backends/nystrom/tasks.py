@@ -22,7 +22,7 @@ from ..._lapack import syrk_upper
 from ..._malloc import trims_heap
 from ...kernels import KernelSpec, kernel_blocks, kernel_products
 from ...passes import read_rows
-from ...store import read_checked
+from ...store.zarr_store import read_checked
 from .local import residual_entries
 from .model import NystromModel, embed_rows
 

@@ -19,17 +19,17 @@ from typing import Any
 
 import numpy as np
 
-from .assignment import repeated_assignments
-from .backends.base import KernelBackend
-from .dense_methods import lmkkm, rmkkm
-from .estimators import MKKMMR, SimpleMKKM
-from .exceptions import UncertifiedSolutionWarning
-from .kernels import normalize_kernels
-from .metrics import clustering_scores
-from .results import search_record
-from .search import lambda_search, summarize_scores
-from .solver import alternate
-from .weight_steps import AverageResidualStep
+from ..assignment import repeated_assignments
+from ..backends.base import KernelBackend
+from ..dense_methods import lmkkm, rmkkm
+from ..estimators import MKKMMR, SimpleMKKM
+from ..exceptions import UncertifiedSolutionWarning
+from ..kernels import normalize_kernels
+from ..loop import alternate
+from ..metrics import clustering_scores
+from ..results import search_record
+from ..search import lambda_search, summarize_scores
+from ..weight_steps import AverageResidualStep
 
 __all__ = ["MKKM_MR_LAMBDAS", "RMKKM_GAMMAS", "run_mkkm", "run_mkkm_mr", "run_rmkkm",
            "run_lmkkm", "run_simple_mkkm", "centred_kernels"]

@@ -24,7 +24,7 @@ import hashlib
 import json
 from typing import Any
 
-from .exceptions import StoreIntegrityError
+from ..exceptions import StoreIntegrityError
 
 __all__ = ["MANIFEST_KEY", "record_digests", "verify_store"]
 

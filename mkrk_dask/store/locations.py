@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .exceptions import StoreError
-from .secrets import mask_url
+from ..exceptions import StoreError
+from ..secrets import mask_url
 
 __all__ = ["StoreLocation", "check_workers_see", "check_workers_read", "nearest_existing"]
 
@@ -210,12 +210,12 @@ class StoreLocation:
         return int(fs.du(path)) if fs.exists(path) else 0
 
     def __str__(self) -> str:
-        from .secrets import mask_url
+        from ..secrets import mask_url
 
         return mask_url(self.url)
 
     def __repr__(self) -> str:
-        from .secrets import mask_options, mask_url
+        from ..secrets import mask_options, mask_url
 
         return (f"StoreLocation(url={mask_url(self.url)!r}, "
                 f"storage_options={mask_options(self.storage_options)!r})")
@@ -249,7 +249,7 @@ def _endpoint(fs: Any) -> str | None:
 
 def _masked_error(err: BaseException, options: dict[str, Any] | None) -> str:
     """``err`` in one line of at most 200 characters, any storage option's value blanked."""
-    from .secrets import mask_text
+    from ..secrets import mask_text
 
     text = " ".join(str(err).split()) or type(err).__name__
     secrets = [v for v in (options or {}).values() if isinstance(v, str)]
@@ -264,7 +264,7 @@ def _refuse_credentials(url: str) -> None:
     """An object store's URL with credentials in it (``s3://KEY:SECRET@bucket``) is refused
     in one line that does not repeat them: its filesystem would take them for the bucket's
     name, and a URL is recorded and shown where an option's value is masked."""
-    from .secrets import mask_url, url_credentials
+    from ..secrets import mask_url, url_credentials
 
     scheme = url.split("://", 1)[0].lower()
     if scheme in _BUCKET_SCHEMES and url_credentials(url) is not None:
@@ -385,7 +385,7 @@ def check_workers_read(client: Any, views: list) -> None:
     StoreError
         One line naming a worker that cannot read an input view, and what to do.
     """
-    from .validation import is_lazy
+    from ..validation import is_lazy
 
     lazy = [(i, v) for i, v in enumerate(views) if is_lazy(v) and not _held_by_cluster(v)]
     if not lazy:

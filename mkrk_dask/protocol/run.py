@@ -4,7 +4,7 @@ On every benchmark dataset: the paper's 12 kernels; SB-KKM (kernel k-means on ea
 kernel) and A-MKKM (equal weights), ``repeats`` runs of the final k-means each; MKKM-RK over
 the lambda grid (default 2^-15 .. 2^5) with ``repeats`` runs of the final k-means per lambda.
 The other four methods of the paper's Table 2 (MKKM, LMKKM, RMKKM, MKKM-MR) run on the same
-kernels (:mod:`mkrk_dask.protocol_methods`), and so does SimpleMKKM, a column after Table 2's
+kernels (:mod:`mkrk_dask.protocol.methods`), and so does SimpleMKKM, a column after Table 2's
 when asked for (``methods``; not in the paper). Reported per dataset and method: best-of-R
 ACC / NMI / purity (each metric's maximum over the
 R repeats, as in the paper), the mean +- std over the same R, the lambda of the best best-of-R
@@ -32,24 +32,18 @@ from typing import Any
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from . import progress
-from ._threads import local_threads, usable_cores
-from .backends import make_backend, make_options
-from .baselines import average_kernel_clustering, single_kernel_clustering
-from .choices import DATASETS, EXTRA_METHODS, METHODS, PROTOCOL_METHODS  # noqa: F401
-from .datasets import PAPER_DATASETS, default_data_dir, load_dataset
-from .estimators import MKKMRK
-from .exceptions import UncertifiedSolutionWarning
-from .kernels import paper_kernels, parse_kernel
-from .metrics import clustering_scores
-from .protocol_methods import (
-    run_lmkkm,
-    run_mkkm,
-    run_mkkm_mr,
-    run_rmkkm,
-    run_simple_mkkm,
-)
-from .results import (
+from .. import progress
+from .._threads import local_threads, usable_cores
+from ..backends import make_backend, make_options
+from ..baselines import average_kernel_clustering, single_kernel_clustering
+from ..choices import DATASETS, EXTRA_METHODS, METHODS, PROTOCOL_METHODS  # noqa: F401
+from ..datasets import PAPER_DATASETS, default_data_dir, load_dataset
+from ..estimators import MKKMRK
+from ..exceptions import UncertifiedSolutionWarning
+from ..kernels import paper_kernels, parse_kernel
+from ..loop import selected_kernels
+from ..metrics import clustering_scores
+from ..results import (
     library_version,
     machine_line,
     mkkmrk_summary,
@@ -59,9 +53,15 @@ from .results import (
     write_json,
     write_text,
 )
-from .search import lambda_search, paper_lambda_grid, summarize_scores
-from .solver import selected_kernels
-from .validation import Phrased, check_views, constrained
+from ..search import lambda_search, paper_lambda_grid, summarize_scores
+from ..validation import Phrased, check_views, constrained
+from .methods import (
+    run_lmkkm,
+    run_mkkm,
+    run_mkkm_mr,
+    run_rmkkm,
+    run_simple_mkkm,
+)
 
 __all__ = ["run_protocol", "run_dataset", "render_markdown", "find_datasets", "DATASETS",
            "METHODS", "EXTRA_METHODS", "PROTOCOL_METHODS", "METRICS", "PAPER_TABLE",
@@ -146,7 +146,7 @@ def find_datasets(names: Sequence[str],
 def run_dataset(name: str, data_dir: str | os.PathLike[str] | None, lams: Sequence[float],
                 repeats: int, seed: int, methods: Sequence[str] = METHODS) -> dict[str, Any]:
     """The protocol on one dataset: SB-KKM, A-MKKM, MKKM, LMKKM, RMKKM, MKKM-MR and SimpleMKKM
-    on one set of dense kernels (:mod:`mkrk_dask.protocol_methods`), then MKKM-RK over
+    on one set of dense kernels (:mod:`mkrk_dask.protocol.methods`), then MKKM-RK over
     ``lams`` (only those of ``methods``; SB-KKM and A-MKKM always run).
 
     Returns the dataset's entry of the report (the :mod:`mkrk_dask.results` layout, plus one

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .store import create_data_array, read_checked
-from .store_lock import acquire_fit_lock, release_fit_lock
+from .lock import acquire_fit_lock, release_fit_lock
+from .zarr_store import create_data_array, read_checked
 
 __all__ = ["PassCheckpoint", "LoopCheckpoint"]
 
@@ -132,7 +132,7 @@ class LoopCheckpoint:
     arrays is the attribute of its own small array, so that fits with other settings on the
     same store never rewrite each other's records; a fit holds the lock of its key from its
     first load or save until :meth:`release` (another process running the same fit on the
-    store fails with one line: see :mod:`mkrk_dask.store_lock`).
+    store fails with one line: see :mod:`mkrk_dask.store.lock`).
     """
 
     _SCALARS = ("iteration", "certified", "converged")

@@ -207,7 +207,7 @@ def alternate(
     """The alternating loop for any weight step (see :mod:`mkrk_dask.weight_steps`).
 
     Parameters are as for :func:`solve`; ``traces`` may be given when already known. With a
-    ``checkpoint`` (:class:`~mkrk_dask.checkpoints.LoopCheckpoint`), the state is saved after
+    ``checkpoint`` (:class:`~mkrk_dask.store.checkpoints.LoopCheckpoint`), the state is saved after
     every iteration; a fit that finds a saved state continues from it (the iterations already
     done are not run again, and it ends as the uninterrupted fit would, to the bit) and clears
     it when it ends.

@@ -23,7 +23,7 @@ import time
 import uuid
 from typing import Any
 
-from .exceptions import StoreError
+from ..exceptions import StoreError
 
 __all__ = ["StoreBusyError", "acquire_build_lock", "release_build_lock", "acquire_fit_lock",
            "release_fit_lock"]

@@ -1,7 +1,7 @@
 """Zarr stores of the scaled backends: life cycle, integrity, fingerprints, results.
 
 A store is a Zarr (v3) group, at a local path or any fsspec URL
-(:class:`~mkrk_dask.locations.StoreLocation`), whose attributes say who wrote it and from
+(:class:`~mkrk_dask.store.locations.StoreLocation`), whose attributes say who wrote it and from
 what::
 
     {"format": "mkrk-dask", "format_version": FORMAT_VERSION, "kind": "kernels",
@@ -11,7 +11,7 @@ The life of a store:
 
 1. :func:`create_store` writes the attributes with ``complete: False``;
 2. the backend writes its arrays (on the workers), recording its progress
-   (:mod:`mkrk_dask.checkpoints`) so that an interrupted build continues where it stopped;
+   (:mod:`mkrk_dask.store.checkpoints`) so that an interrupted build continues where it stopped;
 3. :func:`mark_complete` sets ``complete: True`` LAST, after every array is flushed.
 
 :func:`open_store` reopens a store only when it is an mkrk-dask store of the right kind and
@@ -44,12 +44,12 @@ import numpy as np
 import scipy.sparse as sp
 import zarr
 
-from ._compute import compute_here
+from .._compute import compute_here
+from ..exceptions import StoreError, StoreIntegrityError
 from .chunk_digests import record_digests
 from .chunk_digests import verify_store as verify_digests
-from .exceptions import StoreError, StoreIntegrityError
 from .locations import StoreLocation
-from .store_lock import acquire_build_lock, release_build_lock
+from .lock import acquire_build_lock, release_build_lock
 
 __all__ = [
     "FORMAT_NAME",
@@ -307,7 +307,7 @@ def mark_complete(group: zarr.Group) -> None:
 
 def verify_store(location: StoreLocation, group: zarr.Group, main: str) -> None:
     """On reuse: every recorded chunk of every array is present and in its place
-    (:func:`mkrk_dask.chunk_digests.verify_store`); a store recorded without digests is
+    (:func:`mkrk_dask.store.chunk_digests.verify_store`); a store recorded without digests is
     checked for missing chunks of its ``main`` array only."""
     try:
         if not verify_digests(group) and main in group:
