@@ -56,16 +56,13 @@ ABLATIONS: dict[str, tuple[str, dict]] = {
     "centring far-off columns": ("columns of one unit far from zero beside their spread "
                                  "centred (off: never)", {"_patch": {"OFFSET_LIMIT": 1e300}}),
     "kernel geometry": ("the dictionary chosen by the kind of data: Gaussians of the angle for "
-                        "counts and intensities, the lifted cosine for signed data, one column "
+                        "counts and intensities, the cosine alone on disjoint views, one column "
                         "without the cosine (off: cosine and Euclidean Gaussians on every view)",
                         {"kernels": "plain"}),
     "angular geometry (counts, intensities)": ("non-negative views of 10% zeros or more get "
                                                "Gaussians of the angle (off: they get the "
                                                "measurements' dictionary)",
                                                {"_patch": {"ANGULAR_MIN_ZEROS": 2.0}}),
-    "lifted cosine (signed data)": ("views with negative values get the cosine of their rows "
-                                    "lifted by half their median length (off: the plain "
-                                    "cosine)", {"_patch": {"LIFT": 0.0}}),
     "cosine alone on disjoint views": ("non-negative views where half the pairs of rows share "
                                        "no non-zero column get the cosine kernel alone (off: "
                                        "the Gaussians of the angle beside it)",

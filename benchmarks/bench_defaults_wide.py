@@ -97,7 +97,7 @@ MULTI_VIEW_RULES = ("view weights by agreement",)
 #: leaves the plan's data decisions as they are, its variant is the default itself, not refitted
 PLAN_RULES = ("mostly-zero views kept as given", "cosine alone on disjoint views",
               "column standardisation (spread > 10x)", "centring far-off columns",
-              "angular geometry (counts, intensities)", "lifted cosine (signed data)")
+              "angular geometry (counts, intensities)")
 #: not label-free peers: the default's own variants and the oracle
 NOT_PEERS = ("default", ORACLE_VIEW, *VARIANTS)
 FASHION = "fashion_mnist"

@@ -193,8 +193,7 @@ def test_k_parts_apart_beside_stray_rows_are_clear():
     from sklearn.datasets import make_moons
 
     data, truth = make_moons(3000, noise=0.05, random_state=0)
-    # the plain cosine beside the default's Gaussians: final rows with such stray rows (the
-    # default's lifted cosine gives these moons a graph whose eigengap alone is clear)
+    # the cosine beside the default's Gaussians: final rows with such stray rows
     model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     eigenvalues = model.final_graph_.eigenvalues_
     assert 1 - eigenvalues[2] < 1e-8  # a third part: the eigengap alone cannot tell
@@ -239,7 +238,9 @@ def test_summary_points_at_a_graph_cluster_of_a_few_rows():
     tails a few outlying rows set apart (two real clusters merged, the k-means partition is
     better); on a true cluster of 10 rows, the right answer. No rule tried tells the two
     apart (docs/defaults.rst), so the fit keeps the graph and summary() says what to do."""
-    data, truth = _heavy_tailed(0)
+    # (seed 4: of the seeds 0 to 7, 4 of 8 keep a graph with a cluster of 1 to 15 rows, better
+    # by k-means on each; on the other 4 the graph is not kept, or is the better partition)
+    data, truth = _heavy_tailed(4)
     model = MKKMRK(3, random_state=0).fit(data)
     plain = MKKMRK(3, final_clustering="kmeans", random_state=0).fit(data)
     assert model.final_clustering_ == "graph" and model.final_graph_clear_ is False

@@ -341,9 +341,9 @@ def test_one_signed_column_is_clustered_like_kmeans():
         labels = MKKMRK(3, random_state=seed).fit(X).labels_
         assert normalized_mutual_info_score(groups, labels) >= (
             normalized_mutual_info_score(groups, kmeans) - 0.005)
-    # two columns are no line: the (lifted) cosine and the graph stay
+    # two columns are no line: the cosine and the graph stay
     plan = MKKMRK(3).plan(np.c_[X, rng.normal(size=600)])
-    assert plan.kernels[0].family == "polynomial" and plan.final_clustering == "graph"
+    assert plan.kernels[0].family == "linear" and plan.final_clustering == "graph"
 
 
 def _one_hot_classes(seed, n=600, k=3, factors=10, levels=4):

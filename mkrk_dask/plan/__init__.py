@@ -13,9 +13,8 @@ print it. What the plan decides:
 - **kernels** (``kernels="auto"``): per view, the cosine kernel and Gaussians at 0.5, 1 and 2
   times the median pairwise distance, of the Euclidean distance or, for intensities and counts
   (non-negative with many zeros), of the angle between rows; other non-negative data
-  (measurements) add one Gaussian of the angle at the median; data with negative values get
-  the cosine of their rows lifted by :data:`LIFT` times their median length in place of the
-  cosine (:func:`auto_kernels`). No candidate dictionaries are fitted;
+  (measurements) add one Gaussian of the angle at the median (:func:`auto_kernels`). No
+  candidate dictionaries are fitted;
 - **solver, dtype and backend options**: the backend from n, m and the machine's memory and
   disk (:mod:`mkrk_dask.auto`), the storage precision, and every ``"auto"`` of the Nystrom
   options as a number (:func:`resolve_options`);
@@ -30,8 +29,7 @@ comments, which cite the measurement that set them):
 
 - ``fit_plan.py``: the record, :class:`Decision` and :class:`FitPlan`;
 - ``make.py``: :func:`make_plan`, which takes each choice in turn and counts the cost;
-- ``kernel_choice.py``: the geometry of a view and its default kernels (:data:`LIFT`,
-  :data:`WIDTHS`);
+- ``kernel_choice.py``: the geometry of a view and its default kernels (:data:`WIDTHS`);
 - ``backend_choice.py``: the solver, the storage precision and the backend options;
 - ``view_weights.py``: the kernels' weights where the method leaves them equal;
 - ``final_choice.py``: the final step, its rank and the final partition (the ``GRAPH_*``
@@ -72,10 +70,8 @@ from .kernel_choice import (  # noqa: F401 - re-exported
     ANGULAR_MIN_ZEROS,
     DEFAULT_KERNELS_MISSED_WARNING,
     GEOMETRIES,
-    LIFT,
     WIDTHS,
     auto_kernels,
-    median_length,
     smooth_kernels,
 )
 from .make import make_plan
@@ -84,7 +80,7 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "PREPROCESSING_CHOICES",
            "WIDTHS", "SAMPLE_ROWS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
-           "GEOMETRIES", "GRAPH_SAMPLE_ROWS", "LIFT", "median_length",
+           "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "GRAPH_REFERENCE_INITS",
            "reference_inits", "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]

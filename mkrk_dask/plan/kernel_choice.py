@@ -1,9 +1,8 @@
 """The default kernels (``kernels="auto"``): each view's geometry, read from a sample of its
 rows (:func:`view_geometry`), and the kernels of that geometry (:func:`auto_kernels`): the
 cosine and Gaussians at :data:`WIDTHS` times the median pairwise distance, Euclidean or of the
-angle between rows (only the cosine where most pairs of rows share no non-zero column); for
-data with negative values the cosine of the rows lifted by
-:data:`LIFT` times their median length (:func:`median_length`). Also whether kernels are as
+angle between rows (only the cosine where most pairs of rows share no non-zero column).
+Also whether kernels are as
 smooth as the default's (:func:`smooth_kernels`, which the solver choice and the Nystrom
 warning read), and the refusal of a width relative to a median distance of zero."""
 
@@ -19,16 +18,6 @@ from ..kernels import KernelSpec, row_sq_norms
 
 #: the default kernels' geometries (:func:`auto_kernels`)
 GEOMETRIES = ("signed", "euclidean", "measurements", "angular", "mixed", "column", "disjoint")
-#: a view with negative values gets the cosine of its rows lifted by one more coordinate of
-#: this many times their median length, ``[x, LIFT * median |x|]``: the normalised linear
-#: kernel with offset ``a = (LIFT * median |x|)^2``. Rows far from the arbitrary origin keep
-#: their direction; rows near it, whose direction is noise, share the added one instead of
-#: being scattered over every angle (the plain cosine cut a group lying around the origin
-#: into sectors: three blobs around the origin, 62 to 70 NMI against KMeans's 85 to 87 in
-#: ``benchmarks/results/defaults/toy_shapes.md``). Chosen on synthetic blobs: the smallest
-#: of 0.25, 0.5 and 1 that kept make_blobs of 2 and 3 columns within 2 NMI of KMeans; larger
-#: lifts blur the cosine of many columns more (``docs/defaults.rst``)
-LIFT = 0.5
 #: share of zero entries from which non-negative data count as intensities or counts (an
 #: image's dark pixels, a document's absent words)
 ANGULAR_MIN_ZEROS = 0.1
@@ -65,11 +54,12 @@ def view_geometry(rows: Any) -> tuple[str, str]:
                           "where all share it): Euclidean Gaussians only")
     low = float(rows.min()) if not sp.issparse(rows) else min(0.0, float(rows.data.min(
         initial=0.0)))
+    # The plain cosine, not one of rows lifted off the origin: the lift (half the median
+    # length) kept a blob around the origin whole on synthetic data, but failed both folds
+    # of the protocol (-0.32 and -0.31 NMI on average, mv:Prokaryotic -3.73: the
+    # "lifted cosine" row of benchmarks/results/defaults/defaults_folds.md, git fd7af7a)
     if low < 0:
-        return "signed", ("negative values (an arbitrary origin, near which a row's direction "
-                          "means nothing): Euclidean Gaussians and the cosine of the rows "
-                          f"lifted by {LIFT:g} times their median length (polynomial(a=..., "
-                          "b=1): the normalised linear kernel with that offset)")
+        return "signed", ("negative values: the cosine kernel and Euclidean Gaussians")
     size = rows.shape[0] * rows.shape[1]
     zeros = 1.0 - (rows.nnz if sp.issparse(rows) else np.count_nonzero(rows)) / max(size, 1)
     if not directions_differ(rows):
@@ -121,11 +111,6 @@ def disjoint_share(rows: Any) -> float:
     return 1.0 - shared.nnz / (s * (s - 1))
 
 
-def median_length(rows: Any) -> float:
-    """The median Euclidean length of the rows of a sample (dense or sparse)."""
-    return float(np.median(np.sqrt(row_sq_norms(rows))))
-
-
 #: the default's Gaussians per geometry: (family, widths in multiples of the median distance).
 #: Measurements get one angular Gaussian beside the cosine: their rows nearly all point one
 #: way (every cosine close to 1, so the cosine kernel is nearly constant), and a Gaussian at
@@ -142,23 +127,14 @@ _GAUSSIANS = {"signed": (("gaussian", WIDTHS),),
 _NO_COSINE = ("column",)
 
 
-def auto_kernels(geometries: list[str], lengths: list[float] | None = None) -> list[KernelSpec]:
+def auto_kernels(geometries: list[str]) -> list[KernelSpec]:
     """The default kernels, per view: cosine and Gaussians at :data:`WIDTHS` times the median
     distance (Euclidean; ``"angular"``: of the angle; ``"measurements"``: Euclidean and one
     of the angle at the median; ``"mixed"``: both at every width; ``"column"``: Euclidean, no
-    cosine; ``"signed"``: Euclidean, and the cosine of the rows lifted by :data:`LIFT` times
-    ``lengths[view]``, the median length of the view's rows)."""
+    cosine; ``"signed"``: Euclidean, as ``"euclidean"``)."""
     specs = []
     for view, geometry in enumerate(geometries):
-        if geometry == "signed":
-            if lengths is None or not np.isfinite(lengths[view]) or lengths[view] < 0:
-                raise ValueError(f"view {view}: the signed geometry needs the median length of "
-                                 "its rows")
-            # three significant digits: a readable plan, and the same kernel for data that
-            # differ by round-off (columns centred from an offset of 10^9)
-            specs.append(KernelSpec("polynomial", a=float(f"{(LIFT * lengths[view]) ** 2:.3g}"),
-                                    b=1, view=view))
-        elif geometry not in _NO_COSINE:
+        if geometry not in _NO_COSINE:
             specs.append(KernelSpec("linear", view=view))
         specs += [KernelSpec(family, m=m, view=view) for family, widths in _GAUSSIANS[geometry]
                   for m in widths]

@@ -24,7 +24,6 @@ from .fit_plan import Decision, FitPlan, is_auto
 from .kernel_choice import (
     DEFAULT_KERNELS_MISSED_WARNING,
     auto_kernels,
-    median_length,
     refuse_zero_widths,
     view_geometry,
 )
@@ -65,7 +64,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
                 for s, c in zip(samples, scaling, strict=True)]
         if is_auto(params["kernels"]):
             geometries = [view_geometry(r) for r in rows]
-            specs = auto_kernels([g for g, _ in geometries], [median_length(r) for r in rows])
+            specs = auto_kernels([g for g, _ in geometries])
             why = "; ".join(dict.fromkeys(r for _, r in geometries))
             decisions.append(Decision("kernels", ", ".join(s.name for s in specs), why))
         else:
