@@ -614,6 +614,10 @@ def main() -> None:
     raw.parent.mkdir(parents=True, exist_ok=True)
     saved = json.loads(raw.read_text()) if args.resume and raw.exists() else {}
     results, cost = saved.get("datasets", {}), saved.get("cost")
+    for kept in results.values():
+        # a method or variant gone since the set ran (a rule removed) is no peer of today's
+        # default: its kept results go with it
+        kept["methods"] = {m: r for m, r in kept["methods"].items() if m in METHODS}
     for name in args.datasets:
         if args.no_fashion and name == FASHION:
             continue
