@@ -842,7 +842,7 @@ def test_smooth_kernels():
     from mkrk_dask.kernels import paper_kernels, parse_kernel
     from mkrk_dask.plan import GEOMETRIES, auto_kernels, smooth_kernels
 
-    assert all(smooth_kernels(auto_kernels([g] * 2, [3.0, 3.0])) for g in GEOMETRIES)
+    assert all(smooth_kernels(auto_kernels([g] * 2)) for g in GEOMETRIES)
     assert smooth_kernels([parse_kernel("cosine"), parse_kernel("polynomial(a=0,b=4)")])
     assert not smooth_kernels(paper_kernels())
     assert not smooth_kernels([parse_kernel("gaussian(m=0.25)")])
