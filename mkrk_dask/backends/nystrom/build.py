@@ -324,31 +324,32 @@ def _page_cache_room(location: StoreLocation | None) -> tuple[float, float]:
 def _factors_storage_before(n: int, itemsize: int, location: StoreLocation | None,
                             distance_flops: float, max_rank: int | None
                             ) -> tuple[bool | None, str]:
-    """:func:`factors_storage` before the factors' rank R is known (at most ``max_rank``)."""
-    # stored only for R > least (computing them again costs more) and R <= most (room)
-    least = distance_flops / (STORE_FLOPS_PER_BYTE * itemsize)
-    if max_rank is not None and max_rank <= least:
+    """:func:`factors_storage` before the factors' rank R is known (at least 1, at most
+    ``max_rank``): stored only for R below ``cheaper`` (writing and reading a factor row back
+    costs less than computing it again) and at most ``room`` (the page cache's share)."""
+    budget = STORE_FLOPS_PER_BYTE * itemsize
+    cheaper = distance_flops / budget if budget > 0 else math.inf
+    if cheaper <= 1:
         return False, (f"not stored: computing them again in the final pass "
                        f"({distance_flops / 1e6:.2g} MFLOP of products with the landmarks per "
-                       f"row) costs less than writing and reading back a factor row of at most "
-                       f"{max_rank:,} components")
+                       "row) costs less than writing and reading back any factor row")
     if location is not None and not location.is_local:
         return False, "not stored: the store is not on local disk"
     memory, free = _page_cache_room(location)
-    most = int(min(0.5 * memory, _disk_fraction() * free) // (float(n) * itemsize))
-    if most <= least:
-        return False, (f"not stored: factor rows wide enough to be worth storing (more than "
-                       f"{least:,.0f} components) would not fit half the available memory "
-                       f"({memory / 2**30:.1f} GiB) or {_disk_fraction():.0%} of the free "
-                       f"disk ({free / 2**30:.1f} GiB)")
-    if least < 1 and max_rank is not None and max_rank <= most:
+    room = int(min(0.5 * memory, _disk_fraction() * free) // (float(n) * itemsize))
+    where = (f"half the available memory ({memory / 2**30:.1f} GiB) and "
+             f"{_disk_fraction():.0%} of the free disk ({free / 2**30:.1f} GiB)")
+    if room < 1:
+        return False, f"not stored: not one factor column of {n:,} rows fits {where}"
+    if max_rank is not None and max_rank < cheaper and max_rank <= room:
         return True, (f"stored: computing them again costs more than writing and reading "
-                      f"them back, and {max_rank:,} components fit half the available memory")
+                      f"them back, and {max_rank:,} components fit {where}")
+    limit = min(room, math.ceil(cheaper) - 1)
     return None, (f"stored where the factors' rank R (at most "
                   f"{'?' if max_rank is None else f'{max_rank:,}'}, known once the landmarks "
-                  f"are chosen) is above {least:,.0f} (computing them again costs more than "
-                  f"writing and reading them back) and at most {most:,} (half the available "
-                  f"memory, {_disk_fraction():.0%} of the free disk)")
+                  f"are chosen) is at most {limit:,}: below {cheaper:,.0f} computing them "
+                  f"again costs more than writing and reading them back, and up to "
+                  f"{room:,} they fit {where}")
 
 
 def _stored_factors(group: Any) -> Any:
