@@ -12,10 +12,24 @@ import scipy.sparse.linalg
 
 from ._threads import local_threads
 
-__all__ = ["top_k_dense", "block_krylov_top_k", "fix_signs", "SINGLE_THREAD_MAX_N"]
+__all__ = ["top_k_dense", "block_krylov_top_k", "fix_signs", "eigen_method_for",
+           "SINGLE_THREAD_MAX_N", "LAPACK_MAX_N"]
 
 #: up to this order a dense symmetric problem is solved on one BLAS thread
 SINGLE_THREAD_MAX_N = 4000
+#: ``method="auto"``: LAPACK up to this order (and wherever ``3 k >= n``), ARPACK above
+LAPACK_MAX_N = 500
+
+
+def eigen_method_for(method: str, n: int, k: int) -> str:
+    """The solver :func:`top_k_dense` uses for the ``k`` largest eigenpairs of an ``n x n``
+    matrix: ``method`` itself, or for ``"auto"`` ARPACK (``"lanczos"``) above
+    :data:`LAPACK_MAX_N` while ``3 k < n``, else ``"lapack"``. The one rule: the fit's plan
+    shows its result (:func:`mkrk_dask.plan.make_plan`), and a backend given ``"auto"``
+    resolves it here at each call."""
+    if method == "auto":
+        return "lanczos" if n > LAPACK_MAX_N and 3 * k < n else "lapack"
+    return method
 
 
 def fix_signs(vectors: np.ndarray) -> np.ndarray:
@@ -62,9 +76,10 @@ def top_k_dense(
     method : {"auto", "lapack", "krylov", "lanczos"}
         ``lapack``: LAPACK ``syevr`` restricted to the top ``k`` (a tridiagonal reduction, then
         only ``k`` eigenvectors). ``krylov``: :func:`block_krylov_top_k`, warm-started.
-        ``lanczos``: ARPACK, started from the sum of the warm-start columns. ``auto``: LAPACK
-        up to n = 500, ARPACK above (measured 4-7x faster than LAPACK and than the block
-        Krylov solver on COIL20 by ``benchmarks/bench_iteration.py``, with the same accuracy);
+        ``lanczos``: ARPACK, started from the sum of the warm-start columns. ``auto``
+        (:func:`eigen_method_for`): LAPACK up to n = 500, ARPACK above (measured 4-7x faster
+        than LAPACK and than the block Krylov solver on COIL20 by
+        ``benchmarks/bench_iteration.py``, with the same accuracy);
         :func:`block_krylov_top_k` serves where the products run on Dask workers.
     tol : float
         Relative residual tolerance of the iterative methods.
@@ -81,8 +96,7 @@ def top_k_dense(
     n = A.shape[0]
     if not 1 <= k <= n:
         raise ValueError(f"k must be in [1, n={n}], got {k}")
-    if method == "auto":
-        method = "lanczos" if n > 500 and 3 * k < n else "lapack"
+    method = eigen_method_for(method, n, k)
     if triangle not in ("full", "upper"):
         raise ValueError(f"unknown triangle {triangle!r}; expected 'full' or 'upper'")
     if method == "lapack":

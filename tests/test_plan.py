@@ -428,3 +428,54 @@ def test_a_plan_is_refused_for_data_the_fit_refuses(tmp_path, capsys):
     # one distinct row among identical ones is data: planned, as the fit takes it
     X[0, 0] = 2.0
     assert MKKMRK(3).plan(X).n_samples == 50
+
+
+def test_the_plan_decides_what_the_fit_used_to_decide_on_its_own(client, monkeypatch):
+    """The eigensolver of the exact backend, whether the Nystrom build stores its factors and
+    the final rank's cap are decided by the rules the plan calls, and shown by the plan before
+    the fit; the fit does what the plan says (issue 78)."""
+    import mkrk_dask.backends.exact
+    from mkrk_dask.exceptions import NystromApproximationWarning
+    from mkrk_dask.plan import final_rank
+
+    # eigen_method: resolved in the plan's options, and the one every H-step used
+    rows = DIGITS[:600]
+    plan = MKKMRK(3).plan(rows)
+    assert plan.solver == "exact" and plan.options["eigen_method"] == "lanczos"
+    assert MKKMRK(3).plan(WINE).options["eigen_method"] == "lapack"
+    assert MKKMRK(3, backend_options={"eigen_method": "lapack"}).plan(rows).options[
+        "eigen_method"] == "lapack"
+    methods = []
+    real = mkrk_dask.backends.exact.top_k_dense
+
+    def spy(*args, **kwargs):
+        methods.append(kwargs.get("method"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mkrk_dask.backends.exact, "top_k_dense", spy)
+    model = MKKMRK(3, random_state=0).fit(rows)
+    assert model.plan_.options["eigen_method"] == "lanczos"
+    assert methods and set(methods) == {"lanczos"}
+    # n_components: the plan's rank is the embedding's; the cap is final_choice's rule
+    assert model.plan_.n_components == model.n_components_ == model.embedding_.shape[1] == 6
+    assert final_rank(6, True, None) == 6 and final_rank(6, True, 4) == 4
+    with pytest.raises(ValueError, match="only 4 Nystrom components"):
+        final_rank(6, False, 4)
+    # store_factors: the plan's decision is the build's
+    params = dict(solver="nystrom", scheduler=client, random_state=0)
+    local = MKKMRK(3, backend_options={"n_landmarks": 40}, **params)
+    assert local.plan(rows).decision("store_factors").value == "stored"
+    with pytest.warns(NystromApproximationWarning):  # few landmarks: some get no local part
+        fitted = local.fit(rows)
+    assert fitted.plan_.decision("store_factors").value == "stored"
+    assert fitted.nystrom_model_.info["factors_storage"].startswith("stored")
+    plain = MKKMRK(3, store="memory://mkrk-test/plan.zarr",
+                   backend_options={"n_landmarks": 40, "exact_dissimilarity_max_n": 0},
+                   **params)
+    planned = plain.plan(rows)
+    assert planned.decision("store_factors").value == "not stored"
+    assert "local disk" in planned.decision("store_factors").reason
+    assert "at most the Nystrom components" in planned.decision("n_components").reason
+    fitted = plain.fit(rows)
+    assert fitted.nystrom_model_.info["factors_storage"].startswith("not stored")
+    assert fitted.n_components_ == fitted.plan_.n_components

@@ -9,11 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dask_session import DaskSession
 from ..kernels import KernelSpec
-from ..store.locations import StoreLocation
 from .base import KernelBackend
-from .construction import build_on_dask, check_backend_input, refuse_precomputed
+from .construction import check_backend_input, refuse_precomputed
 from .options import BackendOptions, BlockwiseOptions, ExactOptions, NystromOptions
 
 __all__ = ["make_backend"]
@@ -73,12 +71,8 @@ def make_backend(options: BackendOptions, *, views: list | None = None,
         return open_blockwise(options, views=views, specs=specs, kernels=kernels,
                               normalize=normalize, store=store,
                               storage_options=storage_options, scheduler=scheduler)
+    from .nystrom.backend import open_nystrom
 
-    def build(location: StoreLocation | None, session: DaskSession) -> KernelBackend:
-        from .nystrom.build import build_nystrom
-
-        return build_nystrom(views, specs, options, normalize=normalize, location=location,
-                             session=session, random_state=random_state)
-
-    return build_on_dask(build, views=views, store=store, storage_options=storage_options,
-                         scheduler=scheduler)
+    return open_nystrom(options, views=views, specs=specs, normalize=normalize, store=store,
+                        storage_options=storage_options, scheduler=scheduler,
+                        random_state=random_state)

@@ -305,8 +305,8 @@ class NystromOptions(_StoreOptions):
 
     def factors_storage(self, n: int, m: int) -> bool | None:
         """Whether the factors of ``n`` rows are stored: True or False, or None where
-        ``"auto"`` leaves it to their size (:func:`~mkrk_dask.backends.nystrom.build`
-        stores them where they fit in the page cache).
+        ``"auto"`` leaves it to their size (the rule of
+        :func:`~mkrk_dask.backends.nystrom.build.factors_storage`, which the plan shows).
 
         Raises
         ------

@@ -40,6 +40,7 @@ from ..plan import (
     GRAPH_MIN_AGREEMENT,
     GRAPH_NEIGHBORS,
     FitPlan,
+    final_rank,
     reference_inits,
 )
 from ._anchor_graph import DISCONNECTED_TOL, AnchorGraphClustering, _connected_parts
@@ -203,15 +204,7 @@ class FinalPartition:
         if plan.final_step == "spectral" and plan.n_components == loop.top.eigenvalues.size:
             top = loop.top
         else:
-            rank = plan.n_components
-            if limit is not None and rank > limit:
-                if plan.decision("n_components").auto:
-                    rank = max(1, limit)  # the Nystrom factors hold fewer components
-                else:
-                    raise ValueError(f"n_components={rank}, but the kernels with nonzero "
-                                     f"weight have only {limit} Nystrom components; use more "
-                                     "landmarks (backend_options={'n_landmarks': ...}) or "
-                                     "fewer components")
+            rank = final_rank(plan.n_components, plan.decision("n_components").auto, limit)
             if shared is not None and shared.eigenvalues.size == rank:
                 top = shared
             else:

@@ -63,6 +63,7 @@ from .final_choice import (  # noqa: F401 - re-exported
     GRAPH_REFERENCE_INITS,
     GRAPH_ROWS_PER_ANCHOR,
     GRAPH_SAMPLE_ROWS,
+    final_rank,
     reference_inits,
 )
 from .fit_plan import Decision, FitPlan

@@ -1,9 +1,10 @@
 """The backend of a fit and its options: the solver (``solver="auto"``: from n, m and the
 machine's memory and disk, :mod:`mkrk_dask.auto`), the storage precision
 (:func:`requested_dtype`), the backend options from the estimator's ``backend_options``
-(:func:`backend_settings`) with every ``"auto"`` among them resolved (:func:`resolve_options`),
-and the refusals made before anything is written: a store that would not fit the free disk, a
-chunk size that cuts the rows into too many blocks."""
+(:func:`backend_settings`) with every ``"auto"`` among them resolved (:func:`resolve_options`,
+:func:`resolve_eigen_method`, :func:`store_factors_decision`), and the refusals made before
+anything is written: a store that would not fit the free disk, a chunk size that cuts the rows
+into too many blocks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..choices import BACKENDS
-from .fit_plan import is_auto
+from .fit_plan import Decision, is_auto
 from .kernel_choice import smooth_kernels
 
 
@@ -64,6 +65,42 @@ def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
             landmark_oversampling=options.resolved_landmark_oversampling(n, m),
             exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m))
     return {f.name: getattr(options, f.name) for f in fields(options)}
+
+
+def resolve_eigen_method(options: dict, n: int, ranks: Any) -> dict:
+    """The exact backend's options with ``eigen_method`` resolved for the eigenpairs the fit
+    asks of its ``n x n`` kernels (``ranks``: the loop's k, the final step's rank) by the one
+    rule, :func:`mkrk_dask.eigen.eigen_method_for` (the plan records it in its options).
+    Where the ranks take different solvers (many clusters: ``k < n / 3 <= rank``) it stays
+    ``"auto"``, which the backend resolves by that rule at each call."""
+    from ..eigen import eigen_method_for
+
+    chosen = {eigen_method_for(options["eigen_method"], n, r) for r in set(ranks)}
+    return {**options, "eigen_method": chosen.pop()} if len(chosen) == 1 else options
+
+
+def store_factors_decision(options: dict, params: dict, n: int, m: int, specs: Any,
+                           widths: list[int]) -> Decision:
+    """Whether the Nystrom build stores its factors (``store_factors``), by the rule the build
+    applies (:func:`mkrk_dask.backends.nystrom.build.factors_storage`): decided here where the
+    factors' rank R does not change it (given, the sparse local part, a store off local disk,
+    a budget no R can meet), else the rank range in which they are stored (R is known once
+    the landmarks are chosen)."""
+    from ..backends import make_options
+    from ..backends.nystrom.build import factors_storage, landmark_counts, landmark_flops
+
+    nystrom = make_options("nystrom", **options)
+    counts = landmark_counts(nystrom.n_landmarks, m, n)
+    flops = landmark_flops(counts, [s.view for s in specs], widths)
+    stored, reason = factors_storage(nystrom, n, m, store=params.get("store"),
+                                     storage_options=params.get("storage_options"),
+                                     distance_flops=flops, rank=None,
+                                     max_rank=min(sum(counts), nystrom.max_components or
+                                                  sum(counts)))
+    value = "by their rank R" if stored is None else "stored" if stored else "not stored"
+    if reason.startswith(value + ": "):
+        reason = reason[len(value) + 2:]
+    return Decision("store_factors", value, reason, auto=is_auto(nystrom.store_factors))
 
 
 def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:

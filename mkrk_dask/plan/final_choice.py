@@ -47,10 +47,11 @@ GRAPH_CLEAR_ROWS = GRAPH_NEIGHBORS * GRAPH_ROWS_PER_ANCHOR
 GRAPH_SAMPLE_ROWS = 100_000
 
 
-def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners: bool = False
-           ) -> tuple[list[Decision], str, int, str, int]:
+def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners: bool = False,
+                    capped: bool = False) -> tuple[list[Decision], str, int, str, int]:
     """The final step, its rank and the final partition; ``line``: the data are one number
-    (one view of one column); ``corners``: every column takes two values."""
+    (one view of one column); ``corners``: every column takes two values; ``capped``: the
+    backend may give fewer eigenpairs than the rank (plain Nystrom, :func:`final_rank`)."""
     step, rank, clustering = params["final_step"], params["n_components"], \
         params["final_clustering"]
     decisions = []
@@ -66,6 +67,9 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
         rank_used = k if step_used == "spectral" else max(1, min(2 * k, n - 1))
         why = ("the loop's top k eigenvectors (the paper's step)" if step_used == "spectral"
                else "2k: room for each cluster's direction and its spread")
+        if capped:
+            why += ("; at most the Nystrom components of the kernels with nonzero weight, "
+                    "known when the loop ends (final_rank)")
         decisions.append(Decision("n_components", str(rank_used), why))
     else:
         rank_used = int(rank)
@@ -115,6 +119,26 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
         decisions.append(Decision("final partition", used, "given" if used == clustering else
                                   "k-means: too few rows for a graph", auto=used != clustering))
     return decisions, step_used, rank_used, used, anchors if used == "graph" else 0
+
+
+def final_rank(planned: int, auto: bool, limit: int | None) -> int:
+    """The final step's rank on a backend that gives at most ``limit`` eigenpairs for the
+    learned weights (plain Nystrom: the factor columns of the kernels with nonzero weight,
+    known once the loop ends; None: no limit): the plan's ``planned``, or where that is more,
+    ``limit`` for an ``"auto"`` rank (the plan's ``n_components`` decision says so).
+
+    Raises
+    ------
+    ValueError
+        A given rank above ``limit``.
+    """
+    if limit is None or planned <= limit:
+        return planned
+    if auto:
+        return max(1, limit)  # the Nystrom factors hold fewer components
+    raise ValueError(f"n_components={planned}, but the kernels with nonzero weight have only "
+                     f"{limit} Nystrom components; use more landmarks "
+                     "(backend_options={'n_landmarks': ...}) or fewer components")
 
 
 def reference_inits(final_clustering: str, n_init: int) -> int:

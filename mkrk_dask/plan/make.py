@@ -11,7 +11,13 @@ from typing import Any
 
 from ..backends.base import APPROXIMATION_WARNING
 from ..preprocessing import ColumnScaling, preprocess, two_valued, view_sample
-from .backend_choice import requested_dtype, resolve_options, solver_and_dtype
+from .backend_choice import (
+    requested_dtype,
+    resolve_eigen_method,
+    resolve_options,
+    solver_and_dtype,
+    store_factors_decision,
+)
 from .final_choice import (
     GRAPH_ANCHOR_ITERATIONS,
     GRAPH_NEIGHBORS,
@@ -86,9 +92,17 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     # read only where the partition is the plan's to choose
     corners = (not precomputed and is_auto(params["final_clustering"])
                and all(two_valued(s) for s in samples))
+    # plain Nystrom may give fewer eigenpairs than the rank (its factors' columns)
+    capped = solver == "nystrom" and not (n <= options["exact_dissimilarity_max_n"]
+                                          and options["local_threshold"] > 0)
     final, step, rank, clustering, anchors = final_decisions(params, n, k, line=line,
-                                                             corners=corners)
+                                                             corners=corners, capped=capped)
     decisions += final
+    if solver == "exact":  # the eigenpairs the fit asks: the loop's k, the final rank
+        options = resolve_eigen_method(options, n, (k, rank))
+    elif solver == "nystrom":
+        decisions.append(store_factors_decision(options, params, n, m, specs,
+                                                [int(v.shape[1]) for v in data]))
     iterations = int(params.get("max_iter", 100))
     # SimpleMKKM's line search makes an H-step per trial point (docs/methods.rst measures
     # 1.8-2.2 a step with direction="scaled", 18.5-18.9 with the authors' "reduced")

@@ -13,6 +13,9 @@ the eigenproblem shrinks as the weights become sparse. ``C``: ``tr(K_p K_q) ~ ||
 :class:`NystromLocalBackend` adds the sparse local part ``S_p`` (up to
 ``exact_dissimilarity_max_n`` rows): the iterations run on ``F D_w^2 F^T + sum_p w_p^2 S_p`` in
 n dimensions (ARPACK, warm-started, F in memory) and follow the exact backend.
+
+:func:`open_nystrom` makes either one: :func:`mkrk_dask.backends.make_backend` for
+:class:`~mkrk_dask.backends.options.NystromOptions`, and :meth:`NystromBackend.from_views`.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from ...passes import (
     release_memory,
     run_pass,
 )
+from ...store.locations import StoreLocation
 from ...store.zarr_store import read_checked
 from ..base import (
     APPROXIMATION_WARNING,
@@ -44,11 +48,15 @@ from ..base import (
     TopK,
     cluster_basis,
 )
+from ..construction import build_on_dask, check_backend_input
+from ..options import NystromOptions, make_options
+from .build import NystromParts, build_nystrom
 from .local import LocalBasis, LocalPart
 from .model import NystromModel
 from .tasks import cluster_sums_task, embed_task, stream_embed_task
 
-__all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING"]
+__all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING",
+           "open_nystrom"]
 
 #: the estimator warns when the factors miss more than this share of the trace of K_w
 MISSED_FRACTION_WARNING = APPROXIMATION_WARNING
@@ -121,12 +129,10 @@ class NystromBackend(KernelBackend):
                    **options: Any) -> NystromBackend:
         """Build (or reopen) the Nystrom store of ``views`` on Dask; ``options`` as
         :class:`~mkrk_dask.backends.options.NystromOptions`."""
-        from ..factory import make_backend
-        from ..options import make_options
-
-        return make_backend(make_options("nystrom", **options), views=views, specs=specs,
-                            normalize=normalize, store=store, scheduler=scheduler,
-                            random_state=random_state)
+        chosen = make_options("nystrom", **options)
+        check_backend_input(views, specs, None)
+        return open_nystrom(chosen, views=views, specs=specs, normalize=normalize, store=store,
+                            scheduler=scheduler, random_state=random_state)
 
     # -- the five quantities --------------------------------------------------------------
 
@@ -477,6 +483,41 @@ class NystromLocalBackend(NystromBackend):
     def close(self) -> None:
         super().close()
         self._factors_in_memory = None
+
+
+def open_nystrom(options: NystromOptions, *, views: list, specs: list[KernelSpec],
+                 normalize: bool = True, store: Any = None, storage_options: dict | None = None,
+                 scheduler: Any = None, random_state: Any = None) -> NystromBackend:
+    """Build (or reopen) the Nystrom store of ``views`` (with ``specs``) on Dask
+    (:func:`~.build.build_nystrom`) and return the backend on it: a
+    :class:`NystromLocalBackend` where the kernels have a sparse local part, else a
+    :class:`NystromBackend` (the inputs already checked)."""
+    def build(location: StoreLocation | None, session: DaskSession) -> NystromBackend:
+        parts = build_nystrom(views, specs, options, normalize=normalize, location=location,
+                              session=session, random_state=random_state)
+        try:
+            return _backend_on(parts)
+        except BaseException:
+            temp_dir = parts.backend_kwargs.get("temp_dir")
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+            raise
+
+    return build_on_dask(build, views=views, store=store, storage_options=storage_options,
+                         scheduler=scheduler)
+
+
+def _backend_on(parts: NystromParts) -> NystromBackend:
+    """The backend on what :func:`~.build.build_nystrom` built."""
+    if parts.local is not None:
+        backend: NystromBackend = NystromLocalBackend(
+            parts.model, parts.gram, parts.traces, parts.n_samples, local=parts.local,
+            train_views=parts.train_views, **parts.backend_kwargs)
+    else:
+        backend = NystromBackend(parts.model, parts.gram, parts.traces, parts.n_samples,
+                                 **parts.backend_kwargs)
+    backend.info["residual_fraction"] = backend.residual_fractions().tolist()
+    return backend
 
 
 def _check_rank(values: np.ndarray, k: int, what: str) -> None:

@@ -9,6 +9,9 @@
   exactly and the sparse local part (:mod:`.local`) from the stored factors.
 
 A complete store built from the same data and settings is reopened instead (no pass).
+
+:func:`build_nystrom` returns the parts (:class:`NystromParts`); the backend on them is made by
+:func:`~.backend.open_nystrom`, so this module never imports the backend's.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -62,7 +66,8 @@ from .local import LOCAL_RESULTS, load_local
 from .model import FACTOR_LAYOUT, NystromModel
 from .tasks import factor_task, gram_order
 
-__all__ = ["build_nystrom", "factor_chunk_rows", "STORE_KIND"]
+__all__ = ["build_nystrom", "NystromParts", "factor_chunk_rows", "factors_storage",
+           "landmark_counts", "landmark_flops", "STORE_KIND"]
 
 STORE_KIND = "nystrom"
 #: target bytes of one factor chunk (rows x R): every task in flight holds a chunk, its
@@ -104,32 +109,49 @@ def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0) -> list[tupl
     return [(a, min(a + step, n)) for a in range(0, n, step)]
 
 
-def _landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
+def landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
+    """The landmarks of each of ``m`` kernels (``n_landmarks``: one count or one per kernel),
+    at most ``n``."""
     counts = list(n_landmarks) if isinstance(n_landmarks, tuple) else [n_landmarks] * m
     if len(counts) != m:
         raise ValueError(f"n_landmarks has {len(counts)} entries for {m} kernels")
     return [min(int(value), n) for value in counts]
 
 
+@dataclass
+class NystromParts:
+    """What :func:`build_nystrom` built (or reopened): the row map, the Gram matrix of the
+    factors and the exact traces of ``n_samples`` rows, the sparse local part (None without
+    one) with the training rows it needs, and the keywords of the backend on them
+    (:class:`~.backend.NystromBackend`; the session, store and ``info`` among them)."""
+
+    model: NystromModel
+    gram: np.ndarray
+    traces: np.ndarray
+    n_samples: int
+    local: Any
+    train_views: list | None
+    backend_kwargs: dict
+
+
 def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: NystromOptions,
                   *, normalize: bool, location: StoreLocation | None, session: DaskSession,
-                  random_state: Any) -> Any:
+                  random_state: Any) -> NystromParts:
     """Select landmarks and run the factor + Gram pass on Dask, or reopen a complete store.
 
-    Returns a :class:`~.backend.NystromBackend` (a :class:`~.backend.NystromLocalBackend`
-    when the kernels have a sparse local part). ``backend.info`` records the landmarks, ranks,
-    the largest distances (and whether exact or estimated), the seconds and FLOPs of every
-    pass, and the local part's size.
+    Returns the :class:`NystromParts` of a :class:`~.backend.NystromBackend` (a
+    :class:`~.backend.NystromLocalBackend` where the kernels have a sparse local part:
+    ``local`` set). Their ``info`` records the landmarks, ranks, the largest distances (and
+    whether exact or estimated), the seconds and FLOPs of every pass, and the local part's
+    size. On an error the temporary store is removed again.
     """
-    from .backend import NystromBackend, NystromLocalBackend
-
     specs = list(specs)
     dtype = np.dtype(options.dtype)
     n = int(views[0].shape[0])
     if any(int(v.shape[0]) != n for v in views):
         raise ValueError("all views must have the same number of rows")
     m = len(specs)
-    counts = _landmark_counts(options.n_landmarks, m, n)
+    counts = landmark_counts(options.n_landmarks, m, n)
     info: dict[str, Any] = {"n_samples": n, "seconds": {}}
     client = session.client
     threads = client_threads(client)
@@ -201,15 +223,10 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
                       task_blas_threads=task_blas_threads(client, options.blas_threads),
                       temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
                       group=group)
-        if local is not None:
-            # predict/transform need the training rows for the local part
-            backend = NystromLocalBackend(model, gram, traces, n, local=local,
-                                          train_views=[read_rows(v, 0, n) for v in views],
-                                          **common)
-        else:
-            backend = NystromBackend(model, gram, traces, n, **common)
-        backend.info["residual_fraction"] = backend.residual_fractions().tolist()
-        return backend
+        # predict/transform need the training rows for the local part
+        train_views = None if local is None else [read_rows(v, 0, n) for v in views]
+        return NystromParts(model=model, gram=gram, traces=traces, n_samples=n, local=local,
+                            train_views=train_views, backend_kwargs=common)
     except BaseException:
         if temp_dir is not None:
             shutil.rmtree(temp_dir, ignore_errors=True)
@@ -237,20 +254,41 @@ def _reopen(group: Any, n: int, info: dict) -> tuple:
             local, factors, int(meta["chunk_size"]), group)
 
 
-def _factors_storage(options: NystromOptions, n: int, m: int, row_bytes: int,
-                     location: StoreLocation, distance_flops: float) -> tuple[bool, str]:
-    """Whether the build stores its factors, and why. ``"auto"`` above the local part: only
-    where computing them again would cost more than writing and reading them back (wide data:
-    ``distance_flops``, the products with the landmarks per row, above
-    :data:`STORE_FLOPS_PER_BYTE` times ``row_bytes``), and where they stay in the page cache (a
-    store on local disk, at most half the available memory and
-    :data:`~mkrk_dask.auto.DISK_FRACTION` of the free disk); else the final pass computes them
-    again."""
+def landmark_flops(counts: list[int], kernel_views: list[int], widths: list[int]) -> float:
+    """The products of a row with the landmarks, in flops: ``2 r d`` for each view of ``d``
+    columns whose kernels have at most ``r`` landmarks (``counts``, one per kernel;
+    ``kernel_views``, the view of each kernel)."""
+    return float(sum(2.0 * max(c for c, v in zip(counts, kernel_views, strict=True) if v == view)
+                     * widths[view] for view in sorted(set(kernel_views))))
+
+
+def factors_storage(options: NystromOptions, n: int, m: int, *, distance_flops: float,
+                    rank: int | None, location: StoreLocation | None = None, store: Any = None,
+                    storage_options: dict | None = None, max_rank: int | None = None
+                    ) -> tuple[bool | None, str]:
+    """Whether the build stores its factors, and why: the one rule of ``store_factors``.
+    ``"auto"`` above the local part: only where computing them again would cost more than
+    writing and reading them back (wide data: ``distance_flops``, the products with the
+    landmarks per row, above :data:`STORE_FLOPS_PER_BYTE` times the bytes of a factor row,
+    ``rank`` entries of ``options.dtype``), and where they stay in the page cache (a store on
+    local disk, at most half the available memory and :data:`~mkrk_dask.auto.DISK_FRACTION` of
+    the free disk); else the final pass computes them again.
+
+    The store is at ``location`` (or ``store``, a path or URL with its ``storage_options``;
+    None: a temporary one). The build knows the factors' ``rank``; the plan, before the
+    landmarks are chosen, does not (``rank=None``, at most ``max_rank``): it gets the answer
+    where no rank changes it, else None and the ranks that store them."""
     rule = options.factors_storage(n, m)
     if rule is not None and options.store_factors == "auto":
         return rule, "stored: the sparse local part reads them"
     if rule is not None:
         return rule, f"{'stored' if rule else 'not stored'}: store_factors={rule}"
+    itemsize = np.dtype(options.dtype).itemsize
+    if location is None and store is not None:
+        location = StoreLocation.parse(store, storage_options)
+    if rank is None:
+        return _factors_storage_before(n, itemsize, location, distance_flops, max_rank)
+    row_bytes = rank * itemsize
     if distance_flops <= STORE_FLOPS_PER_BYTE * row_bytes:
         return False, (f"not stored: computing them again in the final pass ("
                        f"{distance_flops / 1e6:.2g} MFLOP of products with the landmarks per "
@@ -259,18 +297,59 @@ def _factors_storage(options: NystromOptions, n: int, m: int, row_bytes: int,
     size = float(n) * row_bytes
     if not location.is_local:
         return False, "not stored: the store is not on local disk"
-    import psutil
-
-    from ...auto import DISK_FRACTION
-
-    memory = psutil.virtual_memory().available
-    free = shutil.disk_usage(nearest_existing(location.url)).free
-    if size <= 0.5 * memory and size <= DISK_FRACTION * free:
+    memory, free = _page_cache_room(location)
+    if size <= 0.5 * memory and size <= _disk_fraction() * free:
         return True, (f"stored: {size / 2**30:.1f} GiB, within half the available memory "
                       f"({memory / 2**30:.1f} GiB)")
     return False, (f"not stored: {size / 2**30:.1f} GiB, more than half the available memory "
-                   f"({memory / 2**30:.1f} GiB) or {DISK_FRACTION:.0%} of the free disk "
+                   f"({memory / 2**30:.1f} GiB) or {_disk_fraction():.0%} of the free disk "
                    f"({free / 2**30:.1f} GiB); the final pass computes them again")
+
+
+def _disk_fraction() -> float:
+    from ...auto import DISK_FRACTION
+
+    return DISK_FRACTION
+
+
+def _page_cache_room(location: StoreLocation | None) -> tuple[float, float]:
+    """The available memory and the free disk where the store goes (a temporary one: the
+    temporary directory's)."""
+    import psutil
+
+    path = tempfile.gettempdir() if location is None else nearest_existing(location.url)
+    return float(psutil.virtual_memory().available), float(shutil.disk_usage(path).free)
+
+
+def _factors_storage_before(n: int, itemsize: int, location: StoreLocation | None,
+                            distance_flops: float, max_rank: int | None
+                            ) -> tuple[bool | None, str]:
+    """:func:`factors_storage` before the factors' rank R is known (at least 1, at most
+    ``max_rank``): stored only for R below ``cheaper`` (writing and reading a factor row back
+    costs less than computing it again) and at most ``room`` (the page cache's share)."""
+    budget = STORE_FLOPS_PER_BYTE * itemsize
+    cheaper = distance_flops / budget if budget > 0 else math.inf
+    if cheaper <= 1:
+        return False, (f"not stored: computing them again in the final pass "
+                       f"({distance_flops / 1e6:.2g} MFLOP of products with the landmarks per "
+                       "row) costs less than writing and reading back any factor row")
+    if location is not None and not location.is_local:
+        return False, "not stored: the store is not on local disk"
+    memory, free = _page_cache_room(location)
+    room = int(min(0.5 * memory, _disk_fraction() * free) // (float(n) * itemsize))
+    where = (f"half the available memory ({memory / 2**30:.1f} GiB) and "
+             f"{_disk_fraction():.0%} of the free disk ({free / 2**30:.1f} GiB)")
+    if room < 1:
+        return False, f"not stored: not one factor column of {n:,} rows fits {where}"
+    if max_rank is not None and max_rank < cheaper and max_rank <= room:
+        return True, (f"stored: computing them again costs more than writing and reading "
+                      f"them back, and {max_rank:,} components fit {where}")
+    limit = min(room, math.ceil(cheaper) - 1)
+    return None, (f"stored where the factors' rank R (at most "
+                  f"{'?' if max_rank is None else f'{max_rank:,}'}, known once the landmarks "
+                  f"are chosen) is at most {limit:,}: below {cheaper:,.0f} computing them "
+                  f"again costs more than writing and reading them back, and up to "
+                  f"{room:,} they fit {where}")
 
 
 def _stored_factors(group: Any) -> Any:
@@ -317,9 +396,10 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
             _save_array(group, f"landmark_indices_{v}", landmark_idx[v])
         for p, T in enumerate(model.transforms):
             _save_array(group, f"transform_{p}", T)
-        store, info["factors_storage"] = _factors_storage(
-            options, n, m, R * dtype.itemsize, location,
-            sum(2.0 * L.shape[0] * L.shape[1] for L in model.landmarks.values()))
+        store, info["factors_storage"] = factors_storage(
+            options, n, m, rank=R, location=location,
+            distance_flops=sum(2.0 * L.shape[0] * L.shape[1]
+                               for L in model.landmarks.values()))
         factors_array = (create_data_array(group, "factors", shape=(n, R), chunks=(chunk, R),
                                            dtype=dtype) if store else None)
         group.attrs.update({"model_saved": True})
