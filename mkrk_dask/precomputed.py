@@ -572,9 +572,11 @@ def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
     complete test.
 
     From ``tol >= PSD_TOL`` it factorises a float32 copy first (twice as fast; its round-off
-    is well inside the shift) and repeats the test in float64 only if that fails, so that a
-    kernel is refused only by the float64 test. ``K`` (symmetric; or a :class:`PackedKernel`,
-    whose upper triangle alone is copied: the only part LAPACK reads) is not modified:
+    is well inside the shift; entries far below the shift flushed to zero, which keeps the
+    factorisation off subnormal numbers: :func:`_flush_tiny`) and repeats the test in float64
+    only if that fails, so that a kernel is refused only by the float64 test. ``K``
+    (symmetric; or a :class:`PackedKernel`, whose upper triangle alone is copied: the only
+    part LAPACK reads) is not modified:
     LAPACK factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
     :func:`_psd_work`), with the GIL released.
     """
