@@ -7,9 +7,11 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 import warnings
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -580,6 +582,9 @@ def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
     LAPACK factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
     :func:`_psd_work`), with the GIL released.
     """
+    key = _psd_digest(K, tol)
+    if key is not None and _psd_passed(key):
+        return
     if isinstance(K, PackedKernel):
         n, diagonal, copy_into = K.n, K.diagonal(), K.fill_upper
     else:
@@ -595,9 +600,64 @@ def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
         _flush_tiny(single, shift)
         single[np.diag_indices(n)] += np.float32(shift)
         if cholesky_info(single) == 0:
+            _remember_passed(key)
             return
     copy_into(work)
     work[np.diag_indices(n)] += shift
     info = cholesky_info(work)
     if info > 0:
         raise _not_psd(p, shift, f"the Cholesky factorisation fails at row {info - 1}")
+    _remember_passed(key)
+
+
+#: digests of the kernels that passed the PSD test (see :func:`_psd_digest`), most recent
+#: last; a refusal is never kept
+_PSD_PASSED: OrderedDict[bytes, None] = OrderedDict()
+_PSD_PASSED_LOCK = threading.Lock()
+#: how many digests :data:`_PSD_PASSED` keeps
+PSD_CACHE_SIZE = 256
+
+
+def _psd_digest(K: np.ndarray | PackedKernel, tol: float) -> bytes | None:
+    """SHA-256 of exactly what the PSD test reads (the kernel's float64 entries, its
+    layout, the sampled rows) and its tolerance: a kernel with this digest passed the test
+    before, or it did not. None for a kernel that is not one contiguous block (no copy is
+    made to hash it; it is tested).
+
+    Hashing a packed COIL20 kernel (n = 1,440) takes 6 ms against 20 ms for its float32
+    factorisation: a second fit on the same kernels (a grid of lambdas, a repeated fit) skips
+    the test, and the first pays 6 ms more per kernel, on the test's own thread. hashlib
+    releases the GIL while it hashes.
+    """
+    if isinstance(K, PackedKernel):
+        data = K.packed
+        shape = ("packed", K.layout.n, K.layout.strip)
+        sample = K.sample
+    else:
+        data, shape, sample = K, ("full",) + tuple(K.shape), None
+    if not (isinstance(data, np.ndarray) and data.dtype == np.float64
+            and data.flags.c_contiguous):
+        return None
+    digest = hashlib.sha256(repr((shape, float(tol))).encode())
+    if sample is not None:
+        digest.update(np.ascontiguousarray(sample, dtype=np.int64).tobytes())
+    digest.update(memoryview(data).cast("B"))
+    return digest.digest()
+
+
+def _psd_passed(key: bytes) -> bool:
+    with _PSD_PASSED_LOCK:
+        if key in _PSD_PASSED:
+            _PSD_PASSED.move_to_end(key)
+            return True
+    return False
+
+
+def _remember_passed(key: bytes | None) -> None:
+    if key is None:
+        return
+    with _PSD_PASSED_LOCK:
+        _PSD_PASSED[key] = None
+        _PSD_PASSED.move_to_end(key)
+        while len(_PSD_PASSED) > PSD_CACHE_SIZE:
+            _PSD_PASSED.popitem(last=False)

@@ -71,3 +71,61 @@ def test_a_negative_eigenvalue_is_refused(relative):
 def test_an_eigenvalue_inside_the_shift_is_accepted():
     K = _with_eigenvalue(_narrow_gaussian(), -1e-5)
     _check_psd(K, 0, PSD_TOL)
+
+
+def test_a_kernel_that_passed_is_not_factorised_again(monkeypatch):
+    """The PSD test keeps the digests of the kernels that passed: a second fit on the same
+    kernels skips their factorisations; any change to an entry, the tolerance or the layout
+    tests again, and a refusal is never kept."""
+    from mkrk_dask import precomputed
+    from mkrk_dask._packed import PackedLayout
+    from mkrk_dask.precomputed import PackedKernel
+
+    calls = []
+    real = precomputed.cholesky_info
+
+    def counting(a):
+        calls.append(a.dtype)
+        return real(a)
+
+    monkeypatch.setattr(precomputed, "cholesky_info", counting)
+    monkeypatch.setattr(precomputed, "_PSD_PASSED", type(precomputed._PSD_PASSED)())
+    K = _narrow_gaussian(n=120, seed=5)
+    _check_psd(K, 0, PSD_TOL)
+    assert len(calls) == 1
+    _check_psd(K.copy(), 0, PSD_TOL)  # the same entries in another array
+    assert len(calls) == 1
+    changed = K.copy()
+    changed[3, 7] = changed[7, 3] = changed[3, 7] + 1e-12
+    _check_psd(changed, 0, PSD_TOL)
+    assert len(calls) == 2
+    _check_psd(K, 0, 10 * PSD_TOL)  # another tolerance
+    assert len(calls) == 3
+    layout = PackedLayout(120)
+    packed = np.empty(layout.size)
+    for a, b, strip in layout.strips(packed):
+        strip[...] = K[a:b, a:]
+    _check_psd(PackedKernel(packed, layout), 0, PSD_TOL)  # another layout: tested
+    _check_psd(PackedKernel(packed, layout), 0, PSD_TOL)
+    assert len(calls) == 4
+    bad = _with_eigenvalue(K, -1e-2)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="precomputed kernel 2 is not positive"):
+            _check_psd(bad, 2, PSD_TOL)
+    assert len(calls) == 4 + 2 * 2  # float32, then float64, both times
+    # A view that is not one contiguous block is tested, not hashed through a copy.
+    wide = np.zeros((120, 240))
+    wide[:, ::2] = K
+    _check_psd(wide[:, ::2], 0, PSD_TOL)
+    _check_psd(wide[:, ::2], 0, PSD_TOL)
+    assert len(calls) == 10
+
+
+def test_the_digest_cache_is_bounded(monkeypatch):
+    from mkrk_dask import precomputed
+
+    monkeypatch.setattr(precomputed, "_PSD_PASSED", type(precomputed._PSD_PASSED)())
+    monkeypatch.setattr(precomputed, "PSD_CACHE_SIZE", 3)
+    for seed in range(5):
+        _check_psd(_narrow_gaussian(n=40, seed=seed), 0, PSD_TOL)
+    assert len(precomputed._PSD_PASSED) == 3
