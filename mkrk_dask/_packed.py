@@ -115,9 +115,10 @@ class PackedLayout:
         ``H H^T``: ``out`` (flat, :attr:`size`) holds ``2 (H H^T)_ij`` above the diagonal,
         ``(H H^T)_ii`` on it and 0 below it, so that ``packed(K) @ out = <K, H H^T> =
         tr(H^T K H)`` for a symmetric K. Half the products of ``H H^T``."""
+        # The factor 2 on one side (exact: a power of two), not one more pass over ``out``.
+        doubled = H + H
         for a, b, strip in self.strips(out):
-            np.matmul(H[a:b], H[a:].T, out=strip)
-            strip *= 2.0
+            np.matmul(H[a:b], doubled[a:].T, out=strip)
             strip[:, :b - a] *= self._mask(b - a)
         return out
 
