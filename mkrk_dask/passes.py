@@ -63,13 +63,24 @@ _LIMITS: list[Any] = []
 
 
 def _limit_blas(threads: int | None) -> None:
-    """On a worker: hold BLAS at ``threads`` (None: give back the original limits)."""
+    """On a worker: hold BLAS at ``threads`` (None: give back the original limits).
+
+    The limit is entered and left as a context (not only set and restored): from
+    threadpoolctl 3.8, the thread that sets OpenBLAS's process-wide limit controls it until
+    it leaves its last limit's context, and every other thread's limits are silently ignored.
+    An in-process worker (the embedded cluster's) shares this process's OpenBLAS, so a limit
+    only restored kept its event-loop thread in control for the rest of the fit: the final
+    stage's one BLAS thread (:func:`~mkrk_dask._threads.single_blas_thread`) stayed at two,
+    and the graph's thousands of small products waited on the second thread (10x slower on a
+    loaded machine)."""
     from threadpoolctl import threadpool_limits
 
     while _LIMITS:
-        _LIMITS.pop().restore_original_limits()
+        _LIMITS.pop().close()
     if threads is not None:
-        _LIMITS.append(threadpool_limits(limits=threads))
+        stack = contextlib.ExitStack()
+        stack.enter_context(threadpool_limits(limits=threads))
+        _LIMITS.append(stack)
 
 
 def task_blas_threads(client: Any, requested: int | None) -> int | None:

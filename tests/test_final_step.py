@@ -278,6 +278,7 @@ def test_k_parts_apart_on_the_sample_a_graph_of_many_rows_is_built_on(monkeypatc
     parts_apart = final.parts_apart
     monkeypatch.setattr(final, "parts_apart", spy)
     monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_SAMPLE_ROWS", 3000)
+    monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_ALL_ROWS", 3000)
     data, truth = make_moons(6000, noise=0.05, random_state=0)
     model = MKKMRK(2, kernels=STRAY_KERNELS, random_state=0).fit(data)
     assert model.plan_.graph_rows == 3000 and seen == [(3000, 3000)]
@@ -331,6 +332,7 @@ def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkey
     # Above GRAPH_SAMPLE_ROWS the graph is built on a uniform sample (its memory stays the
     # sample's at any n) and labels every row, block by block; predict agrees with the labels.
     monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_SAMPLE_ROWS", 250)
+    monkeypatch.setattr("mkrk_dask.plan.final_choice.GRAPH_ALL_ROWS", 250)
     monkeypatch.setattr("mkrk_dask.estimators._final._BLOCK_ROWS", 64)
     model = MKKMRK(10, random_state=0).fit(X)
     assert model.plan_.graph_rows == 250 and "sample of 250 rows" in _said(model)
@@ -338,6 +340,26 @@ def test_the_graph_of_many_rows_is_built_on_a_sample_that_labels_the_rest(monkey
     np.testing.assert_array_equal(model.predict(X), model.labels_)
     full = MKKMRK(10, random_state=0, final_clustering="kmeans").fit(X)
     assert normalized_mutual_info_score(full.labels_, model.labels_) > 0.5
+
+
+def test_the_plan_samples_the_graph_above_its_rows():
+    # Up to GRAPH_ALL_ROWS (70,000: the wide benchmark's largest set, Fashion-MNIST) the
+    # graph is built on every row, as it always was; above, on a sample of
+    # GRAPH_SAMPLE_ROWS (20,000) with GRAPH_SAMPLE_ANCHORS (1,000), which the plan says with
+    # its reason (issue 77: the graph's cost stays that of the sample).
+    from mkrk_dask.plan.final_choice import GRAPH_ALL_ROWS, GRAPH_SAMPLE_ROWS, final_graph_rows
+
+    assert (GRAPH_ALL_ROWS, GRAPH_SAMPLE_ROWS) == (70_000, 20_000)
+    assert final_graph_rows(5_000, 2000) == 5_000 and final_graph_rows(70_000, 2000) == 70_000
+    assert final_graph_rows(70_001, 2000) == 20_000 and final_graph_rows(10**6, 0) == 0
+    rng = np.random.default_rng(0)
+    for n, rows in [(70_000, 70_000), (70_001, 20_000)]:
+        plan = MKKMRK(10, random_state=0).plan(rng.normal(size=(n, 3)))
+        said = plan.decision("final partition").reason
+        assert plan.graph_rows == rows and plan.graph_anchors == (2000 if rows == n else 1000)
+        assert ("1000 anchors" in said) == (rows < n), said
+        assert ("sample of 20,000 rows" in said) == (rows < n), said
+        assert ("n > 70,000" in said) == (rows < n), said
 
 
 def _features_reference(kernels, weights, rank):

@@ -99,3 +99,25 @@ def test_a_saved_model_keeps_its_inertia(make, digits, tmp_path):
     model = make().fit(digits[0])
     loaded = load_model(save_model(model, tmp_path / "m"))
     assert isinstance(loaded.inertia_, float) and loaded.inertia_ == model.inertia_
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_nystrom_cluster_sums_without_the_factors(digits, client, dtype):
+    """The pass of the inertia where no factors are stored sums the kernel blocks per cluster
+    and maps the sums (NystromModel.cluster_sums): the column sums of the factors per
+    cluster, to round-off (float32 factors round F first)."""
+    X, _ = digits
+    kernels = ["cosine", "gaussian(m=1)", "polynomial(a=1,b=2)", "linear"]
+    nystrom, _ = MKKMRK(5, kernels=kernels, random_state=0, solver="nystrom", scheduler=client,
+                        backend_options={"n_landmarks": 60, "dtype": dtype,
+                                         "local_threshold": 0}).build_backend(X)
+    labels = np.random.default_rng(0).integers(0, 5, X.shape[0])
+    with nystrom:
+        model = nystrom.model
+        views = [np.asarray(X, dtype=np.float64)]
+        F = model.factors(views).astype(np.float64)
+        expected = np.stack([F[labels == c].sum(axis=0) for c in range(5)])
+        sums = model.cluster_sums(views, labels, 5)
+    assert sums.shape == expected.shape
+    scale = np.abs(expected).max()
+    assert np.abs(sums - expected).max() <= (1e-10 if dtype == "float64" else 1e-5) * scale

@@ -216,3 +216,23 @@ def test_single_blas_thread_limits_blas_and_leaves_openmp():
     assert _blas_threads() == before_blas
     with _threads.local_threads(1):  # every library on one thread already: nothing to do
         assert isinstance(_threads.single_blas_thread(), contextlib.nullcontext)
+
+
+def test_a_pass_on_an_in_process_worker_leaves_this_thread_its_blas_limits(client):
+    # A pass holds the workers' BLAS threads (passes.blas_threads); an in-process worker
+    # shares this process's OpenBLAS. From threadpoolctl 3.8 the thread that set the limit
+    # controls it until it leaves the limit's context, and every other thread's limits are
+    # silently ignored: a limit only restored left the worker's event-loop thread in control,
+    # and the final stage's one BLAS thread (single_blas_thread) stayed at two (issue 77).
+    from mkrk_dask.passes import blas_threads
+
+    before = _blas_threads()
+    with blas_threads(client, 1):
+        client.submit(lambda: float(np.ones((300, 300)) @ np.ones(300) @ np.ones(300)),
+                      pure=False).result()
+    assert _blas_threads() == before
+    with _threads.single_blas_thread():
+        assert _blas_threads() == [1] * len(before)
+    with _threads.local_threads(1):
+        assert _blas_threads() == [1] * len(before)
+    assert _blas_threads() == before

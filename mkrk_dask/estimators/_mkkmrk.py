@@ -71,28 +71,25 @@ class MKKMRK(MultipleKernelKMeans):
         ``"spectral"``: k-means on the unit rows of the top eigenvectors H (the paper's step,
         with the top k). ``"auto"``: the features.
     final_clustering : {"auto", "graph", "kmeans"}, default="auto"
-        How the final rows are partitioned. ``"kmeans"``: k-means, the paper's. ``"graph"``:
-        the k-means partition is refined by spectral clustering on the anchor graph of the
-        final rows (:class:`~mkrk_dask.AnchorGraphClustering`, at most 2,000 anchors and one
-        per two rows, 10 nearest, Euclidean; above 100,000 rows built on a uniform sample of
-        them that labels the others), which follows curved clusters where k-means assumes
-        convex ones; the refinement is kept where its NMI with a k-means partition (of 3
-        restarts: a coarse check; where the graph is not kept, the k-means of ``n_init``
-        restarts is the answer) reaches 0.5 (not a different answer, such as nearly every
-        row in one cluster beside tiny ones), or where the graph clearly has k parts: its
-        Laplacian's k-th smallest eigenvalue at most a tenth of the next, and no cluster of
-        fewer than 20 rows (two moons, two rings: curves that k-means cuts across), or k
-        parts with no edge between them, each its own cluster, beside stray parts of fewer
-        than 20 rows in all.
-        ``"auto"``: ``"graph"`` with
-        ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a
-        cluster (20 rows a cluster on average: fewer, and a row's nearest anchors reach into
-        other clusters), more than one column (the graph of points on a line is a path,
-        cut at its sparse tails) and some column of more than two values (on binary data the
-        graph lost to k-means), ``"kmeans"``
-        otherwise and with an explicit step (the paper's configuration). What was kept:
-        ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``,
-        ``final_graph_clear_``, ``final_graph_extra_parts_``.
+        How the final rows are partitioned. ``"kmeans"``: k-means, the paper's. ``"graph"``: the
+        k-means partition is refined by spectral clustering on the anchor graph of the final rows
+        (:class:`~mkrk_dask.AnchorGraphClustering`, at most 2,000 anchors and one per two rows, 10
+        nearest, Euclidean; above 70,000 rows built with 1,000 anchors on a uniform sample of 20,000
+        of them that labels the others), which follows curved clusters where k-means assumes convex
+        ones; the refinement is kept where its NMI with a k-means partition (of 3 restarts: a coarse
+        check; where the graph is not kept, the k-means of ``n_init`` restarts is the answer)
+        reaches 0.5 (not a different answer, such as nearly every row in one cluster beside tiny
+        ones), or where the graph clearly has k parts: its Laplacian's k-th smallest eigenvalue at
+        most a tenth of the next, and no cluster of fewer than 20 rows (two moons, two rings: curves
+        that k-means cuts across), or k parts with no edge between them, each its own cluster,
+        beside stray parts of fewer than 20 rows in all. ``"auto"``: ``"graph"`` with
+        ``final_step="auto"`` (the label-free default) where there are at least 10 anchors a cluster
+        (20 rows a cluster on average: fewer, and a row's nearest anchors reach into other
+        clusters), more than one column (the graph of points on a line is a path, cut at its sparse
+        tails) and some column of more than two values (on binary data the graph lost to k-means),
+        ``"kmeans"`` otherwise and with an explicit step (the paper's configuration). What was kept:
+        ``final_clustering_``, ``final_graph_``, ``final_graph_agreement_``, ``final_graph_clear_``,
+        ``final_graph_extra_parts_``.
     n_components : "auto" or int, default="auto"
         Eigenpairs of the final step. ``"auto"``: 2k for the features (at most what the
         Nystrom factors hold), k for the spectral step (the loop's own eigenvectors). An

@@ -54,6 +54,7 @@ from ..preprocessing import (  # noqa: F401 - re-exported
 )
 from .backend_choice import backend_settings, requested_dtype, resolve_options
 from .final_choice import (  # noqa: F401 - re-exported
+    GRAPH_ALL_ROWS,
     GRAPH_ANCHOR_ITERATIONS,
     GRAPH_ANCHORS,
     GRAPH_CLEAR_GAP,
@@ -62,6 +63,7 @@ from .final_choice import (  # noqa: F401 - re-exported
     GRAPH_NEIGHBORS,
     GRAPH_REFERENCE_INITS,
     GRAPH_ROWS_PER_ANCHOR,
+    GRAPH_SAMPLE_ANCHORS,
     GRAPH_SAMPLE_ROWS,
     final_rank,
     reference_inits,
@@ -81,7 +83,8 @@ __all__ = ["FitPlan", "Decision", "ColumnScaling", "make_plan", "auto_kernels",
            "column_scaling", "SCALE_SPREAD_LIMIT", "OFFSET_LIMIT", "PREPROCESSING_CHOICES",
            "WIDTHS", "SAMPLE_ROWS",
            "GRAPH_NEIGHBORS", "GRAPH_MIN_AGREEMENT", "GRAPH_CLEAR_GAP", "GRAPH_CLEAR_ROWS",
-           "GEOMETRIES", "GRAPH_SAMPLE_ROWS",
+           "GEOMETRIES", "GRAPH_ALL_ROWS", "GRAPH_SAMPLE_ANCHORS",
+           "GRAPH_SAMPLE_ROWS",
            "GRAPH_ANCHORS", "GRAPH_ANCHOR_ITERATIONS", "GRAPH_REFERENCE_INITS",
            "reference_inits", "smooth_kernels", "backend_settings",
            "resolve_options", "requested_dtype"]

@@ -42,9 +42,23 @@ GRAPH_ROWS_PER_ANCHOR = 2
 #: plan puts on the rows a cluster for a graph at all (a tiny isolated clump also makes a
 #: clear gap, of a partition into the clump and the rest)
 GRAPH_CLEAR_ROWS = GRAPH_NEIGHBORS * GRAPH_ROWS_PER_ANCHOR
-#: most rows the final graph is built on: above, on a uniform sample of them, the other rows
-#: labelled by the graph block by block (its memory stays that of the sample at any n)
-GRAPH_SAMPLE_ROWS = 100_000
+#: most rows the final graph is built on whole: above, on a uniform sample of
+#: :data:`GRAPH_SAMPLE_ROWS` of them, the other rows labelled by the graph block by block (its
+#: memory stays that of the sample at any n). The largest set of the wide benchmark, its
+#: Fashion-MNIST line, has 70,000 rows: every set there keeps the graph of all its rows
+GRAPH_ALL_ROWS = 70_000
+#: rows of the sample the final graph is built on above :data:`GRAPH_ALL_ROWS`. Its anchors'
+#: seeding and mini-batch k-means, its own nearest-anchor pass and its spectral k-means grow
+#: with the rows it is built on: on 100,000 rows they were 47% of the default fit at 10^5
+#: (issue 77, ``benchmarks/results/scale/scaling_final_share.md``); on 20,000 (still 10 rows
+#: an anchor at 2,000 anchors) only the labels of the other rows grow with n
+GRAPH_SAMPLE_ROWS = 20_000
+#: anchors of the graph on that sample: one per 20 of its rows. The seeding grows with the
+#: square of the anchors, the anchors' k-means and every row's nearest anchors with their
+#: count; at 2,000 the graph on the sample still took about as long as the final k-means and
+#: embedding together at 10^5 rows (issue 77), at 1,000 about half of that, with the same NMI
+#: on the benchmark's data (99.98)
+GRAPH_SAMPLE_ANCHORS = 1000
 
 
 def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners: bool = False,
@@ -74,7 +88,8 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
     else:
         rank_used = int(rank)
         decisions.append(Decision("n_components", str(rank_used), "given", auto=False))
-    anchors = min(GRAPH_ANCHORS, n // GRAPH_ROWS_PER_ANCHOR)
+    anchors = (min(GRAPH_ANCHORS, n // GRAPH_ROWS_PER_ANCHOR) if n <= GRAPH_ALL_ROWS
+               else GRAPH_SAMPLE_ANCHORS)
     graph_possible = anchors >= max(k, GRAPH_NEIGHBORS)
     # A row's nearest anchors should lie in its own cluster: with fewer anchors a cluster
     # (on average) than neighbours, the graph joins every row to other clusters too.
@@ -82,9 +97,10 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
     if is_auto(clustering):
         used = ("graph" if is_auto(step) and graph_local and not (line or corners)
                 else "kmeans")
-        sample = ("" if n <= GRAPH_SAMPLE_ROWS else
+        sample = ("" if n <= GRAPH_ALL_ROWS else
                   f", built on a uniform sample of {GRAPH_SAMPLE_ROWS:,} rows that labels the "
-                  "others")
+                  f"others: n > {GRAPH_ALL_ROWS:,}, where a graph of every row costs more "
+                  "than the rest of the final step")
         if used == "graph":
             why = (f"k-means partition refined by spectral clustering on the anchor graph of "
                    f"the final rows ({anchors} anchors, {GRAPH_NEIGHBORS} nearest{sample}), "
@@ -150,9 +166,11 @@ def reference_inits(final_clustering: str, n_init: int) -> int:
 
 
 def final_graph_rows(n: int, anchors: int) -> int:
-    """The rows the final graph is built on: all ``n``, or a uniform sample of
-    :data:`GRAPH_SAMPLE_ROWS`; 0 without a graph (``anchors`` 0)."""
-    return min(n, GRAPH_SAMPLE_ROWS) if anchors else 0
+    """The rows the final graph is built on: all ``n`` up to :data:`GRAPH_ALL_ROWS`, else a
+    uniform sample of :data:`GRAPH_SAMPLE_ROWS`; 0 without a graph (``anchors`` 0)."""
+    if not anchors:
+        return 0
+    return n if n <= GRAPH_ALL_ROWS else min(n, GRAPH_SAMPLE_ROWS)
 
 
 def kmeans_cost(clustering: str, n_init: int) -> int | str:

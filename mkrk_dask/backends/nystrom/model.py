@@ -461,6 +461,39 @@ class NystromModel:
                 out[a:a + FACTOR_BLOCK_ROWS] += phi @ feature_maps[p]
         return out
 
+    def cluster_sums(self, views: Sequence[Any], labels: np.ndarray, n_clusters: int
+                     ) -> np.ndarray:
+        """``Z^T F`` of the given rows without forming F (``Z`` the indicators of
+        ``labels``), in float64: ``Z^T F_p = (Z^T K_p(X, L_p)) T_p Q_p``, the kernel blocks
+        summed per cluster and mapped once at the end. The factors' own products (``2 r r_p'``
+        flops a row and kernel, most of a pass that forms F) are made on ``k`` rows only.
+        Equal to the column sums of :meth:`factors` in float64 up to round-off (float32
+        factors round F first: about 1e-7 relative)."""
+        n = views[0].shape[0]
+        labels = np.asarray(labels, dtype=np.int64)
+        features = self._feature_parts()
+        sums: dict[int, np.ndarray] = {}
+        for a in range(0, n, FACTOR_BLOCK_ROWS):
+            b = min(a + FACTOR_BLOCK_ROWS, n)
+            indicator = np.zeros((n_clusters, b - a))
+            indicator[labels[a:b], np.arange(b - a)] = 1.0
+            read = self._read_views([None if v is None else v[a:b] for v in views])
+            rows = self._feature_rows(read)
+            for p, C in itertools.chain(self._landmark_blocks(read, skip=rows), rows.items()):
+                part = indicator @ np.asarray(C, dtype=np.float64)
+                key = (p, p in rows)
+                sums[key] = part if key not in sums else sums[key] + part
+        out = np.zeros((n_clusters, self.n_components))
+        offsets = self.offsets
+        for (p, feature), summed in sums.items():
+            head, _, tail = self._product_parts()[p]
+            if feature:  # phi(X)'s sums, mapped by phi(L_p)^T first
+                summed = summed @ features[p][0]
+            split = offsets[p] + head.shape[1]
+            out[:, offsets[p]:split] += summed @ head
+            out[:, split:offsets[p + 1]] += summed @ tail
+        return out
+
     def diagonal(self, views: Sequence[Any]) -> np.ndarray:
         """Exact ``K_p(x_i, x_i)`` of the given rows, shape (n_rows, m)."""
         n = views[0].shape[0]

@@ -154,17 +154,21 @@ def cluster_sums_task(factors_array: Any, model: NystromModel | None, blocks: li
                       stop: int, labels: np.ndarray, n_clusters: int, chunk: int) -> np.ndarray:
     """``Z^T F`` for rows ``start:stop`` (k x R, float64): the factor rows of every cluster
     summed (``labels`` are those rows'), ``chunk`` rows at a time; read from the stored
-    factors, or computed from the data (``model`` and ``blocks``) where none are stored."""
+    factors, or from the data (``model`` and ``blocks``) where none are stored, by
+    :meth:`~mkrk_dask.backends.nystrom.model.NystromModel.cluster_sums` (the kernel blocks
+    summed per cluster, then mapped: F is not formed)."""
     views = [read_rows(*b, native=True) for b in blocks] if model is not None else []
     sums = None
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
-        if model is None:
-            F = read_checked(factors_array, (slice(start + a, start + b),),
-                             dtype=factors_array.dtype)
-        else:
-            F = model.factors([v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
-                               for v in views])
+        if model is not None:  # the kernel blocks summed per cluster: F is never formed
+            part = model.cluster_sums([v[a:b] if sp.issparse(v) else
+                                       np.asarray(v[a:b], dtype=np.float64) for v in views],
+                                      labels[a:b], n_clusters)
+            sums = part if sums is None else sums + part
+            continue
+        F = read_checked(factors_array, (slice(start + a, start + b),),
+                         dtype=factors_array.dtype)
         indicator = np.zeros((n_clusters, b - a))
         indicator[labels[a:b], np.arange(b - a)] = 1.0
         part = embed_rows(F.T, indicator.T).T  # in float64, as the embedding pass
