@@ -34,7 +34,7 @@ pause before each. Reported: the median of the per-repeat ratios plain/library a
 of the medians, the library's phases (its ``timings_``), the plain port's phases, and the
 objective, NMI and ACC of both; once, untimed, the library's objective against a dense loop
 of full eigendecompositions with the library's own certified QP (the library must match it to
-1e-10: ``tests/test_exact_packed.py``).
+1e-10: ``tests/backends/test_exact_packed.py``).
 Writes ``benchmarks/results/exact/exact_fit.md``.
 
     python benchmarks/bench_exact_fit.py [--data-dir DIR] [--lam 3.0517578125e-05]

@@ -183,7 +183,7 @@ def kernel_blocks(
         in float32 (about half the time), into a float32 output. The distances of the
         Gaussians (Euclidean, or between the unit rows for ``angular``) are taken between rows
         centred on the mean of ``Xb``, so that an offset of the data does not cancel away
-        their digits. ``tests/test_kernels.py`` checks every family against float64 on data
+        their digits. ``tests/kernels/test_kernels.py`` checks every family against float64 on data
         at the origin and at an offset of 1,000: within 64 float32 round-offs, relative where
         a Gaussian is at least 1e-3 and of the largest value otherwise (the narrowest
         Gaussian of a chain gathers the most). Sparse rows are evaluated in float64 and

@@ -2,8 +2,9 @@
 
 This is deliberately *not* how :mod:`mkrk_dask` does it. It mirrors what a direct port of the
 authors' MATLAB code does (the paper's Algorithm 1), so that the library can be checked
-against it (``tests/test_reference.py``) and timed against it (``benchmarks/bench_iteration.py``,
-which imports it from here through ``benchmarks/_common.reference_implementation``):
+against it (``tests/backends/test_reference.py``) and timed against it
+(``benchmarks/bench_iteration.py``, which imports it from here through
+``benchmarks/_common.reference_implementation``):
 
 - the base kernels are a Python list of dense ``n x n`` arrays;
 - ``K_w = sum_p w_p^2 K_p`` is accumulated by a Python loop;

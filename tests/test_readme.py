@@ -28,9 +28,10 @@ SKIPPED = {
     "python -m pytest": "the whole test suite, 40 minutes on 2 cores: CI runs it (.ci/run)",
     "python -m pytest -x -q": "the whole test suite, as above",
     "cluster/local/start-cluster.sh":
-        "starts a Dask cluster on fixed ports: tests/test_cluster_recipe.py runs the recipe",
+        "starts a Dask cluster on fixed ports: tests/cluster_recipes/test_cluster_recipe.py runs "
+        "the recipe",
     "mkrk fit mydata.npz --scheduler tcp://127.0.0.1:8786 --store /tmp/mydata.zarr --out run1":
-        "needs the cluster of the line above (tests/test_cluster_recipe.py)",
+        "needs the cluster of the line above (tests/cluster_recipes/test_cluster_recipe.py)",
     "cluster/local/stop-cluster.sh": "stops that cluster",
 }
 #: arguments added to a command that would take minutes as written: the paper's grid of 21

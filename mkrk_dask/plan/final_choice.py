@@ -116,7 +116,7 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
             why = "k-means (an explicit final step: the paper's configuration)"
         elif line:
             # three groups on a line: the graph split off a few rows of a tail and joined two
-            # groups (tests/test_plan.py checks such data against k-means)
+            # groups (tests/plan/test_plan.py checks such data against k-means)
             why = ("k-means (one column: the rows lie on a line, whose anchor graph is a "
                    "path, and a path's spectral cuts fall at its sparse tails, not between "
                    "the groups)")

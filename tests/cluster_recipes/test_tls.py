@@ -19,7 +19,7 @@ import pytest
 from _loopback import free_port
 from sklearn.datasets import load_digits
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOCAL = ROOT / "cluster" / "local"
 MAKE_CERTS = ROOT / "cluster" / "tls" / "make-certs.sh"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-RECIPE = Path(__file__).resolve().parent.parent / "cluster" / "slurm"
+RECIPE = Path(__file__).resolve().parents[2] / "cluster" / "slurm"
 
 
 @pytest.fixture

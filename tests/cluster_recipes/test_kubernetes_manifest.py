@@ -21,7 +21,7 @@ import yaml
 
 jsonschema = pytest.importorskip("jsonschema")
 
-MANIFEST = Path(__file__).resolve().parent.parent / "cluster" / "kubernetes" / "daskcluster.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "cluster" / "kubernetes" / "daskcluster.yaml"
 
 
 def _crd() -> dict:

@@ -204,7 +204,7 @@ def test_readme_quick_start_and_demo_give_the_same_figures(demo_run,
                                                             ) -> None:
     """The README's Python quick start, run as written, prints the scores that the demo's
     first part (the default) prints: one first run (issue 46)."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = readme.split("## Use it from Python", 1)[1].split("```python\n", 1)[1]
     code = block.split("```", 1)[0]
     assert "MKKMRK(n_clusters=10, random_state=0).fit(X)" in code

@@ -25,7 +25,7 @@ from sklearn.datasets import load_digits
 pytestmark = [pytest.mark.slurm, pytest.mark.slow,  # 15-40 s each (jobs start, then fit)
               pytest.mark.skipif(sys.platform != "linux", reason="SLURM runs on Linux only")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SUBMIT = ROOT / "cluster" / "slurm" / "submit_fit.py"
 N_JOBS = 4
 

@@ -19,7 +19,7 @@ from sklearn.datasets import load_digits
 
 from mkrk_dask import MKKMRK
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "cluster" / "local"
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the recipe is a bash script")

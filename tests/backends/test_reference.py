@@ -21,7 +21,7 @@ from mkrk_dask.backends.exact import ExactBackend
 from mkrk_dask.kernels import paper_kernels
 from mkrk_dask.loop import solve
 
-import reference_mkkmrk as reference  # beside this file (pytest puts tests/ on sys.path)
+import reference_mkkmrk as reference  # in tests/ (pyproject.toml: pytest puts tests/ on sys.path)
 
 REL_TOL = 1e-4
 # One BLAS thread: the matrices are tiny, and on a loaded machine multi-threaded BLAS made this

@@ -28,7 +28,7 @@ from sklearn.datasets import load_digits
 pytestmark = [pytest.mark.slow,  # about 45 s: three clusters of processes and three fits
               pytest.mark.skipif(sys.platform != "linux", reason="network namespaces: Linux")]
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PORT = 8786
 SUBNET = "10.77"  # private; exists only inside the namespaces below
 
