@@ -342,7 +342,10 @@ def main(argv: list[str] | None = None) -> int:
         "label-free defaults (sfn, normalised lambda, 2k features, the final anchor graph) "
         "make another computation. Each checks every kernel finite, symmetric and positive "
         "semi-definite (a float32 Cholesky factorisation, confirmed in float64 only if it "
-        "fails, on a second core beside the loop) and normalises it into the backend's one "
+        "fails, on a second core beside the loop; a kernel that passed is remembered by its "
+        "SHA-256 digest, so from the second repeat on each fit hashes the kernels instead of "
+        "factorising them: the first repeat of each row is the fit of kernels never seen) "
+        "and normalises it into the backend's one "
         "copy, packed (the upper triangle; in place: the caller's array, full); then C, the "
         "loop (ARPACK top-k, quad forms as one GEMV over the packed kernels, the certified "
         "QP) and the final step, on one BLAS/OpenMP thread up to n = 4,000 rows.",
