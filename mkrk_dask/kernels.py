@@ -53,6 +53,7 @@ __all__ = [
     "tile_pairs",
     "tile_buffer",
     "symmetrize_tile",
+    "tiled_symmetric_pass",
     "mirror_upper",
     "kernel_products",
 ]
@@ -399,3 +400,42 @@ def normalize_kernels(kernels: np.ndarray) -> np.ndarray:
         kernels[p] *= scale[None, :]
         np.fill_diagonal(kernels[p], 1.0)
     return kernels
+
+
+def tiled_symmetric_pass(K: np.ndarray, out: np.ndarray | None = None,
+                rows: np.ndarray | None = None) -> float:
+    """``max |K - K^T|``, tile pair by tile pair; with ``out``, also write
+    ``(N + N^T) / 2`` there, N = ``K`` scaled by ``rows`` on both sides (diagonal 1) or ``K``.
+    ``out`` may be ``K`` itself: each tile pair is then compared and scaled before it is
+    written, and only it.
+
+    The operations and their order are those of :func:`mkrk_dask.kernels.normalize_kernels`
+    followed by :func:`mkrk_dask.kernels.symmetrize`, so the result is the same to the bit
+    (in place or not). Only what reads a transposed tile goes tile by tile; tile buffers
+    serve them all, and nothing of size n x n is allocated.
+    """
+    buffer = tile_buffer(K.shape[0])
+    in_place = out is K
+    source = K
+    if out is not None and rows is not None and not in_place:
+        source = np.multiply(K, rows[:, None], out=out)
+        source *= rows[None, :]
+        np.fill_diagonal(source, 1.0)
+    worst = 0.0
+    for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
+        upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
+        tile = buffer[:upper.shape[0], :upper.shape[1]]
+        np.subtract(upper, lower.T, out=tile)
+        worst = max(worst, float(tile.max()), -float(tile.min()))
+        if in_place and rows is not None:
+            # This pair only, now that it is compared: scaled as the whole-matrix path
+            # scales (rows, then columns; a diagonal tile's diagonal set to 1).
+            pairs = [(rows_a, rows_b)] + ([(rows_b, rows_a)] if rows_a != rows_b else [])
+            for a, b in pairs:
+                K[a, b] *= rows[a, None]
+                K[a, b] *= rows[None, b]
+            if rows_a == rows_b:
+                np.fill_diagonal(upper, 1.0)
+        if out is not None:
+            symmetrize_tile(source, out, rows_a, rows_b, buffer)
+    return worst

@@ -7,20 +7,19 @@ Every function raises a ValueError (or TypeError) whose message names the proble
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 import warnings
-from collections import OrderedDict
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import psd_digests
 from ._lapack import cholesky_info
 from ._packed import PackedLayout
 from ._threads import held_threads, local_threads, map_threads, usable_cores
-from .kernels import symmetrize_tile, tile_buffer, tile_pairs
+from .kernels import tiled_symmetric_pass
 from .validation import is_lazy
 
 __all__ = ["check_precomputed", "prepare_precomputed", "prepare_precomputed_deferred",
@@ -57,7 +56,7 @@ def check_precomputed(K: Any, symmetry_tol: float = 1e-8, psd_tol: float = PSD_T
     def check(p: int, work: np.ndarray) -> None:
         Kp = np.asarray(K[p], dtype=np.float64) if is_lazy(K) else K[p]  # one kernel read
         scale = _largest_entry(Kp, p)  # NaN and infinity first
-        _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+        _check_symmetric(p, tiled_symmetric_pass(Kp), scale, symmetry_tol)
         _check_psd(_psd_part(Kp, sample), p, psd_tol, work)
 
     map_threads(check, K.shape[0], lambda: _psd_work(K.shape[1], sample))
@@ -153,7 +152,7 @@ def prepare_precomputed_packed(K: Any, *, normalize: bool = True, symmetry_tol: 
         diagonal = np.diagonal(Kp).copy()
         if normalize and not np.all(diagonal > 0):  # also NaN: the full checks' errors, in order
             scale = _largest_entry(Kp, p)
-            _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+            _check_symmetric(p, tiled_symmetric_pass(Kp), scale, symmetry_tol)
             _check_diagonal(diagonal, p, psd_tol * n * max(float(np.max(np.abs(diagonal))),
                                                            1e-300))
         rows = 1.0 / np.sqrt(diagonal) if normalize else None
@@ -185,8 +184,9 @@ def _packed_pass(K: np.ndarray, out: np.ndarray, layout: PackedLayout,
     ``K[a:, a:b]`` (which hold the rest of the strip's pairs) are each read once; the columns
     go through ``buffer``, whose rows are padded by 8 entries (see
     :func:`mkrk_dask.kernels.tile_buffer`). The operations and their order on every entry are
-    those of :func:`_tiled_pass` (rows scaled, then columns; the diagonal set to 1; the two
-    halves added, then halved), so the packed entries are those of the full copy to the bit.
+    those of :func:`~mkrk_dask.kernels.tiled_symmetric_pass` (rows scaled, then columns; the
+    diagonal set to 1; the two halves added, then halved), so the packed entries are those of
+    the full copy to the bit.
     """
     n = K.shape[0]
     asym = 0.0  # numpy's maximum, not Python's: a NaN must carry through
@@ -232,10 +232,10 @@ def _prepare(K: Any, normalize: bool, symmetry_tol: float, psd_tol: float,
         shift = psd_tol * n * max(float(np.max(np.abs(diagonal))), 1e-300)
         if normalize and not np.all(diagonal > 0):
             # The symmetry error comes first, as in check_precomputed.
-            _check_symmetric(p, _tiled_pass(Kp), scale, symmetry_tol)
+            _check_symmetric(p, tiled_symmetric_pass(Kp), scale, symmetry_tol)
             _check_diagonal(diagonal, p, shift)
         rows = 1.0 / np.sqrt(diagonal) if normalize else None
-        _check_symmetric(p, _tiled_pass(Kp, Kp if out is K else out[p], rows), scale,
+        _check_symmetric(p, tiled_symmetric_pass(Kp, Kp if out is K else out[p], rows), scale,
                          symmetry_tol)
         copied = time.perf_counter()
         if psd_now:
@@ -481,45 +481,6 @@ def _largest_entry(K: np.ndarray, p: int) -> float:
     return max(abs(high), abs(low), 1e-300)
 
 
-def _tiled_pass(K: np.ndarray, out: np.ndarray | None = None,
-                rows: np.ndarray | None = None) -> float:
-    """``max |K - K^T|``, tile pair by tile pair; with ``out``, also write
-    ``(N + N^T) / 2`` there, N = ``K`` scaled by ``rows`` on both sides (diagonal 1) or ``K``.
-    ``out`` may be ``K`` itself: each tile pair is then compared and scaled before it is
-    written, and only it.
-
-    The operations and their order are those of :func:`mkrk_dask.kernels.normalize_kernels`
-    followed by :func:`mkrk_dask.kernels.symmetrize`, so the result is the same to the bit
-    (in place or not). Only what reads a transposed tile goes tile by tile; tile buffers
-    serve them all, and nothing of size n x n is allocated.
-    """
-    buffer = tile_buffer(K.shape[0])
-    in_place = out is K
-    source = K
-    if out is not None and rows is not None and not in_place:
-        source = np.multiply(K, rows[:, None], out=out)
-        source *= rows[None, :]
-        np.fill_diagonal(source, 1.0)
-    worst = 0.0
-    for rows_a, rows_b in tile_pairs(K.shape[0], buffer.shape[0]):
-        upper, lower = K[rows_a, rows_b], K[rows_b, rows_a]
-        tile = buffer[:upper.shape[0], :upper.shape[1]]
-        np.subtract(upper, lower.T, out=tile)
-        worst = max(worst, float(tile.max()), -float(tile.min()))
-        if in_place and rows is not None:
-            # This pair only, now that it is compared: scaled as the whole-matrix path
-            # scales (rows, then columns; a diagonal tile's diagonal set to 1).
-            pairs = [(rows_a, rows_b)] + ([(rows_b, rows_a)] if rows_a != rows_b else [])
-            for a, b in pairs:
-                K[a, b] *= rows[a, None]
-                K[a, b] *= rows[None, b]
-            if rows_a == rows_b:
-                np.fill_diagonal(upper, 1.0)
-        if out is not None:
-            symmetrize_tile(source, out, rows_a, rows_b, buffer)
-    return worst
-
-
 def _check_symmetric(p: int, asym: float, scale: float, tol: float) -> None:
     if asym > tol * scale:
         raise ValueError(f"precomputed kernel {p} is not symmetric: max |K - K^T| = "
@@ -582,8 +543,12 @@ def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
     LAPACK factorises a copy in ``work``, an n x n float64 buffer (default: a new one; see
     :func:`_psd_work`), with the GIL released.
     """
-    key = _psd_digest(K, tol)
-    if key is not None and _psd_passed(key):
+    if isinstance(K, PackedKernel):
+        key = psd_digests.digest(K.packed, ("packed", K.layout.n, K.layout.strip), K.sample,
+                                 tol)
+    else:
+        key = psd_digests.digest(K, ("full", *K.shape), None, tol)
+    if psd_digests.has_passed(key):
         return
     if isinstance(K, PackedKernel):
         n, diagonal, copy_into = K.n, K.diagonal(), K.fill_upper
@@ -600,64 +565,11 @@ def _check_psd(K: np.ndarray | PackedKernel, p: int, tol: float,
         _flush_tiny(single, shift)
         single[np.diag_indices(n)] += np.float32(shift)
         if cholesky_info(single) == 0:
-            _remember_passed(key)
+            psd_digests.remember_passed(key)
             return
     copy_into(work)
     work[np.diag_indices(n)] += shift
     info = cholesky_info(work)
     if info > 0:
         raise _not_psd(p, shift, f"the Cholesky factorisation fails at row {info - 1}")
-    _remember_passed(key)
-
-
-#: digests of the kernels that passed the PSD test (see :func:`_psd_digest`), most recent
-#: last; a refusal is never kept
-_PSD_PASSED: OrderedDict[bytes, None] = OrderedDict()
-_PSD_PASSED_LOCK = threading.Lock()
-#: how many digests :data:`_PSD_PASSED` keeps
-PSD_CACHE_SIZE = 256
-
-
-def _psd_digest(K: np.ndarray | PackedKernel, tol: float) -> bytes | None:
-    """SHA-256 of exactly what the PSD test reads (the kernel's float64 entries, its
-    layout, the sampled rows) and its tolerance: a kernel with this digest passed the test
-    before, or it did not. None for a kernel that is not one contiguous block (no copy is
-    made to hash it; it is tested).
-
-    Hashing a packed COIL20 kernel (n = 1,440) takes 6 ms against 20 ms for its float32
-    factorisation: a second fit on the same kernels (a grid of lambdas, a repeated fit) skips
-    the test, and the first pays 6 ms more per kernel, on the test's own thread. hashlib
-    releases the GIL while it hashes.
-    """
-    if isinstance(K, PackedKernel):
-        data = K.packed
-        shape = ("packed", K.layout.n, K.layout.strip)
-        sample = K.sample
-    else:
-        data, shape, sample = K, ("full",) + tuple(K.shape), None
-    if not (isinstance(data, np.ndarray) and data.dtype == np.float64
-            and data.flags.c_contiguous):
-        return None
-    digest = hashlib.sha256(repr((shape, float(tol))).encode())
-    if sample is not None:
-        digest.update(np.ascontiguousarray(sample, dtype=np.int64).tobytes())
-    digest.update(memoryview(data).cast("B"))
-    return digest.digest()
-
-
-def _psd_passed(key: bytes) -> bool:
-    with _PSD_PASSED_LOCK:
-        if key in _PSD_PASSED:
-            _PSD_PASSED.move_to_end(key)
-            return True
-    return False
-
-
-def _remember_passed(key: bytes | None) -> None:
-    if key is None:
-        return
-    with _PSD_PASSED_LOCK:
-        _PSD_PASSED[key] = None
-        _PSD_PASSED.move_to_end(key)
-        while len(_PSD_PASSED) > PSD_CACHE_SIZE:
-            _PSD_PASSED.popitem(last=False)
+    psd_digests.remember_passed(key)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mkrk_dask import psd_digests
 from mkrk_dask.precomputed import PSD_TOL, _check_psd, _flush_tiny, prepare_precomputed
 
 
@@ -89,7 +90,7 @@ def test_a_kernel_that_passed_is_not_factorised_again(monkeypatch):
         return real(a)
 
     monkeypatch.setattr(precomputed, "cholesky_info", counting)
-    monkeypatch.setattr(precomputed, "_PSD_PASSED", type(precomputed._PSD_PASSED)())
+    monkeypatch.setattr(psd_digests, "_PASSED", type(psd_digests._PASSED)())
     K = _narrow_gaussian(n=120, seed=5)
     _check_psd(K, 0, PSD_TOL)
     assert len(calls) == 1
@@ -122,10 +123,8 @@ def test_a_kernel_that_passed_is_not_factorised_again(monkeypatch):
 
 
 def test_the_digest_cache_is_bounded(monkeypatch):
-    from mkrk_dask import precomputed
-
-    monkeypatch.setattr(precomputed, "_PSD_PASSED", type(precomputed._PSD_PASSED)())
-    monkeypatch.setattr(precomputed, "PSD_CACHE_SIZE", 3)
+    monkeypatch.setattr(psd_digests, "_PASSED", type(psd_digests._PASSED)())
+    monkeypatch.setattr(psd_digests, "PSD_CACHE_SIZE", 3)
     for seed in range(5):
         _check_psd(_narrow_gaussian(n=40, seed=seed), 0, PSD_TOL)
-    assert len(precomputed._PSD_PASSED) == 3
+    assert len(psd_digests._PASSED) == 3
