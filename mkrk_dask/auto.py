@@ -89,22 +89,32 @@ def store_bytes(solver: str, n_samples: int, n_kernels: int, itemsize: int,
     return 0.0
 
 
-def check_store_fits(solver: str, needed: float, free: int | None, store: Any) -> str:
+def check_store_fits(solver: str, needed: float, free: int | None, store: Any,
+                     limit: int | None = None) -> str:
     """The store's size in words, or :class:`~mkrk_dask.exceptions.ProblemTooLargeError` (a
     user error: nothing is written) where it would take more than :data:`DISK_FRACTION` of
-    the free disk."""
+    the free disk, or more than ``limit`` bytes (``max_store_bytes``: the only check of an
+    object store)."""
     where = "a temporary store" if store is None else "the store"
     text = f"{where} takes {_gib(needed)} ({needed:,.0f} bytes)"
+    if limit is not None and needed > limit:
+        raise ProblemTooLargeError(
+            f"{text}, more than max_store_bytes={limit:,}; nothing was written: "
+            f"{_smaller_store_hint(solver)}, or a larger max_store_bytes")
     if free is None:
         return text + " (an object store: its free space is not known)"
     if needed > DISK_FRACTION * free:
-        hint = ("solver='nystrom' (--solver nystrom) stores n x R factors instead of the "
-                "m n^2 kernels" if solver == "blockwise" else
-                "fewer landmarks (n_landmarks), float32 factors or a larger disk")
         raise ProblemTooLargeError(
             f"{text}, more than {DISK_FRACTION:.0%} of the {_gib(free)} free where it would "
-            f"go; nothing was written: {hint}, or a store on a larger disk or object store")
+            f"go; nothing was written: {_smaller_store_hint(solver)}, or a store on a larger "
+            "disk or object store")
     return f"{text} of {_gib(free)} free"
+
+
+def _smaller_store_hint(solver: str) -> str:
+    return ("solver='nystrom' (--solver nystrom) stores n x R factors instead of the m n^2 "
+            "kernels" if solver == "blockwise" else
+            "fewer landmarks (n_landmarks), float32 factors or a larger disk")
 
 
 def smooth_exact_max_n(exact_dissimilarity_limit: int) -> int:

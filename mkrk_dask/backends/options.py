@@ -103,16 +103,22 @@ class _StoreOptions:
         Storage precision (the arithmetic is float64 either way).
     overwrite : bool
         Rebuild over an existing store instead of refusing (or reusing) it.
+    max_store_bytes : int, optional
+        The largest store the fit or build may write, in bytes: a larger one is refused
+        before anything is written. Default: no limit beyond a share of the free disk where
+        the store goes (an object store has no free space to read: give one there).
     """
 
     chunk_size: int | None = None
     dtype: str = "float64"
     overwrite: bool = False
+    max_store_bytes: int | None = None
 
     _parameter_constraints: ClassVar[dict] = {
         "chunk_size": Phrased("an integer >= 1 or None", None, _at_least(1)),
         "dtype": [StrOptions(set(STORE_DTYPES))],
         "overwrite": ["boolean"],
+        "max_store_bytes": Phrased("an integer >= 1 or None", None, _at_least(1)),
     }
 
     def __post_init__(self) -> None:

@@ -144,15 +144,17 @@ def _repeats(args: argparse.Namespace) -> int:
 
 def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dict[str, Any]:
     """``backend_options`` from the backend options of the command line: --dtype for every
-    solver, --chunk-size, --n-landmarks, --landmarks and --overwrite where ``solver`` has them
+    solver, --chunk-size, --n-landmarks, --landmarks, --max-store-bytes and --overwrite where
+    ``solver`` has them
     (``"auto"``: all; the plan keeps those of the backend it chooses), --max-components as
     given."""
     from ..backends import option_names
 
     names = option_names("nystrom" if solver == "auto" else solver)
     given = {"dtype": args.dtype, **{
-        name: getattr(args, name) for name in ("chunk_size", "n_landmarks", "landmarks")
-        if name in names and getattr(args, name) is not None}, **given}
+        name: getattr(args, name) for name in ("chunk_size", "n_landmarks", "landmarks",
+                                               "max_store_bytes")
+        if name in names and getattr(args, name, None) is not None}, **given}
     if getattr(args, "overwrite", False) and "overwrite" in names:
         given["overwrite"] = True
     text = args.max_components

@@ -396,6 +396,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
         g.add_argument("--overwrite", action="store_true",
                        help="rebuild a --store that was built for other inputs or settings "
                             "(another chunk size, say) instead of refusing it")
+    g.add_argument("--max-store-bytes", type=_positive_int, default=None, metavar="BYTES",
+                   help="refuse, before writing, a store larger than this (the free disk is "
+                        "checked where it can be read; an object store needs this)")
     g.add_argument("--storage-option", action="append", default=None, metavar="KEY=VALUE",
                    dest="storage_options",
                    help="an fsspec option of a --store URL, e.g. "

@@ -125,7 +125,10 @@ def solver_and_dtype(params: dict, n: int, m: int, specs: Any, precomputed: bool
 
     solver, reason, dtype, dtype_reason = _choose_solver(params, n, m, specs, precomputed,
                                                          lazy)
-    rank = None
+    rank, limit = None, None
+    if solver in ("blockwise", "nystrom"):
+        limit = make_options(solver, **backend_settings(solver, params, strict=False)
+                             ).max_store_bytes
     if solver == "nystrom":
         nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
         if nystrom.factors_storage(n, m):
@@ -135,7 +138,7 @@ def solver_and_dtype(params: dict, n: int, m: int, specs: Any, precomputed: bool
     if not needed:  # in memory: nothing to write
         return solver, reason, dtype, dtype_reason
     store = params.get("store")
-    size = check_store_fits(solver, needed, free_disk_at(store), store)
+    size = check_store_fits(solver, needed, free_disk_at(store), store, limit)
     return solver, f"{reason}; {size}", dtype, dtype_reason
 
 

@@ -132,6 +132,30 @@ def test_a_mistyped_bucket_is_refused_never_created(endpoint, tmp_path, capsys):
     assert _fs(endpoint).ls("") == ["mkrk-bucket"]
 
 
+def test_a_store_over_its_size_limit_is_refused_before_any_write(endpoint, tmp_path, capsys):
+    # Issue 77: an object store has no free space to read, so only a size limit can stop a
+    # store that would not fit: refused by the plan in one line, exit 2, before the first
+    # byte (nothing under the store's name in the bucket, no --out folder); the same limit
+    # in Python (backend_options) for stored Nystrom factors.
+    from mkrk_dask import MKKMRK
+    from mkrk_dask.exceptions import ProblemTooLargeError
+
+    np.savez(tmp_path / "data.npz", X=X)
+    store = "s3://mkrk-bucket/limited.zarr"
+    err, _ = _refused(["fit", str(tmp_path / "data.npz"), "--n-clusters", "3", "--solver",
+                       "blockwise", "--store", store, *_options(endpoint), "--max-store-bytes",
+                       "1000", "--out", str(tmp_path / "run"), "--workers", "1", "-q"], capsys)
+    assert "max_store_bytes=1,000" in err and "nothing was written" in err, err
+    assert not _fs(endpoint).exists(store) and not (tmp_path / "run").exists()
+    factors = "s3://mkrk-bucket/limited-factors.zarr"
+    model = MKKMRK(3, solver="nystrom", store=factors, backend_options={
+        "store_factors": True, "n_landmarks": 30, "max_store_bytes": 1000},
+        storage_options={"key": KEY, "secret": SECRET, "endpoint_url": endpoint})
+    with pytest.raises(ProblemTooLargeError, match="more than max_store_bytes=1,000"):
+        model.fit(X)
+    assert not _fs(endpoint).exists(factors)
+
+
 def test_an_unreachable_endpoint_is_one_line_within_the_timeout(tmp_path, capsys):
     np.savez(tmp_path / "data.npz", X=X)
     nowhere = f"http://127.0.0.1:{free_port()}"
