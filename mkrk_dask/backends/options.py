@@ -295,6 +295,11 @@ class NystromOptions(_StoreOptions):
         """Whether ``n`` rows and ``m`` kernels get the exact C and the sparse local part."""
         return n <= self.exact_dissimilarity_limit(m)
 
+    def local_part(self, n: int, m: int) -> bool:
+        """Whether ``n`` rows and ``m`` kernels get the sparse local part (else: plain
+        Nystrom, whose factors may hold fewer eigenpairs than the final step asks)."""
+        return self.exact_dissimilarity(n, m) and self.local_threshold > 0
+
     def resolved_max_components(self, n: int, m: int) -> int | None:
         """The limit on R for ``n`` rows and ``m`` kernels (``"auto"`` resolved)."""
         if self.max_components == "auto":
@@ -319,7 +324,7 @@ class NystromOptions(_StoreOptions):
         ValueError
             ``store_factors=False`` where the sparse local part needs them.
         """
-        local = self.exact_dissimilarity(n, m) and self.local_threshold > 0
+        local = self.local_part(n, m)
         if local and self.store_factors is False:
             raise ValueError(
                 f"store_factors=False: at n = {n:,} <= exact_dissimilarity_max_n the sparse "

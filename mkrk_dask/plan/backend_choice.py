@@ -127,13 +127,11 @@ def solver_and_dtype(params: dict, n: int, m: int, specs: Any, precomputed: bool
                                                          lazy)
     rank, limit = None, None
     if solver in ("blockwise", "nystrom"):
-        limit = make_options(solver, **backend_settings(solver, params, strict=False)
-                             ).max_store_bytes
-    if solver == "nystrom":
-        nystrom = make_options("nystrom", **backend_settings("nystrom", params, strict=False))
-        if nystrom.factors_storage(n, m):
-            rank = min(min(int(np.max(nystrom.n_landmarks)), n) * m,
-                       nystrom.resolved_max_components(n, m) or np.inf)
+        options = make_options(solver, **backend_settings(solver, params, strict=False))
+        limit = options.max_store_bytes
+        if solver == "nystrom" and options.factors_storage(n, m):
+            rank = min(min(int(np.max(options.n_landmarks)), n) * m,
+                       options.resolved_max_components(n, m) or np.inf)
     needed = store_bytes(solver, n, m, np.dtype(dtype).itemsize, rank)
     if not needed:  # in memory: nothing to write
         return solver, reason, dtype, dtype_reason

@@ -44,6 +44,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     Reads a uniform sample of at most :data:`~mkrk_dask.preprocessing.SAMPLE_ROWS` rows of each
     view (the column scales and the geometry), nothing else of the data.
     """
+    from ..backends import make_options
     from ..kernels import as_kernel_specs
     from ..validation import is_lazy
 
@@ -93,8 +94,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
     corners = (not precomputed and is_auto(params["final_clustering"])
                and all(two_valued(s) for s in samples))
     # plain Nystrom may give fewer eigenpairs than the rank (its factors' columns)
-    capped = solver == "nystrom" and not (n <= options["exact_dissimilarity_max_n"]
-                                          and options["local_threshold"] > 0)
+    capped = solver == "nystrom" and not make_options("nystrom", **options).local_part(n, m)
     final, step, rank, clustering, anchors = final_decisions(params, n, k, line=line,
                                                              corners=corners, capped=capped)
     decisions += final
