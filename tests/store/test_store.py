@@ -235,3 +235,14 @@ def test_a_truncated_metadata_file_is_named_with_its_store(client, tmp_path, mem
         MKKMRK.paper(3, scheduler=client, **kwargs).fit(X)
     assert str(tmp_path / "blockwise.zarr") in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_fingerprint_of_a_dask_array_when_the_config_names_a_client_that_is_gone(tmp_path):
+    # A CI rehearsal failed here once: a client left unclosed by some earlier test had set
+    # dask's "scheduler" config to the distributed one, and dask raised "no Client active".
+    import dask
+    import dask.array as da
+
+    X = np.random.default_rng(2).standard_normal((31, 4))
+    with dask.config.set(scheduler="dask.distributed"):
+        assert data_fingerprint([da.from_array(X, chunks=(8, 4))]) == data_fingerprint([X])
