@@ -427,7 +427,8 @@ def _nystrom(plan: Any, rate: Calibration, m: int, h_steps: int) -> dict[str, fl
              + landmarks * landmarks * rate.kernel
              + LANDMARK_DECOMPOSITIONS * m * rate.eigen
              * (landmarks / EIGEN_SIDE)**EIGEN_GROWTH
-             + n * (kernel_row + products + R * R * rate.product))  # the factors, their Gram
+             # the factors and their Gram matrix: of the sampled rows only above gram_rows
+             + (options.get("gram_rows") or n) * (kernel_row + products + R * R * rate.product))
     if exact_c:  # every pair of rows: the kernels, the local part's residuals
         build += 0.5 * n * n * (rate.kernel + 2.0 * R * rate.product)
     # an H-step: the top eigenpairs of the R x R Gram matrix

@@ -51,6 +51,12 @@ KERNEL_ENTRY_PRODUCTS = 100
 #: 30.6-34.4 ns per pair), so this budget keeps it to 1-3 s. With 500 landmarks per kernel
 #: and the local part, 1 kernel stops at n = 12,899, 4 at 6,441, 12 or more at the floor
 EXACT_DISSIMILARITY_BUDGET = 1e11
+#: NystromOptions(gram_rows="auto"): the factors' Gram matrix (and the Nystrom diagonal
+#: sums) summed over every row up to this n, over a uniform sample of this many rows above.
+#: Its ``2 n R^2`` flops were 53% of the build at n = 10^6 and 550.9 of 1,042.6 s of the fit at
+#: 10^7 (``benchmarks/results/scale/scaling_issue77.md``); a sample of 10^6 rows estimates
+#: the R x R matrix (a mean of n outer products) to about 0.1% whatever n
+AUTO_GRAM_ROWS = 1_000_000
 
 
 def _at_least(minimum: int) -> Interval:
@@ -226,6 +232,11 @@ class NystromOptions(_StoreOptions):
         :data:`EXACT_DISSIMILARITY_BUDGET` products (:meth:`exact_dissimilarity_limit`).
     local_threshold : float
         Smallest residual entry kept in the sparse local part; 0 turns it off.
+    gram_rows : int, "auto" or None
+        Rows the factors' Gram matrix ``F^T F`` (and the sums of their diagonals) is summed
+        over: a uniform sample of this many rows, scaled by ``n / sample``, where n is
+        larger; the exact traces are still summed over every row. ``"auto"``:
+        :data:`AUTO_GRAM_ROWS`. None: every row.
     """
 
     n_landmarks: Any = 500
@@ -240,6 +251,7 @@ class NystromOptions(_StoreOptions):
     diagonal_correction: bool = True
     exact_dissimilarity_max_n: Any = "auto"
     local_threshold: float = 0.01
+    gram_rows: Any = "auto"
 
     _parameter_constraints: ClassVar[dict] = {
         **_StoreOptions._parameter_constraints,
@@ -262,6 +274,8 @@ class NystromOptions(_StoreOptions):
         "exact_dissimilarity_max_n": Phrased("'auto' or an integer >= 0",
                                              StrOptions({"auto"}), _at_least(0)),
         "local_threshold": [Interval(Real, 0, None, closed="left")],
+        "gram_rows": Phrased("'auto', None or an integer >= 1", StrOptions({"auto"}), None,
+                             _at_least(1)),
     }
 
     def __post_init__(self) -> None:
@@ -313,6 +327,12 @@ class NystromOptions(_StoreOptions):
             return None if self.exact_dissimilarity(n, m) else AUTO_LANDMARK_OVERSAMPLING
         return None if self.landmark_oversampling is None else float(
             self.landmark_oversampling)
+
+    def resolved_gram_rows(self, n: int) -> int | None:
+        """The rows of the sample the Gram matrix of ``n`` rows is summed over, or None for
+        every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
+        rows = AUTO_GRAM_ROWS if self.gram_rows == "auto" else self.gram_rows
+        return None if rows is None or int(rows) >= n else int(rows)
 
     def factors_storage(self, n: int, m: int) -> bool | None:
         """Whether the factors of ``n`` rows are stored: True or False, or None where

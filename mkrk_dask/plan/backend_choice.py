@@ -2,9 +2,9 @@
 machine's memory and disk, :mod:`mkrk_dask.auto`), the storage precision
 (:func:`requested_dtype`), the backend options from the estimator's ``backend_options``
 (:func:`backend_settings`) with every ``"auto"`` among them resolved (:func:`resolve_options`,
-:func:`resolve_eigen_method`, :func:`store_factors_decision`), and the refusals made before
-anything is written: a store that would not fit the free disk, a chunk size that cuts the rows
-into too many blocks."""
+:func:`resolve_eigen_method`, :func:`store_factors_decision`, :func:`gram_rows_decision`), and
+the refusals made before anything is written: a store that would not fit the free disk, a chunk
+size that cuts the rows into too many blocks."""
 
 from __future__ import annotations
 
@@ -63,7 +63,8 @@ def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
         options = replace(
             options, max_components=options.resolved_max_components(n, m),
             landmark_oversampling=options.resolved_landmark_oversampling(n, m),
-            exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m))
+            exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m),
+            gram_rows=options.resolved_gram_rows(n))
     return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
@@ -101,6 +102,23 @@ def store_factors_decision(options: dict, params: dict, n: int, m: int, specs: A
     if reason.startswith(value + ": "):
         reason = reason[len(value) + 2:]
     return Decision("store_factors", value, reason, auto=is_auto(nystrom.store_factors))
+
+
+def gram_rows_decision(options: dict, params: dict, n: int) -> Decision:
+    """The rows the Nystrom factors' Gram matrix is summed over (``gram_rows``, resolved in
+    ``options``: None for every row)."""
+    from ..backends.options import AUTO_GRAM_ROWS
+
+    rows = options.get("gram_rows")
+    given = dict(params.get("backend_options") or {}).get("gram_rows", "auto")
+    if rows is None:
+        reason = (f"n = {n:,} <= {AUTO_GRAM_ROWS:,}" if is_auto(given) else
+                  "gram_rows=None" if given is None else f"gram_rows={given} >= n")
+        return Decision("gram rows", "every row", reason, auto=is_auto(given))
+    reason = (f"n = {n:,} > {AUTO_GRAM_ROWS:,}: " if is_auto(given) else "given: ") + (
+        f"a uniform sample estimates the R x R Gram matrix of the factors (scaled by "
+        f"n / {rows:,}); the exact traces, the embedding and the inertia read every row")
+    return Decision("gram rows", f"a uniform sample of {rows:,}", reason, auto=is_auto(given))
 
 
 def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:

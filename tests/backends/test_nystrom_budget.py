@@ -10,9 +10,11 @@ import pytest
 import zarr
 
 from mkrk_dask import MKKMRK
+from mkrk_dask.backends.nystrom.build import gram_sample
 from mkrk_dask.backends.options import (
     AUTO_EXACT_DISSIMILARITY_MAX_N,
     AUTO_EXACT_DISSIMILARITY_MIN_N,
+    AUTO_GRAM_ROWS,
     AUTO_LANDMARK_OVERSAMPLING,
     AUTO_MAX_COMPONENTS,
     EXACT_DISSIMILARITY_BUDGET,
@@ -311,3 +313,52 @@ def test_auto_oversampling_above_the_local_part_keeps_the_clustering(client, blo
     assert "landmarks)" in auto.summary() and "landmarks)" not in every.summary()
     below = MKKMRK(4, **_params(client, exact_dissimilarity_max_n=10**6)).fit(views)
     assert below.nystrom_model_.kernel_landmarks == [80, 80, 80]
+
+
+def test_gram_rows_option():
+    """"auto": every row up to AUTO_GRAM_ROWS, a sample of that many above; a number at or
+    above n is every row; bad values are refused in one line."""
+    auto = NystromOptions()
+    assert auto.resolved_gram_rows(AUTO_GRAM_ROWS) is None
+    assert auto.resolved_gram_rows(AUTO_GRAM_ROWS + 1) == AUTO_GRAM_ROWS
+    assert NystromOptions(gram_rows=None).resolved_gram_rows(10**9) is None
+    assert NystromOptions(gram_rows=500).resolved_gram_rows(500) is None
+    assert NystromOptions(gram_rows=500).resolved_gram_rows(501) == 500
+    for bad in (0, 2.5, True, "all"):
+        with pytest.raises(ValueError, match="gram_rows must be 'auto', None or an integer"):
+            NystromOptions(gram_rows=bad)
+
+
+def test_gram_sample_is_uniform_and_repeatable():
+    first = gram_sample(10_000, 3_000, 7)
+    assert first.dtype == bool and first.sum() == 3_000
+    assert np.array_equal(first, gram_sample(10_000, 3_000, 7))
+    assert not np.array_equal(first, gram_sample(10_000, 3_000, 8))
+    # every tenth of the rows gets about its share (binomial sd about 14 rows)
+    assert np.all(np.abs(first.reshape(10, -1).sum(axis=1) - 300) < 100)
+    assert gram_sample(10_000, None, 7) is None and gram_sample(10_000, 10_000, 7) is None
+
+
+@pytest.mark.parametrize("store", [False, True])
+def test_a_gram_of_sampled_rows_estimates_that_of_every_row(client, store):
+    """The same fit with the Gram matrix of every row and of a uniform third of them: the
+    plan says which, the exact traces are those of every row, the objective agrees to 1%
+    and the partition to NMI 0.98; the factors stored or not, the sample is the same."""
+    views, y, _ = make_multiview_blobs(6000, 4, n_informative=1, n_noise=1, n_redundant=0,
+                                       n_features=6, random_state=3)
+    fits = {}
+    for rows in (None, 2000):
+        fits[rows] = MKKMRK(4, solver="nystrom", scheduler=client, random_state=0,
+                            backend_options={"n_landmarks": 60, "gram_rows": rows,
+                                             "store_factors": store,
+                                             "exact_dissimilarity_max_n": 0}).fit(views)
+    every, sampled = fits[None], fits[2000]
+    assert every.plan_.decision("gram rows").value == "every row"
+    assert sampled.plan_.decision("gram rows").value == "a uniform sample of 2,000"
+    assert every.nystrom_model_.info["gram_pass"]["gram_rows"] == 6000
+    assert sampled.nystrom_model_.info["gram_pass"]["gram_rows"] == 2000
+    np.testing.assert_allclose(sampled.traces_, every.traces_, rtol=1e-12)
+    assert sampled.objective_history_[-1] == pytest.approx(every.objective_history_[-1],
+                                                           rel=0.01)
+    assert normalized_mutual_info(every.labels_, sampled.labels_) > 0.98
+    assert normalized_mutual_info(y, sampled.labels_) > 0.9

@@ -2,9 +2,9 @@
 
 - Landmarks per view (:mod:`mkrk_dask.landmarks`) and the transforms of their kernel blocks.
 - ONE distributed pass over row chunks computes ``F`` (written to a Zarr store, chunked by
-  rows), the Gram matrix ``G = F^T F`` (R x R) and the EXACT traces (the sum of the kernel
-  diagonal; ``||F_p||_F^2`` would be biased low and tilts the weights towards the local
-  Gaussian kernels).
+  rows), the Gram matrix ``G = F^T F`` (R x R; above ``gram_rows``, from a uniform sample of
+  rows) and the EXACT traces (the sum of the kernel diagonal; ``||F_p||_F^2`` would be
+  biased low and tilts the weights towards the local Gaussian kernels).
 - Up to ``exact_dissimilarity_max_n`` rows, a pass over row-block pairs of the data computes C
   exactly and the sparse local part (:mod:`.local`) from the stored factors.
 
@@ -66,7 +66,7 @@ from .local import LOCAL_RESULTS, load_local
 from .model import FACTOR_LAYOUT, NystromModel
 from .tasks import factor_task, gram_order
 
-__all__ = ["build_nystrom", "NystromParts", "factor_chunk_rows", "factors_storage",
+__all__ = ["build_nystrom", "NystromParts", "factor_chunk_rows", "factors_storage", "gram_sample",
            "landmark_counts", "landmark_flops", "STORE_KIND"]
 
 STORE_KIND = "nystrom"
@@ -172,6 +172,9 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             # how factors follow from the transforms: a store of another layout (built before
             # it was recorded) has sums of other factors
             "factor_layout": FACTOR_LAYOUT}
+        if options.resolved_gram_rows(n) is not None:
+            # only where it applies: stores of every row still match without it
+            expected["gram_rows"] = options.resolved_gram_rows(n)
         if options.resolved_landmark_oversampling(n, m) is not None:
             # only where it applies: stores built before the option still match without it
             expected["landmark_oversampling"] = options.resolved_landmark_oversampling(n, m)
@@ -416,14 +419,16 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     if sums is None:
         t0 = time.perf_counter()
         row_bytes = 8 * sum(int(v.shape[1]) for v in views)
+        sample = gram_sample(n, options.resolved_gram_rows(n), random_state)
         sums, seconds = _factor_pass(client, sources, model, row_bytes, chunk, factors_array,
                                      threads, options.blas_threads,
-                                     PassCheckpoint(group, _FACTOR_PROGRESS))
+                                     PassCheckpoint(group, _FACTOR_PROGRESS), sample)
         elapsed = time.perf_counter() - t0
+        rows = n if sample is None else int(sample.sum())
         info["seconds"]["gram_pass"] = elapsed
-        info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * n * R * R,
-                             "gflops_per_s": 2.0 * n * R * R / elapsed / 1e9,
-                             "task_seconds": seconds}
+        info["gram_pass"] = {"seconds": elapsed, "flops": 2.0 * rows * R * R,
+                             "gflops_per_s": 2.0 * rows * R * R / elapsed / 1e9,
+                             "gram_rows": rows, "task_seconds": seconds}
         for name in ("gram", "traces", "diag_correction"):
             save_result(group, name, sums[name])
         PassCheckpoint(group, _FACTOR_PROGRESS).clear()
@@ -461,13 +466,30 @@ def _factor_sums(group: Any) -> dict[str, np.ndarray] | None:
     return None if any(v is None for v in found.values()) else found
 
 
+def gram_sample(n: int, rows: int | None, random_state: Any) -> np.ndarray | None:
+    """The rows the Gram matrix is summed over: a boolean mask of ``rows`` of ``n`` rows,
+    uniform without replacement (the same for the same integer ``random_state``, so a
+    resumed pass goes on with the same sample), or None for every row."""
+    if rows is None or rows >= n:
+        return None
+    seed = check_random_state(random_state).randint(2**31 - 1)
+    mask = np.zeros(n, dtype=bool)
+    mask[np.random.default_rng(seed).choice(n, size=rows, replace=False)] = True
+    return mask
+
+
 def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row_bytes: int,
                  chunk: int, factors_array: Any, threads: int, blas: int | None,
-                 checkpoint: PassCheckpoint) -> tuple[dict[str, np.ndarray], dict]:
+                 checkpoint: PassCheckpoint, sample: np.ndarray | None = None
+                 ) -> tuple[dict[str, np.ndarray], dict]:
     """The one pass over the data: factors written to the store, and their sums (Gram
     matrix, exact traces, diagonal correction) combined in row order and checkpointed with
     the rows done, so that an interrupted pass continues with the same sums to the bit, also
-    on a cluster with another number of threads (other task ranges)."""
+    on a cluster with another number of threads (other task ranges).
+
+    With ``sample`` (:func:`gram_sample`), the Gram matrix and the factors' diagonal products
+    are the sampled rows' sums scaled by ``n / rows``: estimates of the sums over every row
+    (the exact diagonal sums, read from every row, are not scaled)."""
     R, m = model.n_components, len(model.specs)
     n = sources[0].n_rows
     blas = task_blas_threads(client, blas)
@@ -487,19 +509,21 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
         start, stop = tasks[i]
         blocks = [s.block(start, stop) for s in sources]
         return client.submit(factor_task, shared_model.ref, blocks, start, stop, chunk,
-                             factors_array, pure=False)
+                             factors_array, None if sample is None else sample[start:stop],
+                             pure=False)
+
+    scale = 1.0 if sample is None else n / float(sample.sum())
 
     def combine(i: int, value: dict) -> None:
-        sums["gram"] += value["gram"]
+        sums["gram"] += scale * value["gram"]  # 1.0 * x is x: every row's sums unchanged
         sums["traces"] += value["diag"]
         sums["diag_correction"] += (value["exact_diag_products"]
-                                    - value["nystrom_diag_products"])
+                                    - scale * value["nystrom_diag_products"])
         for key, s in value["seconds"].items():
             seconds[key] += s
         checkpoint.save(tasks[i][1], sums)
 
-    # A task queued behind each running one lets a worker go on without waiting for the
-    # client to combine a result and submit the next; each waiting result is R x R float64.
+    # a task queued behind each running one: a worker need not wait for the client
     queued = threads if R * R * 8 <= _QUEUED_RESULT_BYTES else 0
     with blas_threads(client, blas):
         run_pass(client, len(tasks), submit, combine, label="Nystrom factors + Gram",

@@ -38,11 +38,15 @@ _ADD_BLOCKS = 8
 
 @trims_heap
 def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk: int,
-                factors_array: Any) -> dict[str, Any]:
+                factors_array: Any, sample: np.ndarray | None = None) -> dict[str, Any]:
     """Rows ``start:stop``: factors (written to the store chunk by chunk, unless
     ``factors_array`` is None), their Gram matrix
     (accumulated in float64) and the exact diagonal sums. (BLAS threads are set for the whole
-    pass: :func:`mkrk_dask.passes.blas_threads`.)"""
+    pass: :func:`mkrk_dask.passes.blas_threads`.)
+
+    With ``sample`` (a boolean mask of the rows), the Gram matrix and the factors' diagonal
+    products are summed over the sampled rows only (``rows``: how many), whose factors alone
+    are formed where none are written; the exact diagonal sums still cover every row."""
     # float32 input stays float32 until its chunk is used: half the memory a task holds
     views = [read_rows(*b, native=True) for b in blocks]
     R = model.n_components
@@ -61,29 +65,38 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     # faults and zeroing); see add_gram
     scratch = (np.zeros((R, R), dtype=model.dtype, order="F")
                if model.dtype != np.float64 else None)
+    rows = 0
     for a in range(0, stop - start, step):
         b = min(a + step, stop - start)
         part = [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
                 for v in views]
         t0 = time.perf_counter()
-        # Diagonals of K_p and of F_p F_p^T (the latter: squared row norms per block).
-        nys = np.empty((b - a, m))
-        F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
         kappa = model.diagonal(part)
         diag += kappa.sum(axis=0)
         exact_diag_products += kappa.T @ kappa
+        keep = None if sample is None else sample[a:b]
+        if keep is not None and factors_array is None:  # only the sampled rows' factors
+            part = [v[keep] for v in part]
+        # Diagonals of F_p F_p^T: squared row norms per block
+        nys = np.empty((part[0].shape[0], m))
+        F = model.factors(part, sq_norms=nys, out=buffer[:part[0].shape[0]])
+        if keep is not None and factors_array is not None:
+            nys = nys[keep]
         nystrom_diag_products += nys.T @ nys
         t1 = time.perf_counter()
         if factors_array is not None:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
-        gram = add_gram(gram, F, scratch)
+        sampled = F if keep is None or factors_array is None else F[keep]
+        rows += sampled.shape[0]
+        if sampled.shape[0]:
+            gram = add_gram(gram, sampled, scratch)
         t3 = time.perf_counter()
         seconds["factors"] += t1 - t0
         seconds["write"] += t2 - t1
         seconds["gram"] += t3 - t2
     return {"gram": gram, "diag": diag, "exact_diag_products": exact_diag_products,
-            "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
+            "nystrom_diag_products": nystrom_diag_products, "rows": rows, "seconds": seconds}
 
 
 def gram_order(dtype: Any) -> str:
