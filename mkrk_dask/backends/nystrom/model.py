@@ -430,14 +430,10 @@ class NystromModel:
                 sq_norms[:, p] = sum(np.einsum("ij,ij->i", b, b).astype(np.float64)
                                      for b in blocks)
 
-    def project(self, views: Sequence[Any], B: np.ndarray) -> np.ndarray:
-        """``F B`` of the given rows without forming F, summed in float64:
-        ``sum_p K_p(X, L_p) (T_p Q_p B_p)``, ``2 r k`` flops per row and kernel instead of the
-        factors' ``2 r r_p'``. Equal to :func:`embed_rows` of float64 factors up to round-off
-        (float32 factors round F first: about 1e-7 relative). The kernels of the
-        :meth:`single_views`, whose values are float32, take their product in float32 too
-        (twice the rate; the fit keeps H in float32)."""
-        n = views[0].shape[0]
+    def projection_maps(self, B: np.ndarray) -> tuple[list[np.ndarray], dict]:
+        """What :meth:`project` multiplies each kernel block by: ``T_p Q_p B_p`` (in float32
+        for the :meth:`single_views`), and for the linear kernels of few features
+        ``phi(L_p)^T T_p Q_p B_p``; a pass makes them once and gives them to every call."""
         offsets = self.offsets
         single = self._single_view_set()
         # T_p Q_p B_p from the cached parts (head, weak tail), not product_transforms(): no
@@ -447,10 +443,22 @@ class NystromModel:
                     for p, (head, _, tail) in enumerate(self._product_parts())]
         maps = [product.astype(np.float32 if self.specs[p].view in single else np.float64)
                 for p, product in enumerate(products)]
-        # linear kernels of few features: phi(L_p)^T T_p Q_p B_p, in float64 (d columns only)
+        # linear kernels of few features: in float64 (d columns only)
         feature_maps = {p: phi_t @ products[p]
                         for p, (phi_t, _, _) in self._feature_parts().items()}
-        out = np.zeros((n, B.shape[1]))
+        return maps, feature_maps
+
+    def project(self, views: Sequence[Any], B: np.ndarray | tuple) -> np.ndarray:
+        """``F B`` of the given rows without forming F, summed in float64:
+        ``sum_p K_p(X, L_p) (T_p Q_p B_p)``, ``2 r k`` flops per row and kernel instead of the
+        factors' ``2 r r_p'``. Equal to :func:`embed_rows` of float64 factors up to round-off
+        (float32 factors round F first: about 1e-7 relative). The kernels of the
+        :meth:`single_views`, whose values are float32, take their product in float32 too
+        (twice the rate; the fit keeps H in float32). ``B``: ``(R, c)``, or
+        :meth:`projection_maps` of it."""
+        n = views[0].shape[0]
+        maps, feature_maps = self.projection_maps(B) if not isinstance(B, tuple) else B
+        out = np.zeros((n, maps[0].shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
             read = self._read_views(part)

@@ -155,10 +155,11 @@ def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, 
     model's dtype)."""
     views = [read_rows(*b, native=True) for b in blocks]
     out = np.empty((stop - start, B.shape[1]), dtype=model.dtype)
+    maps = model.projection_maps(B)  # once a task, not once a chunk
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
         out[a:b] = model.project([v[a:b] if sp.issparse(v) else
-                                  np.asarray(v[a:b], dtype=np.float64) for v in views], B)
+                                  np.asarray(v[a:b], dtype=np.float64) for v in views], maps)
     return out
 
 
