@@ -28,6 +28,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import heapq
+import numbers
 import threading
 import time
 from collections import Counter
@@ -45,7 +46,9 @@ from .lost_work import WorkerWatch, check_client, is_lost_work, remember_nannies
 from .progress import reporter
 from .validation import check_magnitude
 
-__all__ = ["TASK_INPUT_BYTES", "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
+__all__ = ["TASK_INPUT_BYTES", "ALIGNED_TASK_BYTES", "input_row_starts", "aligned_tasks",
+           "row_tasks",
+           "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
            "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
            "client_threads", "blas_threads", "task_blas_threads", "remember_nannies"]
@@ -137,6 +140,73 @@ def rows_per_task(row_bytes: int, most: int) -> int:
     """Rows of a task that reads ``row_bytes`` per row: at most ``most``, and no more than
     :data:`TASK_INPUT_BYTES` in all (at least 256 rows)."""
     return max(256, min(most, TASK_INPUT_BYTES // max(int(row_bytes), 1)))
+
+
+#: a task may read up to this much input (as float64) where that makes it read whole chunks
+#: of lazy input: a chunk read by parts is decoded once per part (a Zarr chunk of 65,536 rows
+#: read by four tasks of a Nystrom pass kept zstd decoding at half a core through the fit's
+#: passes at 10^7 rows; benchmarks/results/scale/scaling_aligned.md)
+ALIGNED_TASK_BYTES = 4 * TASK_INPUT_BYTES
+
+
+def input_row_starts(views: Sequence[Any]) -> list[int] | None:
+    """The first rows of the row chunks that every view of lazy input (dask or Zarr arrays)
+    shares, or None where one is in memory (nothing to decode)."""
+    common: set[int] | None = None
+    for X in views:
+        chunks = getattr(X, "chunks", None)
+        if chunks is None or not (is_dask(X) or hasattr(X, "oindex")):
+            return None
+        rows = chunks[0]
+        if isinstance(rows, numbers.Integral):  # Zarr: one chunk shape
+            starts = set(range(0, int(X.shape[0]), int(rows)))
+        else:  # dask: the size of every row chunk
+            starts = {0, *np.cumsum(rows[:-1], dtype=np.int64).tolist()}
+        common = starts if common is None else common & starts
+    return None if common is None else sorted(common)
+
+
+def aligned_tasks(first: int, n: int, starts: Sequence[int], step: int, row_bytes: int,
+                  min_tasks: int) -> list[tuple[int, int]] | None:
+    """Row ranges from ``first`` to ``n`` made of whole input chunks (``starts``: their first
+    rows; :func:`input_row_starts`): chunks smaller than ``step`` rows joined up to it, none
+    reading more than :data:`ALIGNED_TASK_BYTES` (``row_bytes`` a row, as float64). None
+    where one chunk is larger than that, or where fewer than ``min_tasks`` tasks would share
+    the work (the threads would wait for the last)."""
+    ends = [s for s in starts if first < s < n] + [n]
+    most = ALIGNED_TASK_BYTES // max(int(row_bytes), 1)
+    tasks: list[tuple[int, int]] = []
+    start = previous = first
+    for i, end in enumerate(ends):
+        if end - previous > most:
+            return None
+        following = ends[i + 1] if i + 1 < len(ends) else None
+        if (end - start >= step or following is None or following - start > most):
+            tasks.append((start, end))
+            start = end
+        previous = end
+    return tasks if len(tasks) >= min_tasks else None
+
+
+def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0,
+              starts: list[int] | None = None, first: int = 0) -> list[tuple[int, int]]:
+    """Row ranges of the tasks from ``first`` to ``n``: whole chunks, about 4 tasks per thread
+    (each task returns one R x R Gram matrix, so fewer, larger tasks mean less to add up),
+    but no task reads more than :data:`TASK_INPUT_BYTES` of input
+    (``row_bytes`` per row, as float64): a task holds its rows, and the tasks in flight bound
+    the memory of the pass. Where the tasks read the data (``row_bytes``) and it is lazy, in
+    row chunks starting at ``starts``, whole chunks instead where that still gives 2 tasks a
+    thread (:func:`aligned_tasks`): each chunk is decoded once."""
+    n_chunks = -(-(n - first) // chunk)
+    per_task = max(1, -(-n_chunks // (4 * threads)))
+    if row_bytes:
+        per_task = max(1, min(per_task, TASK_INPUT_BYTES // (row_bytes * chunk)))
+    step = per_task * chunk
+    if row_bytes and starts is not None:
+        aligned = aligned_tasks(first, n, starts, step, row_bytes, 2 * threads)
+        if aligned is not None:
+            return aligned
+    return [(a, min(a + step, n)) for a in range(first, n, step)]
 
 
 def row_bounds(n: int, block: int) -> list[tuple[int, int]]:

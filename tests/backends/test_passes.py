@@ -15,12 +15,16 @@ from distributed import Client, LocalCluster, get_task_stream
 
 from mkrk_dask.exceptions import PassFailedError, SchedulerLostError
 from mkrk_dask.passes import (
+    ALIGNED_TASK_BYTES,
     RowSource,
     Shared,
+    aligned_tasks,
     block_pairs,
     check_client,
+    input_row_starts,
     read_rows,
     row_bounds,
+    row_tasks,
     run_pass,
     with_retries,
 )
@@ -154,6 +158,56 @@ def test_row_source_of_an_array_persisted_by_another_client_is_refused(client):
 def test_block_helpers():
     assert row_bounds(10, 4) == [(0, 4), (4, 8), (8, 10)]
     assert block_pairs(3) == [(0, 0), (0, 1), (0, 2), (1, 1), (1, 2), (2, 2)]
+
+
+def test_input_row_starts_are_the_chunks_every_lazy_view_shares(tmp_path):
+    z = zarr.open(str(tmp_path / "x.zarr"), mode="w", shape=(1000, 3), chunks=(300, 3),
+                  dtype="f4")
+    assert input_row_starts([z]) == [0, 300, 600, 900]
+    d = da.zeros((1000, 2), chunks=((200, 400, 400), 2))
+    assert input_row_starts([d]) == [0, 200, 600]
+    assert input_row_starts([z, d]) == [0, 600]  # only the starts both views share
+    assert input_row_starts([z, np.zeros((1000, 3))]) is None  # in memory: nothing to decode
+
+
+def _check_cover(tasks, first, n, starts):
+    assert tasks[0][0] == first and tasks[-1][1] == n
+    assert all(a < b for a, b in tasks)
+    assert all(tasks[i][1] == tasks[i + 1][0] for i in range(len(tasks) - 1))
+    assert all(b in starts or b == n for _, b in tasks)
+
+
+def test_aligned_tasks_read_whole_chunks():
+    starts = list(range(0, 10_000, 300))
+    # chunks smaller than the step are joined up to it
+    tasks = aligned_tasks(0, 10_000, starts, 1000, 8, 2)
+    _check_cover(tasks, 0, 10_000, starts)
+    assert all(b - a >= 1000 for a, b in tasks[:-1]) and max(b - a for a, b in tasks) == 1200
+    # chunks larger than the step: one a task (from a resumed pass's first row: a part)
+    tasks = aligned_tasks(450, 10_000, starts, 100, 8, 2)
+    _check_cover(tasks, 450, 10_000, starts)
+    assert tasks[:2] == [(450, 600), (600, 900)]
+    # a chunk of more than ALIGNED_TASK_BYTES, or too few tasks for the threads: not aligned
+    row_bytes = ALIGNED_TASK_BYTES // 250
+    assert aligned_tasks(0, 10_000, starts, 100, row_bytes, 2) is None
+    assert aligned_tasks(0, 10_000, starts, 6_000, 8, 4) is None
+    # joined chunks stop before they pass the bytes allowed
+    row_bytes = ALIGNED_TASK_BYTES // 700
+    tasks = aligned_tasks(0, 10_000, starts, 5_000, row_bytes, 2)
+    assert max(b - a for a, b in tasks) == 600
+
+
+def test_row_tasks_align_only_lazy_input_that_is_read():
+    starts = list(range(0, 100_000, 3_000))
+    plain = row_tasks(100_000, 500, 2, row_bytes=64)
+    assert plain == [(a, min(a + 12_500, 100_000)) for a in range(0, 100_000, 12_500)]
+    aligned = row_tasks(100_000, 500, 2, row_bytes=64, starts=starts)
+    _check_cover(aligned, 0, 100_000, starts)
+    assert len(aligned) == 7 and aligned != plain  # chunks of 3,000 joined to 15,000 rows
+    # stored factors (row_bytes 0: nothing read) keep whole factor chunks
+    assert row_tasks(100_000, 500, 2, starts=starts) == plain
+    # a resumed pass: from the row where it stopped
+    assert row_tasks(100_000, 500, 2, row_bytes=64, first=30_000)[0][0] == 30_000
 
 
 def test_a_closed_client_is_reported_as_a_lost_scheduler():

@@ -124,9 +124,11 @@ def test_dask_input_is_never_computed_whole(client):
                                         "chunk_size": 250,
                                         "exact_dissimilarity_max_n": 0}).fit(Xd)
     assert model.labels_.shape == (n,)
-    from mkrk_dask.backends.nystrom.build import row_tasks
+    from mkrk_dask.passes import input_row_starts, row_tasks
 
-    block_rows = max(b - a for a, b in row_tasks(n, 250, 2))
+    # the tasks the fit made: whole input chunks of 100 rows joined up to its step
+    block_rows = max(b - a for a, b in row_tasks(n, 250, 2, row_bytes=8 * d,
+                                                 starts=input_row_starts([Xd])))
     block_bytes = block_rows * d * 8
     def name(task):
         key = task["key"]

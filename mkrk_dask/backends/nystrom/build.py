@@ -35,13 +35,14 @@ from ...kernel_widths import distributed_scales, median_scales
 from ...kernels import KernelSpec, kernel_blocks, mirror_upper, resolve_kernels, row_sq_norms
 from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
 from ...passes import (
-    TASK_INPUT_BYTES,
     RowSource,
     Shared,
     blas_threads,
     client_threads,
+    input_row_starts,
     read_rows,
     release_memory,
+    row_tasks,
     run_pass,
     task_blas_threads,
 )
@@ -94,19 +95,6 @@ def factor_chunk_rows(n: int, n_components: int, dtype: Any) -> int:
     rows, so that each chunk's Gram product ``F^T F`` stays an efficient matrix product; at
     most n)."""
     return min(n, max(512, _CHUNK_BYTES // (n_components * np.dtype(dtype).itemsize)))
-
-
-def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0) -> list[tuple[int, int]]:
-    """Row ranges of the tasks: whole chunks, about 4 tasks per thread (each task returns one
-    R x R Gram matrix, so fewer, larger tasks mean less to add up), but no task reads more
-    than :data:`~mkrk_dask.passes.TASK_INPUT_BYTES` of input (``row_bytes`` per row, as
-    float64): a task holds its rows, and the tasks in flight bound the memory of the pass."""
-    n_chunks = -(-n // chunk)
-    per_task = max(1, -(-n_chunks // (4 * threads)))
-    if row_bytes:
-        per_task = max(1, min(per_task, TASK_INPUT_BYTES // (row_bytes * chunk)))
-    step = per_task * chunk
-    return [(a, min(a + step, n)) for a in range(0, n, step)]
 
 
 def landmark_counts(n_landmarks: Any, m: int, n: int) -> list[int]:
@@ -221,7 +209,8 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
                       # a final pass from the data reads the rows: bounded as the factor pass
                       row_tasks=row_tasks(n, chunk, threads,
                                           0 if factors_array is not None else
-                                          8 * sum(int(v.shape[1]) for v in views)),
+                                          8 * sum(int(v.shape[1]) for v in views),
+                                          starts=input_row_starts(views)),
                       views=None if factors_array is not None else list(views), chunk=chunk,
                       task_blas_threads=task_blas_threads(client, options.blas_threads),
                       temp_dir=temp_dir, info=info, n_features=[int(v.shape[1]) for v in views],
@@ -500,8 +489,11 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     if done:
         reporter().log(f"the factors of {done:,} of {n:,} rows were done before; doing the "
                        "rest")
-    # ``done`` ends a task, so it is a whole number of chunks: the rest starts on a chunk.
-    tasks = [(done + a, done + b) for a, b in row_tasks(n - done, chunk, threads, row_bytes)]
+    # ``done`` ends a task: with stored factors a whole number of their chunks (tasks are
+    # aligned to the input's chunks only where none are stored)
+    tasks = row_tasks(n, chunk, threads, row_bytes, first=done,
+                      starts=input_row_starts([s.X for s in sources])
+                      if factors_array is None else None)
     seconds = {"factors": 0.0, "write": 0.0, "gram": 0.0}
     shared_model = Shared(client, model)
 
