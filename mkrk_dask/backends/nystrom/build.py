@@ -507,7 +507,9 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     scale = 1.0 if sample is None else n / float(sample.sum())
 
     def combine(i: int, value: dict) -> None:
-        sums["gram"] += scale * value["gram"]  # 1.0 * x is x: every row's sums unchanged
+        if scale != 1.0:
+            value["gram"] *= scale  # in place: no second R x R array on the client
+        sums["gram"] += value["gram"]
         sums["traces"] += value["diag"]
         sums["diag_correction"] += (value["exact_diag_products"]
                                     - scale * value["nystrom_diag_products"])

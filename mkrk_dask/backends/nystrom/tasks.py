@@ -65,29 +65,44 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     # faults and zeroing); see add_gram
     scratch = (np.zeros((R, R), dtype=model.dtype, order="F")
                if model.dtype != np.float64 else None)
-    rows = 0
-    for a in range(0, stop - start, step):
-        b = min(a + step, stop - start)
-        part = [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
-                for v in views]
-        t0 = time.perf_counter()
+
+    def as_rows(v: Any, a: int, b: int) -> Any:
+        return v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64)
+
+    def add_diagonal(part: list) -> None:
         kappa = model.diagonal(part)
-        diag += kappa.sum(axis=0)
-        exact_diag_products += kappa.T @ kappa
+        diag[:] += kappa.sum(axis=0)
+        exact_diag_products[:] += kappa.T @ kappa
+
+    diagonal_done = False
+    if sample is not None and factors_array is None:
+        # The exact diagonal of every row, then the sampled rows alone, whole steps of them
+        # at a time (a step of which a tenth is sampled made Gram updates of a tenth of the
+        # rows, each reading and writing the R x R sums: 40% of the pass at 10^7 rows).
+        for a in range(0, stop - start, step):
+            add_diagonal([as_rows(v, a, min(a + step, stop - start)) for v in views])
+        views = [v[sample] for v in views]
+        sample, diagonal_done = None, True
+    n_rows = views[0].shape[0]
+    rows = 0
+    for a in range(0, n_rows, step):
+        b = min(a + step, n_rows)
+        part = [as_rows(v, a, b) for v in views]
+        t0 = time.perf_counter()
+        if not diagonal_done:
+            add_diagonal(part)
         keep = None if sample is None else sample[a:b]
-        if keep is not None and factors_array is None:  # only the sampled rows' factors
-            part = [v[keep] for v in part]
         # Diagonals of F_p F_p^T: squared row norms per block
-        nys = np.empty((part[0].shape[0], m))
-        F = model.factors(part, sq_norms=nys, out=buffer[:part[0].shape[0]])
-        if keep is not None and factors_array is not None:
+        nys = np.empty((b - a, m))
+        F = model.factors(part, sq_norms=nys, out=buffer[:b - a])
+        if keep is not None:
             nys = nys[keep]
         nystrom_diag_products += nys.T @ nys
         t1 = time.perf_counter()
         if factors_array is not None:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
-        sampled = F if keep is None or factors_array is None else F[keep]
+        sampled = F if keep is None else F[keep]
         rows += sampled.shape[0]
         if sampled.shape[0]:
             gram = add_gram(gram, sampled, scratch)
