@@ -83,6 +83,16 @@ CANDIDATES: dict[str, tuple[str, dict]] = {
     "learned weights (lambda 2^-6)": ("MKKM-RK's weights learned at lambda 2^-6 (sfn, "
                                       "normalised) in place of equal weights at lambda 1",
                                       {"lam": 2.0**-6}),
+    # issue 76, a session's candidates for the final step (benchmarks/results/defaults/
+    # candidates_76_session.md): the features step's rank, 3k or 4k in place of 2k
+    "features rank 3k": ("k-means (and the graph) on the features of the top 3k eigenpairs "
+                         "in place of 2k", {"_patch": {"FEATURES_RANK": 3}}),
+    "features rank 4k": ("k-means (and the graph) on the features of the top 4k eigenpairs "
+                         "in place of 2k", {"_patch": {"FEATURES_RANK": 4}}),
+    # ... and the final graph kept only where its NMI with k-means reaches 0.6, not 0.5
+    "graph agreement threshold 0.6": ("the final graph kept only where its NMI with the "
+                                      "k-means partition reaches 0.6 in place of 0.5",
+                                      {"_patch": {"GRAPH_MIN_AGREEMENT": 0.6}}),
 }
 
 
@@ -114,12 +124,14 @@ def variant_params(rule: str, n_views: int, default_clustering: str) -> tuple[di
 @contextlib.contextmanager
 def patched(constants: dict):
     """The library's constants set for the length of a fit (rules with no parameter): the
-    final stage's, the kernel choice's or the column preprocessing's, by name."""
+    final stage's, the kernel choice's, the column preprocessing's or the final step's plan
+    (``plan/final_choice.py``), by name."""
     from mkrk_dask import preprocessing
     from mkrk_dask.estimators import _final
-    from mkrk_dask.plan import kernel_choice
+    from mkrk_dask.plan import final_choice, kernel_choice
 
-    homes = {name: next(module for module in (_final, kernel_choice, preprocessing)
+    homes = {name: next(module for module in (_final, kernel_choice, preprocessing,
+                                              final_choice)
                         if hasattr(module, name)) for name in constants}
     old = {name: getattr(homes[name], name) for name in constants}
     for name, value in constants.items():

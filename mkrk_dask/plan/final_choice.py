@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from .fit_plan import Decision, is_auto
 
+#: the features step's rank per cluster (``n_components="auto"``): the top ``FEATURES_RANK * k``
+#: eigenpairs of the learned kernel
+FEATURES_RANK = 2
 #: neighbours of a row in the final graph (scikit-learn's SpectralClustering default)
 GRAPH_NEIGHBORS = 10
 #: the graph's partition is kept only if its NMI with the k-means partition reaches this: a
@@ -78,9 +81,10 @@ def final_decisions(params: dict, n: int, k: int, *, line: bool = False, corners
         step_used = step
         decisions.append(Decision("final step", step, "given", auto=False))
     if is_auto(rank):
-        rank_used = k if step_used == "spectral" else max(1, min(2 * k, n - 1))
+        rank_used = (k if step_used == "spectral"
+                     else max(1, min(int(FEATURES_RANK * k), n - 1)))
         why = ("the loop's top k eigenvectors (the paper's step)" if step_used == "spectral"
-               else "2k: room for each cluster's direction and its spread")
+               else f"{FEATURES_RANK}k: room for each cluster's direction and its spread")
         if capped:
             why += ("; at most the Nystrom components of the kernels with nonzero weight, "
                     "known when the loop ends (final_rank)")
