@@ -146,8 +146,8 @@ def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dic
     """``backend_options`` from the backend options of the command line: --dtype for every
     solver, --chunk-size, --n-landmarks, --landmarks, --max-store-bytes and --overwrite where
     ``solver`` has them
-    (``"auto"``: all; the plan keeps those of the backend it chooses), --max-components as
-    given."""
+    (``"auto"``: all; the plan keeps those of the backend it chooses), --max-components and
+    --gram-rows as given."""
     from ..backends import option_names
 
     names = option_names("nystrom" if solver == "auto" else solver)
@@ -157,15 +157,17 @@ def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dic
         if name in names and getattr(args, name, None) is not None}, **given}
     if getattr(args, "overwrite", False) and "overwrite" in names:
         given["overwrite"] = True
-    text = args.max_components
-    if text is not None:
+    for flag in ("max_components", "gram_rows"):
+        text = getattr(args, flag, None)
+        if text is None:
+            continue
         if text in ("auto", "none"):
-            given["max_components"] = None if text == "none" else "auto"
+            given[flag] = None if text == "none" else "auto"
         elif text.isdigit() and int(text) >= 1:
-            given["max_components"] = int(text)
+            given[flag] = int(text)
         else:
-            raise UserError(f"--max-components must be 'auto', 'none' or an integer >= 1, "
-                            f"got {text!r}")
+            raise UserError(f"--{flag.replace('_', '-')} must be 'auto', 'none' or an "
+                            f"integer >= 1, got {text!r}")
     return given
 
 

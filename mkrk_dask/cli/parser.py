@@ -418,6 +418,10 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
     g.add_argument("--max-components", default=None, metavar="R|auto|none",
                    help="Nystrom: largest total rank of the factors, all kernels together "
                         "(default auto: 2048 above the exact-C limit, no limit below)")
+    g.add_argument("--gram-rows", default=None, metavar="N|auto|none",
+                   help="Nystrom: rows the factors' Gram matrix is summed over, a uniform "
+                        "sample (default auto: every row up to 10^6, a sample of 10^6 above; "
+                        "none: every row)")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",
                    help="Nystrom landmark selection (a store is reused only with the same one)")
 

@@ -355,3 +355,17 @@ def test_equal_weights_are_not_called_a_selection():
     assert "of 4 kernels have a weight" not in equal
     chosen = " ".join(explain(scores, np.array([0.7, 0.1, 0.1, 0.1]), names, 2.0**-6))
     assert "of 4 kernels have a weight" in chosen and "keep equal weights" not in chosen
+
+
+def test_gram_rows_from_the_command_line(digits_npz: Path, capsys: pytest.CaptureFixture) -> None:
+    """--gram-rows reaches the Nystrom options (the plan says so); a bad value is one line,
+    exit 2."""
+    common = ["fit", str(digits_npz), "--solver", "nystrom", "--n-landmarks", "40", "--plan"]
+    assert main([*common, "--gram-rows", "100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gram rows: a uniform sample of 100 (given:" in out
+    assert main([*common, "--gram-rows", "none"]) == 0
+    assert "gram rows: every row (gram_rows=None)" in " ".join(capsys.readouterr().out.split())
+    assert main([*common, "--gram-rows", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--gram-rows must be 'auto', 'none' or an integer >= 1, got '0'")
