@@ -101,21 +101,31 @@ def test_a_saved_model_keeps_its_inertia(make, digits, tmp_path):
     assert isinstance(loaded.inertia_, float) and loaded.inertia_ == model.inertia_
 
 
-@pytest.mark.parametrize("dtype", ["float64", "float32"])
-def test_nystrom_cluster_sums_without_the_factors(digits, client, dtype):
+@pytest.mark.parametrize("dtype,data", [("float64", "float64"), ("float32", "float64"),
+                                        ("float32", "float32")])
+def test_nystrom_cluster_sums_without_the_factors(digits, client, dtype, data):
     """The pass of the inertia where no factors are stored sums the kernel blocks per cluster
     and maps the sums (NystromModel.cluster_sums): the column sums of the factors per
-    cluster, to round-off (float32 factors round F first)."""
+    cluster, to round-off (float32 factors round F first; float32 data also sums its float32
+    kernel blocks in float32, 512 rows at a time)."""
     X, _ = digits
-    kernels = ["cosine", "gaussian(m=1)", "polynomial(a=1,b=2)", "linear"]
+    X = np.asarray(X, dtype=data)
+    # float32 data: kernels whose every column is strong (rank_tol 0.01), so that the view's
+    # kernel blocks are float32 (NystromModel.single_views)
+    single = {"rank_tol": 0.01} if data == "float32" else {}
+    kernels = (["cosine", "gaussian(m=1)"] if single else
+               ["cosine", "gaussian(m=1)", "polynomial(a=1,b=2)", "linear"])
     nystrom, _ = MKKMRK(5, kernels=kernels, random_state=0, solver="nystrom", scheduler=client,
                         backend_options={"n_landmarks": 60, "dtype": dtype,
-                                         "local_threshold": 0}).build_backend(X)
+                                         "local_threshold": 0, **single}).build_backend(X)
     labels = np.random.default_rng(0).integers(0, 5, X.shape[0])
     with nystrom:
         model = nystrom.model
         views = [np.asarray(X, dtype=np.float64)]
         F = model.factors(views).astype(np.float64)
+        if data == "float32":  # the kernel blocks in float32, as a float32 view has them
+            assert model.single_views() == {0}
+            views = [X]
         expected = np.stack([F[labels == c].sum(axis=0) for c in range(5)])
         sums = model.cluster_sums(views, labels, 5)
     assert sums.shape == expected.shape

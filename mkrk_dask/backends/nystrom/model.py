@@ -483,14 +483,22 @@ class NystromModel:
         sums: dict[int, np.ndarray] = {}
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             b = min(a + FACTOR_BLOCK_ROWS, n)
-            # sparse: each float32 entry is added in float64 as it is read, with no float64
-            # copy of the block (a dense product took 1.6x as long at 512 x 640)
+            # float64 blocks: a sparse indicator (0.7x the dense product's time at 512 x 640);
+            # float32 ones (the single views): a float32 product summed into float64 by
+            # blocks of 512 rows (2.4x faster than the sparse one, 2e-7 relative: the
+            # rounding of the float32 factors themselves)
             indicator = sp.csr_matrix((np.ones(b - a), (labels[a:b], np.arange(b - a))),
                                       shape=(n_clusters, b - a))
+            dense32 = None
             read = self._read_views([None if v is None else v[a:b] for v in views])
             rows = self._feature_rows(read)
             for p, C in itertools.chain(self._landmark_blocks(read, skip=rows), rows.items()):
-                part = indicator @ np.asarray(C)
+                if getattr(C, "dtype", None) == np.float32:
+                    if dense32 is None:
+                        dense32 = indicator.toarray().astype(np.float32)
+                    part = (dense32 @ C).astype(np.float64)
+                else:
+                    part = indicator @ np.asarray(C)
                 key = (p, p in rows)
                 sums[key] = part if key not in sums else sums[key] + part
         out = np.zeros((n_clusters, self.n_components))
