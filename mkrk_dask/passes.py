@@ -143,9 +143,9 @@ def rows_per_task(row_bytes: int, most: int) -> int:
 
 
 #: a task may read up to this much input (as float64) where that makes it read whole chunks
-#: of lazy input: a chunk read by parts is decoded once per part (a Zarr chunk of 65,536 rows
-#: read by four tasks of a Nystrom pass kept zstd decoding at half a core through the fit's
-#: passes at 10^7 rows; benchmarks/results/scale/scaling_aligned.md)
+#: of lazy input: a chunk read by parts is decoded once per part (Zarr chunks of 65,536 rows
+#: read by tasks of 16,384: the embedding pass at 10^7 rows took 131.8 s, 83.8 s in whole
+#: chunks; benchmarks/results/scale/scaling_gram_sample.md and scaling_aligned.md)
 ALIGNED_TASK_BYTES = 4 * TASK_INPUT_BYTES
 
 
@@ -160,6 +160,8 @@ def input_row_starts(views: Sequence[Any]) -> list[int] | None:
         rows = chunks[0]
         if isinstance(rows, numbers.Integral):  # Zarr: one chunk shape
             starts = set(range(0, int(X.shape[0]), int(rows)))
+        elif any(size != size for size in rows):  # dask chunks of unknown size (nan)
+            return None
         else:  # dask: the size of every row chunk
             starts = {0, *np.cumsum(rows[:-1], dtype=np.int64).tolist()}
         common = starts if common is None else common & starts

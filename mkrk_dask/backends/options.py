@@ -53,9 +53,10 @@ KERNEL_ENTRY_PRODUCTS = 100
 EXACT_DISSIMILARITY_BUDGET = 1e11
 #: NystromOptions(gram_rows="auto"): the factors' Gram matrix (and the Nystrom diagonal
 #: sums) summed over every row up to this n, over a uniform sample of this many rows above.
-#: Its ``2 n R^2`` flops were 53% of the build at n = 10^6 and 550.9 of 1,042.6 s of the fit at
-#: 10^7 (``benchmarks/results/scale/scaling_issue77.md``); a sample of 10^6 rows estimates
-#: the R x R matrix (a mean of n outer products) to about 0.1% whatever n
+#: The build (the factors and their ``2 n R^2`` Gram flops) took 550.9 of 1,042.6 s of the fit
+#: at 10^7, 184.7 s with the sample (``benchmarks/results/scale/scaling_issue77.md``,
+#: ``scaling_gram_sample.md``); a sample of 10^6 rows estimates the R x R matrix (a mean of n
+#: outer products) to about 0.1% whatever n
 AUTO_GRAM_ROWS = 1_000_000
 
 

@@ -168,6 +168,7 @@ def test_input_row_starts_are_the_chunks_every_lazy_view_shares(tmp_path):
     assert input_row_starts([d]) == [0, 200, 600]
     assert input_row_starts([z, d]) == [0, 600]  # only the starts both views share
     assert input_row_starts([z, np.zeros((1000, 3))]) is None  # in memory: nothing to decode
+    assert input_row_starts([d[d[:, 0] >= 0]]) is None  # row chunks of unknown size
 
 
 def _check_cover(tasks, first, n, starts):

@@ -109,6 +109,17 @@ def _trapezoid_product(left: np.ndarray, head: np.ndarray, out: np.ndarray,
     return out
 
 
+def _indicator(labels: np.ndarray, n_clusters: int, single: bool) -> Any:
+    """``Z^T`` of a block's ``labels``: dense float32 for float32 kernel blocks, else a
+    sparse float64 matrix (see :meth:`NystromModel.cluster_sums`)."""
+    if single:
+        dense = np.zeros((n_clusters, labels.size), dtype=np.float32)
+        dense[labels, np.arange(labels.size)] = 1.0
+        return dense
+    return sp.csr_matrix((np.ones(labels.size), (labels, np.arange(labels.size))),
+                         shape=(n_clusters, labels.size))
+
+
 def _has_features(spec: KernelSpec) -> bool:
     """Whether a kernel is an inner product of the rows' own few features (linear, or of
     degree 1 with an offset)."""
@@ -448,17 +459,18 @@ class NystromModel:
                         for p, (phi_t, _, _) in self._feature_parts().items()}
         return maps, feature_maps
 
-    def project(self, views: Sequence[Any], B: np.ndarray | tuple) -> np.ndarray:
+    def project(self, views: Sequence[Any], B: np.ndarray, *, maps: tuple | None = None
+                ) -> np.ndarray:
         """``F B`` of the given rows without forming F, summed in float64:
         ``sum_p K_p(X, L_p) (T_p Q_p B_p)``, ``2 r k`` flops per row and kernel instead of the
         factors' ``2 r r_p'``. Equal to :func:`embed_rows` of float64 factors up to round-off
         (float32 factors round F first: about 1e-7 relative). The kernels of the
         :meth:`single_views`, whose values are float32, take their product in float32 too
-        (twice the rate; the fit keeps H in float32). ``B``: ``(R, c)``, or
-        :meth:`projection_maps` of it."""
+        (twice the rate; the fit keeps H in float32). ``maps``: :meth:`projection_maps` of
+        ``B``, where the caller made them once for many calls."""
         n = views[0].shape[0]
-        maps, feature_maps = self.projection_maps(B) if not isinstance(B, tuple) else B
-        out = np.zeros((n, maps[0].shape[1]))
+        maps, feature_maps = self.projection_maps(B) if maps is None else maps
+        out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
             read = self._read_views(part)
@@ -483,22 +495,19 @@ class NystromModel:
         sums: dict[int, np.ndarray] = {}
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             b = min(a + FACTOR_BLOCK_ROWS, n)
-            # float64 blocks: a sparse indicator (0.7x the dense product's time at 512 x 640);
-            # float32 ones (the single views): a float32 product summed into float64 by
-            # blocks of 512 rows (2.4x faster than the sparse one, 2e-7 relative: the
-            # rounding of the float32 factors themselves)
-            indicator = sp.csr_matrix((np.ones(b - a), (labels[a:b], np.arange(b - a))),
-                                      shape=(n_clusters, b - a))
-            dense32 = None
+            # float64 blocks: a sparse indicator (no dense product of zeros); float32 ones
+            # (the single views): a float32 product, summed into float64 every 512 rows, whose
+            # rounding is that of the float32 factors themselves (about 1e-7 relative)
+            indicators: dict[bool, Any] = {}  # made where a block of their kind comes
             read = self._read_views([None if v is None else v[a:b] for v in views])
             rows = self._feature_rows(read)
             for p, C in itertools.chain(self._landmark_blocks(read, skip=rows), rows.items()):
-                if getattr(C, "dtype", None) == np.float32:
-                    if dense32 is None:
-                        dense32 = indicator.toarray().astype(np.float32)
-                    part = (dense32 @ C).astype(np.float64)
-                else:
-                    part = indicator @ np.asarray(C)
+                single = getattr(C, "dtype", None) == np.float32
+                if single not in indicators:
+                    indicators[single] = _indicator(labels[a:b], n_clusters, single)
+                part = indicators[single] @ (C if single else np.asarray(C))
+                if single:
+                    part = part.astype(np.float64)
                 key = (p, p in rows)
                 sums[key] = part if key not in sums else sums[key] + part
         out = np.zeros((n_clusters, self.n_components))

@@ -45,8 +45,8 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
     pass: :func:`mkrk_dask.passes.blas_threads`.)
 
     With ``sample`` (a boolean mask of the rows), the Gram matrix and the factors' diagonal
-    products are summed over the sampled rows only (``rows``: how many), whose factors alone
-    are formed where none are written; the exact diagonal sums still cover every row."""
+    products are summed over the sampled rows only, whose factors alone are formed where none
+    are written; the exact diagonal sums still cover every row."""
     # float32 input stays float32 until its chunk is used: half the memory a task holds
     views = [read_rows(*b, native=True) for b in blocks]
     R = model.n_components
@@ -76,15 +76,14 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
 
     diagonal_done = False
     if sample is not None and factors_array is None:
-        # The exact diagonal of every row, then the sampled rows alone, whole steps of them
-        # at a time (a step of which a tenth is sampled made Gram updates of a tenth of the
-        # rows, each reading and writing the R x R sums: 40% of the pass at 10^7 rows).
-        for a in range(0, stop - start, step):
-            add_diagonal([as_rows(v, a, min(a + step, stop - start)) for v in views])
+        # The exact diagonal of every row from the rows as read (it needs at most their
+        # norms, summed in float64), then the sampled rows alone, whole steps of them at a
+        # time: a step of which a tenth is sampled made Gram updates of a tenth of the rows,
+        # each reading and writing the R x R sums (most of the pass, profiled at 10^7 rows).
+        add_diagonal(views)
         views = [v[sample] for v in views]
         sample, diagonal_done = None, True
     n_rows = views[0].shape[0]
-    rows = 0
     for a in range(0, n_rows, step):
         b = min(a + step, n_rows)
         part = [as_rows(v, a, b) for v in views]
@@ -103,7 +102,6 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
             factors_array[start + a:start + b] = F
         t2 = time.perf_counter()
         sampled = F if keep is None else F[keep]
-        rows += sampled.shape[0]
         if sampled.shape[0]:
             gram = add_gram(gram, sampled, scratch)
         t3 = time.perf_counter()
@@ -111,7 +109,7 @@ def factor_task(model: NystromModel, blocks: list, start: int, stop: int, chunk:
         seconds["write"] += t2 - t1
         seconds["gram"] += t3 - t2
     return {"gram": gram, "diag": diag, "exact_diag_products": exact_diag_products,
-            "nystrom_diag_products": nystrom_diag_products, "rows": rows, "seconds": seconds}
+            "nystrom_diag_products": nystrom_diag_products, "seconds": seconds}
 
 
 def gram_order(dtype: Any) -> str:
@@ -174,7 +172,8 @@ def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, 
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
         out[a:b] = model.project([v[a:b] if sp.issparse(v) else
-                                  np.asarray(v[a:b], dtype=np.float64) for v in views], maps)
+                                  np.asarray(v[a:b], dtype=np.float64) for v in views], B,
+                                 maps=maps)
     return out
 
 
