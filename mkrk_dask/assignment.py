@@ -18,7 +18,8 @@ from .choices import FINAL_CLUSTERINGS, FINAL_STEP_CHOICES, FINAL_STEPS  # noqa:
 
 __all__ = ["unit_rows", "final_rows", "graph_rows", "assign_clusters", "FINAL_STEPS",
            "FINAL_STEP_CHOICES", "FINAL_CLUSTERINGS", "cluster_means",
-           "repeated_assignments", "nearest_centre", "lloyd_centres", "within_cluster_loss"]
+           "repeated_assignments", "nearest_centre", "lloyd_centres", "within_cluster_loss",
+           "assign_rows", "RowLabels"]
 
 
 #: rows per block of :func:`nearest_centre`
@@ -131,6 +132,35 @@ def nearest_centre(U: np.ndarray, centres: np.ndarray, *, step: str | None = Non
         sq = norms - 2.0 * rows @ centres.T
         out[a:a + rows.shape[0]] = np.argmin(sq, axis=1)
     return out
+
+
+def assign_rows(rows: np.ndarray, step: str, *, centres: np.ndarray | None = None,
+                graph: Any = None) -> np.ndarray:
+    """The labels a fitted final partition gives rows of the final embedding: the final
+    graph's (``graph``, fitted on :func:`graph_rows`) where it partitioned the rows, else
+    the nearest of ``centres`` (of :func:`final_rows`). What ``predict`` does with the rows
+    of ``transform``."""
+    if graph is not None:
+        return graph.predict(graph_rows(rows, step))
+    return nearest_centre(rows, centres, step=step)
+
+
+class RowLabels:
+    """:func:`assign_rows` of blocks of H (the unscaled top eigenvectors, in the fit's
+    dtype), as a picklable callable for the workers of a pass: scaled by ``feature_scale``
+    first where there is one (in place on a copy, in H's dtype, as ``transform`` scales
+    them: the same bits)."""
+
+    def __init__(self, step: str, feature_scale: np.ndarray | None, *,
+                 centres: np.ndarray | None = None, graph: Any = None):
+        self.step, self.feature_scale = step, feature_scale
+        self.centres, self.graph = centres, graph
+
+    def __call__(self, H: np.ndarray) -> np.ndarray:
+        rows = np.array(H, copy=True)
+        if self.feature_scale is not None:
+            rows *= self.feature_scale[None, :]
+        return assign_rows(rows, self.step, centres=self.centres, graph=self.graph)
 
 
 def within_cluster_loss(U: np.ndarray, labels: np.ndarray, centres: np.ndarray, *,

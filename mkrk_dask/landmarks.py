@@ -173,7 +173,8 @@ def select_landmarks(
     random_state: Any = None,
     *,
     pool_size: int | None = None,
-) -> np.ndarray:
+    return_rows: bool = False,
+) -> Any:
     """Choose ``n_landmarks`` distinct rows of ``X`` as Nystrom landmarks.
 
     Parameters
@@ -185,11 +186,17 @@ def select_landmarks(
     random_state : int, RandomState or None
     pool_size : int, optional
         k-means++ only: size of the uniform candidate pool (default ``max(20 r, 5000)``).
+    return_rows : bool, default=False
+        Also return the chosen rows (in selection order): k-means++ takes them from its pool,
+        so lazy input is not read a second time (every read of a uniform sample decodes
+        every chunk).
 
     Returns
     -------
     ndarray of int64, shape (min(n_landmarks, n),)
         Row indices, in selection order (any prefix is a valid smaller landmark set).
+    rows : ndarray (float64) or CSR matrix
+        With ``return_rows``: the chosen rows, as :func:`take_rows` gives them.
     """
     if method not in LANDMARK_METHODS:
         raise ValueError(f"landmarks must be one of {LANDMARK_METHODS}, got {method!r}")
@@ -199,7 +206,8 @@ def select_landmarks(
     r = min(int(n_landmarks), n)
     rng = check_random_state(random_state)
     if method == "uniform":
-        return rng.choice(n, size=r, replace=False).astype(np.int64)
+        chosen = rng.choice(n, size=r, replace=False).astype(np.int64)
+        return (chosen, take_rows(X, chosen)) if return_rows else chosen
     pool_size = max(20 * r, 5000) if pool_size is None else max(int(pool_size), r)
     if pool_size >= n:
         pool_idx = np.arange(n, dtype=np.int64)
@@ -208,7 +216,8 @@ def select_landmarks(
     pool = take_rows(X, pool_idx)
     if not sp.issparse(pool):
         pool = np.asarray(pool, dtype=np.float64)
-    return pool_idx[kmeanspp_order(pool, r, rng)]
+    order = kmeanspp_order(pool, r, rng)
+    return (pool_idx[order], pool[order]) if return_rows else pool_idx[order]
 
 
 def landmark_transform(W: np.ndarray, rel_floor: float = DEFAULT_REL_FLOOR,

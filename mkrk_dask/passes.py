@@ -47,7 +47,7 @@ from .progress import reporter
 from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "ALIGNED_TASK_BYTES", "input_row_starts", "aligned_tasks",
-           "row_tasks",
+           "row_tasks", "uniform_row_mask",
            "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
            "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
@@ -209,6 +209,21 @@ def row_tasks(n: int, chunk: int, threads: int, row_bytes: int = 0,
         if aligned is not None:
             return aligned
     return [(a, min(a + step, n)) for a in range(first, n, step)]
+
+
+def uniform_row_mask(n: int, rows: int | None, random_state: Any) -> np.ndarray | None:
+    """A boolean mask of ``rows`` of ``n`` rows, uniform without replacement (the same for
+    the same integer ``random_state``, so a resumed pass goes on with the same sample), or
+    None for every row (``rows`` None or at least n): the rows a sampled pass keeps (the
+    Nystrom Gram matrix's, the final partition's)."""
+    if rows is None or rows >= n:
+        return None
+    from sklearn.utils import check_random_state
+
+    seed = check_random_state(random_state).randint(2**31 - 1)
+    mask = np.zeros(n, dtype=bool)
+    mask[np.random.default_rng(seed).choice(n, size=rows, replace=False)] = True
+    return mask
 
 
 def row_bounds(n: int, block: int) -> list[tuple[int, int]]:

@@ -396,6 +396,9 @@ def _final(plan: Any, rate: Calibration, k: int, n_init: int, counts: FinalCount
     # scaling_final_share.md at 10^5 and 10^6 rows against its parts): the runnable
     # processes per core, at least 1
     slower = max(1.0, rate.load) if plan.solver != "exact" else 1.0
+    # fitted on a sample of the rows where the plan says so (the pass that labels every row
+    # is the embedding's: _nystrom)
+    n = int(plan.options.get("final_rows") or n)
     out = {"kmeans": _kmeans(rate, n, k, r, counts.restarts) * slower, "graph": 0.0}
     if plan.graph_anchors:
         g, a = plan.graph_rows, plan.graph_anchors
@@ -412,7 +415,8 @@ def _final(plan: Any, rate: Calibration, k: int, n_init: int, counts: FinalCount
     return out
 
 
-def _nystrom(plan: Any, rate: Calibration, m: int, h_steps: int) -> dict[str, float]:
+def _nystrom(plan: Any, rate: Calibration, m: int, k: int, h_steps: int
+             ) -> dict[str, float]:
     """Seconds of the Nystrom backend's stages."""
     n, r = plan.n_samples, plan.n_components
     options = plan.options
@@ -438,6 +442,10 @@ def _nystrom(plan: Any, rate: Calibration, m: int, h_steps: int) -> dict[str, fl
     else:  # computed again from the data: the final rows, then the clusters' sums of F
         embedding = n * (kernel_row + 2.0 * landmarks * m * r * rate.product)
         inertia = n * (kernel_row + products)
+    sample = options.get("final_rows")
+    if sample:  # the sample's rows, then one pass: every row, its label, the clusters' sums
+        embedding = embedding * (1.0 + sample / n) + n * 2.0 * R * k * rate.product
+        inertia = 0.0
     return {"build": build, "loop": loop, "embedding": embedding, "inertia": inertia}
 
 
@@ -493,7 +501,7 @@ def expected_phases(plan: Any, rate: Calibration, params: dict, counts: FinalCou
     out = {"plan": rate.seconds + FIT_SECONDS,
            **_final(plan, rate, k, int(params["n_init"]), counts)}
     if plan.solver == "nystrom":
-        out.update(_nystrom(plan, rate, m, h_steps))
+        out.update(_nystrom(plan, rate, m, k, h_steps))
     elif plan.solver == "blockwise":
         out.update(_blockwise(plan, rate, m, h_steps))
     else:

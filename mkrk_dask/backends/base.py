@@ -130,6 +130,20 @@ class KernelBackend(ABC):
         kernels then ends beside the caller's work on it)."""
         return self.embedding(top)
 
+    def sample_embedding(self, top: TopK, rows: np.ndarray) -> np.ndarray:
+        """The rows of H of the boolean mask ``rows``, in row order (here: from all of H; a
+        backend that reads its rows in a pass reads only these)."""
+        return self.draft_embedding(top)[rows]
+
+    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(H, labels, forms)``: :meth:`draft_embedding`, the labels ``assign`` (a callable
+        of a block of rows of H) gives its rows, and :meth:`cluster_quad_forms` of them. A
+        backend that reads its rows in passes makes all three in one."""
+        H = self.draft_embedding(top)
+        labels = np.asarray(assign(H), dtype=np.int64)
+        return H, labels, self.cluster_quad_forms(labels, n_clusters)
+
     def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """``sum_c (1/|c|) sum_{i,j in c} K_p[i, j]`` for every kernel p, shape (m,): the
         quadratic forms of the clusters' indicators scaled to unit length
@@ -188,13 +202,16 @@ def cluster_basis(labels: np.ndarray, n_clusters: int) -> np.ndarray:
 
 
 def kernel_inertia(backend: KernelBackend, weights: np.ndarray, labels: np.ndarray,
-                   n_clusters: int) -> float:
+                   n_clusters: int, forms: np.ndarray | None = None) -> float:
     """The kernel k-means objective of ``labels`` in ``K_w = sum_p w_p^2 K_p``, as
     ``KMeans.inertia_`` defines it: ``tr(K_w) - sum_c (1/|c|) sum_{i,j in c} K_w[i, j]``,
     the squared distances of the samples to their cluster's centre in the kernel's feature
-    space, summed. From the traces and :meth:`KernelBackend.cluster_quad_forms`: never an
-    n x n matrix beyond the backend's own."""
+    space, summed. From the traces and :meth:`KernelBackend.cluster_quad_forms` (``forms``,
+    where a pass that labelled the rows already made them): never an n x n matrix beyond the
+    backend's own."""
     squared = np.asarray(weights, dtype=np.float64) ** 2
-    within = backend.traces() - backend.cluster_quad_forms(labels, n_clusters)
+    if forms is None:
+        forms = backend.cluster_quad_forms(labels, n_clusters)
+    within = backend.traces() - forms
     # round-off can leave a kernel's share a hair below zero where a cluster is one point
     return float(max(squared @ within, 0.0))

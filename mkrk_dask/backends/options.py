@@ -58,6 +58,13 @@ EXACT_DISSIMILARITY_BUDGET = 1e11
 #: ``scaling_gram_sample.md``); a sample of 10^6 rows estimates the R x R matrix (a mean of n
 #: outer products) to about 0.1% whatever n
 AUTO_GRAM_ROWS = 1_000_000
+#: ``final_rows="auto"``: above :data:`AUTO_GRAM_ROWS` rows, the final partition (its k-means
+#: and graph) is fitted on a uniform sample of this many rows of the embedding, and one pass
+#: makes every row's embedding, its label and the clusters' sums for ``inertia_`` (at 10^7
+#: rows the k-means of every row, the graph's labels and a second pass over the kernels were
+#: 175 of 403 s, ``benchmarks/results/scale/scaling_aligned.md``). 200,000 rows hold 20,000
+#: of each of 10 clusters, and 200 of each of 1,000
+AUTO_FINAL_ROWS = 200_000
 
 
 def _at_least(minimum: int) -> Interval:
@@ -238,6 +245,13 @@ class NystromOptions(_StoreOptions):
         over: a uniform sample of this many rows, scaled by ``n / sample``, where n is
         larger; the exact traces are still summed over every row. ``"auto"``:
         :data:`AUTO_GRAM_ROWS`. None: every row.
+    final_rows : int, "auto" or None
+        Rows the final partition (its k-means, and the graph's verdict) is fitted on: a
+        uniform sample of this many rows of the embedding, where n is larger; then one pass
+        makes the embedding of every row, labels it by that partition (its nearest centre,
+        or the graph's label) and sums the clusters for ``inertia_``. ``"auto"``: every row
+        up to :data:`AUTO_GRAM_ROWS` rows, a sample of :data:`AUTO_FINAL_ROWS` above. None:
+        every row (the k-means of all of them, then a pass for the inertia).
     """
 
     n_landmarks: Any = 500
@@ -253,6 +267,7 @@ class NystromOptions(_StoreOptions):
     exact_dissimilarity_max_n: Any = "auto"
     local_threshold: float = 0.01
     gram_rows: Any = "auto"
+    final_rows: Any = "auto"
 
     _parameter_constraints: ClassVar[dict] = {
         **_StoreOptions._parameter_constraints,
@@ -277,6 +292,8 @@ class NystromOptions(_StoreOptions):
         "local_threshold": [Interval(Real, 0, None, closed="left")],
         "gram_rows": Phrased("'auto', None or an integer >= 1", StrOptions({"auto"}), None,
                              _at_least(1)),
+        "final_rows": Phrased("'auto', None or an integer >= 1", StrOptions({"auto"}), None,
+                              _at_least(1)),
     }
 
     def __post_init__(self) -> None:
@@ -333,6 +350,15 @@ class NystromOptions(_StoreOptions):
         """The rows of the sample the Gram matrix of ``n`` rows is summed over, or None for
         every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
         rows = AUTO_GRAM_ROWS if self.gram_rows == "auto" else self.gram_rows
+        return None if rows is None or int(rows) >= n else int(rows)
+
+    def resolved_final_rows(self, n: int) -> int | None:
+        """The rows of the sample the final partition of ``n`` rows is fitted on, or None
+        for every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
+        if self.final_rows == "auto":
+            rows = None if n <= AUTO_GRAM_ROWS else AUTO_FINAL_ROWS
+        else:
+            rows = self.final_rows
         return None if rows is None or int(rows) >= n else int(rows)
 
     def factors_storage(self, n: int, m: int) -> bool | None:

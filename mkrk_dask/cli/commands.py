@@ -146,8 +146,8 @@ def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dic
     """``backend_options`` from the backend options of the command line: --dtype for every
     solver, --chunk-size, --n-landmarks, --landmarks, --max-store-bytes and --overwrite where
     ``solver`` has them
-    (``"auto"``: all; the plan keeps those of the backend it chooses), --max-components and
-    --gram-rows as given."""
+    (``"auto"``: all; the plan keeps those of the backend it chooses), --max-components,
+    --gram-rows and --final-rows as given."""
     from ..backends import option_names
 
     names = option_names("nystrom" if solver == "auto" else solver)
@@ -157,7 +157,7 @@ def _backend_options(args: argparse.Namespace, solver: str, **given: Any) -> dic
         if name in names and getattr(args, name, None) is not None}, **given}
     if getattr(args, "overwrite", False) and "overwrite" in names:
         given["overwrite"] = True
-    for flag in ("max_components", "gram_rows"):
+    for flag in ("max_components", "gram_rows", "final_rows"):
         text = getattr(args, flag, None)
         if text is None:
             continue

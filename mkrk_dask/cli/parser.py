@@ -422,6 +422,9 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
                    help="Nystrom: rows the factors' Gram matrix is summed over, a uniform "
                         "sample (default auto: every row up to 10^6, a sample of 10^6 above; "
                         "none: every row)")
+    g.add_argument("--final-rows", default=None, metavar="N|auto|none",
+                   help="Nystrom: rows the final partition is fitted on, a uniform sample "
+                        "(default auto: every row up to 10^6, a sample of 200,000 above)")
     g.add_argument("--landmarks", choices=LANDMARK_METHODS, default="kmeans++",
                    help="Nystrom landmark selection (a store is reused only with the same one)")
 

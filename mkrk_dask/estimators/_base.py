@@ -342,7 +342,8 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
                 approximation = backend.approximation(result.weights)
                 # the kernel k-means objective of the final labels, from the backend's kernels
                 with progress.stage(f"{name} inertia"):
-                    inertia = kernel_inertia(backend, result.weights, final.labels, k)
+                    inertia = kernel_inertia(backend, result.weights, final.labels, k,
+                                             final.cluster_forms)
                 mark("inertia")
             # Only now, the backend's checks passed (leaving the block waited for them).
             mark("finish")

@@ -27,12 +27,14 @@ from .. import progress
 from .._threads import local_threads, single_blas_thread
 from ..assignment import (
     FINAL_CLUSTERINGS,
+    RowLabels,
     assign_clusters,
     cluster_means,
     graph_rows,
     lloyd_centres,
 )
 from ..exceptions import DisconnectedGraphWarning
+from ..passes import uniform_row_mask
 from ..plan import (
     GRAPH_ANCHOR_ITERATIONS,
     GRAPH_CLEAR_GAP,
@@ -106,7 +108,16 @@ class FinalResult:
         Labels the Lloyd steps of the centres moved.
     marks : tuple of (str, float)
         ``(stage, time.perf_counter() at its end)`` for the stages run (``embedding``,
-        ``kmeans``, ``graph``; ``kmeans`` again where the graph is not kept).
+        ``kmeans``, ``graph``; ``kmeans`` again where the graph is not kept; ``embedding``
+        again for the pass that labels every row where the partition was fitted on a
+        sample).
+    cluster_forms : ndarray of shape (n_kernels,) or None
+        The clusters' quadratic forms of every kernel
+        (:meth:`~mkrk_dask.backends.KernelBackend.cluster_quad_forms` of ``labels``), where
+        the pass that labelled the rows summed them; None: not yet made.
+    fitted_rows : int or None
+        The rows of the uniform sample the partition was fitted on (the plan's
+        ``final_rows``); None: every row.
     """
 
     top: Any
@@ -118,6 +129,8 @@ class FinalResult:
     centres: np.ndarray | None
     n_labels_polished: int | None
     marks: tuple[tuple[str, float], ...]
+    cluster_forms: np.ndarray | None = None
+    fitted_rows: int | None = None
 
 
 class FinalPartition:
@@ -157,9 +170,12 @@ class FinalPartition:
         def mark(stage: str) -> None:
             marks.append((stage, time.perf_counter()))
 
+        sample = uniform_row_mask(backend.n_samples, plan.options.get("final_rows"),
+                                  self.random_state)
         with local_threads(backend.compute_threads()):
-            with progress.stage(f"{name} embedding"):
-                top, rows = self.embedding(backend, loop)
+            with progress.stage(f"{name} embedding" + ("" if sample is None else
+                                                       " of the sampled rows")):
+                top, rows = self.embedding(backend, loop, sample)
             mark("embedding")
             with progress.stage(f"{name} final k-means"):
                 first = reference_inits(plan.final_clustering, self.n_init)
@@ -174,11 +190,16 @@ class FinalPartition:
             with progress.stage(f"{name} final k-means"):
                 labels = self.kmeans(rows, self.n_init)
             mark("kmeans")
-        centres = polished = None
-        if row_map is not None:  # the centres predict uses (feature input)
-            centres, labels, polished = self.centres(rows, labels, verdict.graph is not None)
         feature_scale = (np.sqrt(np.maximum(top.eigenvalues, 0.0))
                          if plan.final_step == "features" else None)
+        centres = polished = forms = None
+        if sample is not None:  # every row labelled by the sample's partition, in one pass
+            with progress.stage(f"{name} embedding, labels and cluster sums"):
+                rows, labels, forms, centres, polished = self.label_rows(
+                    backend, top, rows, labels, verdict.graph, feature_scale)
+            mark("embedding")
+        elif row_map is not None:  # the centres predict uses (feature input)
+            centres, labels, polished = self.centres(rows, labels, verdict.graph is not None)
         if row_map is not None and plan.solver == "nystrom":
             # The Nystrom map also predicts by itself (a saved model needs nothing else),
             # where the centres decide (not the final graph's partition).
@@ -187,12 +208,35 @@ class FinalPartition:
             row_map.n_labels_polished = polished
         return FinalResult(top=top, embedding=rows, feature_scale=feature_scale, labels=labels,
                            verdict=verdict, row_map=row_map, centres=centres,
-                           n_labels_polished=polished, marks=tuple(marks))
+                           n_labels_polished=polished, marks=tuple(marks), cluster_forms=forms,
+                           fitted_rows=None if sample is None else int(sample.sum()))
 
-    def embedding(self, backend: Any, loop: Any) -> tuple[Any, np.ndarray]:
+    def label_rows(self, backend: Any, top: Any, rows: np.ndarray, labels: np.ndarray,
+                   graph: Any, feature_scale: np.ndarray | None) -> tuple:
+        """Every row labelled by the partition of the sample's ``rows`` (their ``labels``;
+        the final ``graph`` where it was kept, else the sample's centres polished by Lloyd
+        steps on it): :meth:`~mkrk_dask.backends.KernelBackend.labelled_embedding` makes
+        every row of H, its label and the clusters' sums for the inertia in one pass.
+        Returns ``(embedding, labels, cluster_forms, centres, n_labels_polished)``, the
+        polished count the sample's."""
+        step, k = self.plan.final_step, self.n_clusters
+        centres, polished = None, 0
+        if graph is None:
+            centres, _, polished = lloyd_centres(rows, labels, k, step=step)
+        assign = RowLabels(step, feature_scale, centres=centres, graph=graph)
+        H, labels, forms = backend.labelled_embedding(top, assign, k)
+        if feature_scale is not None:
+            H *= feature_scale[None, :]  # in place, as embedding() scales its rows
+        if graph is not None:  # the means of the graph's clusters, as centres() makes them
+            centres = cluster_means(H, labels, k, step=step)
+        return H, labels, forms, centres, polished
+
+
+    def embedding(self, backend: Any, loop: Any, sample: np.ndarray | None = None
+                  ) -> tuple[Any, np.ndarray]:
         """``(top, rows)``: the eigenpairs of the learned kernel at the plan's rank and the
         rows the final k-means sees before any unit scaling (``H``, or its features
-        ``H sqrt(mu)``).
+        ``H sqrt(mu)``); with ``sample`` (a boolean mask), of the sampled rows only.
 
         The spectral step at rank k reuses the loop's last eigenvectors, and every step
         reuses the first H-step's where the loop made it at the plan's rank and ended at its
@@ -210,7 +254,8 @@ class FinalPartition:
             else:
                 top = backend.top_k(loop.weights, rank)
                 top.weights = np.array(loop.weights)
-        vectors = backend.draft_embedding(top)  # n x r, owned here
+        vectors = (backend.draft_embedding(top) if sample is None else
+                   backend.sample_embedding(top, sample))  # n x r, owned here
         if plan.final_step == "features":
             vectors *= np.sqrt(np.maximum(top.eigenvalues, 0.0))[None, :]  # in place
         return top, vectors

@@ -12,11 +12,7 @@ import numpy as np
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ..assignment import (
-    graph_rows,
-    nearest_centre,
-    within_cluster_loss,
-)
+from ..assignment import assign_rows, within_cluster_loss
 from ..passes import is_dask
 from ..validation import check_feature_views
 from ..views import check_new_views, default_view_names
@@ -166,10 +162,9 @@ class OutOfSampleMixin:
         return self._assign(self.transform(X))
 
     def _assign(self, rows: np.ndarray) -> np.ndarray:
-        graph = getattr(self, "final_graph_", None)
-        if graph is not None:  # the graph of the final rows partitioned the training data
-            return graph.predict(graph_rows(rows, self.final_step_))
-        return nearest_centre(rows, self.cluster_centers_, step=self.final_step_)
+        # the graph of the final rows, where it partitioned the training data
+        return assign_rows(rows, self.final_step_, graph=getattr(self, "final_graph_", None),
+                           centres=getattr(self, "cluster_centers_", None))
 
     @available_if(_maps_new_points)
     def score(self, X: Any, y: Any = None) -> float:

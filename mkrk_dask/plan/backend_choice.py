@@ -64,7 +64,8 @@ def resolve_options(solver: str, params: dict, n: int, m: int, dtype: str,
             options, max_components=options.resolved_max_components(n, m),
             landmark_oversampling=options.resolved_landmark_oversampling(n, m),
             exact_dissimilarity_max_n=options.exact_dissimilarity_limit(m),
-            gram_rows=options.resolved_gram_rows(n))
+            gram_rows=options.resolved_gram_rows(n),
+            final_rows=options.resolved_final_rows(n))
     return {f.name: getattr(options, f.name) for f in fields(options)}
 
 
@@ -119,6 +120,28 @@ def gram_rows_decision(options: dict, params: dict, n: int) -> Decision:
         f"a uniform sample estimates the R x R Gram matrix of the factors (scaled by "
         f"n / {rows:,}); the exact traces, the embedding and the inertia read every row")
     return Decision("gram rows", f"a uniform sample of {rows:,}", reason, auto=is_auto(given))
+
+
+def final_rows_decision(options: dict, params: dict, n: int, k: int) -> Decision:
+    """The rows the final partition of ``k`` clusters is fitted on (``final_rows``, resolved
+    in ``options``: None for every row); refused below ``k`` rows."""
+    from ..backends.options import AUTO_GRAM_ROWS
+
+    rows = options.get("final_rows")
+    given = dict(params.get("backend_options") or {}).get("final_rows", "auto")
+    if rows is not None and rows < k:
+        raise ValueError(f"final_rows={rows} is below n_clusters={k}: the final partition is "
+                         f"fitted on a sample of at least one row a cluster")
+    if rows is None:
+        reason = (f"n = {n:,} <= {AUTO_GRAM_ROWS:,}" if is_auto(given) else
+                  "final_rows=None" if given is None else f"final_rows={given} >= n")
+        return Decision("final rows", "every row", reason + ": the k-means of every row, then a "
+                        "pass for the clusters' sums (inertia_)", auto=is_auto(given))
+    reason = (f"n = {n:,} > {AUTO_GRAM_ROWS:,}: " if is_auto(given) else "given: ") + (
+        f"the final partition is fitted on the embedding of a uniform sample of {rows:,} rows"
+        + "; one pass then makes every row's embedding, labels it by that partition and "
+        "sums the clusters for inertia_")
+    return Decision("final rows", f"a uniform sample of {rows:,}", reason, auto=is_auto(given))
 
 
 def _refuse_tiny_chunks(chunk_size: int | None, n: int) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 from ..backends.base import APPROXIMATION_WARNING
 from ..preprocessing import ColumnScaling, preprocess, two_valued, view_sample
 from .backend_choice import (
+    final_rows_decision,
     gram_rows_decision,
     requested_dtype,
     resolve_eigen_method,
@@ -105,6 +106,7 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
         decisions.append(store_factors_decision(options, params, n, m, specs,
                                                 [int(v.shape[1]) for v in data]))
         decisions.append(gram_rows_decision(options, params, n))
+        decisions.append(final_rows_decision(options, params, n, k))
     iterations = int(params.get("max_iter", 100))
     # SimpleMKKM's line search makes an H-step per trial point (docs/methods.rst measures
     # 1.8-2.2 a step with direction="scaled", 18.5-18.9 with the authors' "reduced")

@@ -179,3 +179,18 @@ def test_lifted_rows_give_the_squared_distances(monkeypatch):
     assert landmarks._distance_rows(np.c_[X, X], sq) is not None
     monkeypatch.setattr(landmarks, "LIFT_MAX_COLUMNS", 5)
     assert landmarks._distance_rows(np.c_[X, X], sq) is None  # 6 columns: the formula
+
+
+@pytest.mark.parametrize("method", ["kmeans++", "uniform"])
+def test_select_landmarks_returns_the_rows_it_chose(method):
+    """return_rows gives the chosen rows as take_rows reads them (k-means++ from its pool:
+    no second read of lazy input), the same choice as without it."""
+    X = np.random.default_rng(0).normal(size=(3000, 5)).astype(np.float32)
+    lazy = da.from_array(X, chunks=500)
+    chosen, rows = select_landmarks(lazy, 30, method, random_state=3, return_rows=True)
+    np.testing.assert_array_equal(chosen, select_landmarks(X, 30, method, random_state=3))
+    np.testing.assert_array_equal(np.asarray(rows, dtype=np.float64),
+                                  X[chosen].astype(np.float64))
+    sparse_rows = select_landmarks(sp.csr_matrix(X), 30, method, random_state=3,
+                                   return_rows=True)[1]
+    np.testing.assert_array_equal(sparse_rows.toarray(), X[chosen].astype(np.float64))

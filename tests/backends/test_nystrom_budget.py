@@ -10,7 +10,6 @@ import pytest
 import zarr
 
 from mkrk_dask import MKKMRK
-from mkrk_dask.backends.nystrom.build import gram_sample
 from mkrk_dask.backends.options import (
     AUTO_EXACT_DISSIMILARITY_MAX_N,
     AUTO_EXACT_DISSIMILARITY_MIN_N,
@@ -22,6 +21,7 @@ from mkrk_dask.backends.options import (
 )
 from mkrk_dask.landmarks import allocate_ranks
 from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.passes import uniform_row_mask
 from mkrk_dask.synthetic import make_multiview_blobs
 
 
@@ -329,14 +329,14 @@ def test_gram_rows_option():
             NystromOptions(gram_rows=bad)
 
 
-def test_gram_sample_is_uniform_and_repeatable():
-    first = gram_sample(10_000, 3_000, 7)
+def test_uniform_row_mask_is_uniform_and_repeatable():
+    first = uniform_row_mask(10_000, 3_000, 7)
     assert first.dtype == bool and first.sum() == 3_000
-    assert np.array_equal(first, gram_sample(10_000, 3_000, 7))
-    assert not np.array_equal(first, gram_sample(10_000, 3_000, 8))
+    assert np.array_equal(first, uniform_row_mask(10_000, 3_000, 7))
+    assert not np.array_equal(first, uniform_row_mask(10_000, 3_000, 8))
     # every tenth of the rows gets about its share (binomial sd about 14 rows)
     assert np.all(np.abs(first.reshape(10, -1).sum(axis=1) - 300) < 100)
-    assert gram_sample(10_000, None, 7) is None and gram_sample(10_000, 10_000, 7) is None
+    assert uniform_row_mask(10_000, None, 7) is None and uniform_row_mask(10_000, 10_000, 7) is None
 
 
 @pytest.mark.parametrize("store", [False, True])

@@ -369,3 +369,18 @@ def test_gram_rows_from_the_command_line(digits_npz: Path, capsys: pytest.Captur
     assert main([*common, "--gram-rows", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].endswith("--gram-rows must be 'auto', 'none' or an integer >= 1, got '0'")
+
+
+def test_final_rows_from_the_command_line(digits_npz: Path,
+                                          capsys: pytest.CaptureFixture) -> None:
+    """--final-rows reaches the Nystrom options (the plan says so); a bad value is one line,
+    exit 2."""
+    common = ["fit", str(digits_npz), "--solver", "nystrom", "--n-landmarks", "40", "--plan"]
+    assert main([*common, "--final-rows", "100"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "final rows: a uniform sample of 100 (given:" in out
+    assert main([*common, "--final-rows", "none"]) == 0
+    assert "final rows: every row (final_rows=None" in " ".join(capsys.readouterr().out.split())
+    assert main([*common, "--final-rows", "x5"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith("--final-rows must be 'auto', 'none' or an integer >= 1, got 'x5'")

@@ -53,7 +53,7 @@ from ..options import NystromOptions, make_options
 from .build import NystromParts, build_nystrom
 from .local import LocalBasis, LocalPart
 from .model import NystromModel
-from .tasks import cluster_sums_task, embed_task, stream_embed_task
+from .tasks import cluster_sums_task, embed_task, labelled_embed_task, stream_embed_task
 
 __all__ = ["NystromBackend", "NystromLocalBackend", "NystromBasis", "MISSED_FRACTION_WARNING",
            "open_nystrom"]
@@ -272,6 +272,59 @@ class NystromBackend(KernelBackend):
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
 
+    def sample_embedding(self, top: TopK, rows: np.ndarray) -> np.ndarray:
+        """The rows of ``H = F B`` of the boolean mask ``rows`` (in row order): one pass that
+        keeps only them."""
+        B = top.basis.coefficients
+        parts: dict[int, np.ndarray] = {}
+
+        def combine(i: int, value: np.ndarray) -> None:
+            parts[i] = value
+
+        self._check_pass()
+        shared = Shared(self.session.client, B)
+        try:
+            self._factor_pass("embedding of the sampled rows", lambda stored, model, blocks,
+                              start, stop: (
+                (embed_task, self.factors_array, start, stop, shared.ref,
+                 int(self.factors_array.chunks[0]), rows[start:stop]) if stored else
+                (stream_embed_task, model, blocks, start, stop, shared.ref, self._chunk,
+                 rows[start:stop])), combine)
+        finally:
+            shared.release()
+        return np.concatenate([parts[i] for i in range(len(self.row_tasks))])
+
+    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(H, labels, forms)`` in one pass: ``H = F B``, the labels ``assign`` gives its
+        rows, and the clusters' quadratic forms of :meth:`cluster_quad_forms` from the same
+        reading of the rows (the data's kernel blocks are evaluated once for all three)."""
+        B = top.basis.coefficients
+        t0 = time.perf_counter()
+        H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
+        labels = np.empty(self.n_samples, dtype=np.int64)
+        sums = np.zeros((n_clusters, self.gram.shape[0]))
+
+        def combine(i: int, value: tuple) -> None:
+            start, stop = self.row_tasks[i]
+            H[start:stop], labels[start:stop], part = value
+            sums[...] += part
+
+        self._check_pass()
+        client = self.session.client
+        shared = [Shared(client, B), Shared(client, assign)]  # sent to the workers once
+        try:
+            self._factor_pass("embedding, labels and cluster sums", lambda stored, model,
+                              blocks, start, stop: (
+                labelled_embed_task, self.factors_array if stored else None, model, blocks,
+                start, stop, shared[0].ref, shared[1].ref, n_clusters,
+                int(self.factors_array.chunks[0]) if stored else self._chunk), combine)
+        finally:
+            for part in shared:
+                part.release()
+        self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
+        return H, labels, self._cluster_forms(sums, labels, n_clusters)
+
     def _check_pass(self) -> None:
         if self.session is None or (self.factors_array is None and self._views is None):
             raise RuntimeError("the backend is closed")
@@ -320,6 +373,11 @@ class NystromBackend(KernelBackend):
                     start, stop, labels[start:stop], n_clusters, chunk)
 
         self._factor_pass("cluster sums Z^T F", task, combine)
+        return self._cluster_forms(sums, labels, n_clusters)
+
+    def _cluster_forms(self, sums: np.ndarray, labels: np.ndarray, n_clusters: int
+                       ) -> np.ndarray:
+        """Per kernel, ``sum_c ||F_p^T 1_c||^2 / |c|`` from the cluster sums ``Z^T F``."""
         counts = np.maximum(np.bincount(labels, minlength=n_clusters), 1)
         scaled = sums / np.sqrt(counts)[:, None]
         quad = np.add.reduceat(np.einsum("ij,ij->j", scaled, scaled), self.offsets[:-1])
@@ -452,6 +510,10 @@ class NystromLocalBackend(NystromBackend):
         quad = (np.add.reduceat(np.einsum("ij,ij->i", FH, FH), self.offsets[:-1])
                 + self.local.quad_forms(H))
         return np.minimum(quad, self._traces)
+
+    # all in memory: H, and the clusters' forms, without a pass
+    sample_embedding = KernelBackend.sample_embedding
+    labelled_embedding = KernelBackend.labelled_embedding
 
     def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:
         """Of the factors in memory and the local part (:meth:`quad_forms`): no pass."""

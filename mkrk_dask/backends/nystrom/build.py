@@ -33,7 +33,7 @@ from ...dask_session import DaskSession
 from ...exceptions import NystromApproximationWarning, StoreError
 from ...kernel_widths import distributed_scales, median_scales
 from ...kernels import KernelSpec, kernel_blocks, mirror_upper, resolve_kernels, row_sq_norms
-from ...landmarks import allocate_ranks, landmark_transform, select_landmarks, take_rows
+from ...landmarks import allocate_ranks, landmark_transform, select_landmarks
 from ...passes import (
     RowSource,
     Shared,
@@ -45,6 +45,7 @@ from ...passes import (
     row_tasks,
     run_pass,
     task_blas_threads,
+    uniform_row_mask,
 )
 from ...progress import reporter
 from ...store.checkpoints import PassCheckpoint
@@ -67,7 +68,7 @@ from .local import LOCAL_RESULTS, load_local
 from .model import FACTOR_LAYOUT, NystromModel
 from .tasks import factor_task, gram_order
 
-__all__ = ["build_nystrom", "NystromParts", "factor_chunk_rows", "factors_storage", "gram_sample",
+__all__ = ["build_nystrom", "NystromParts", "factor_chunk_rows", "factors_storage",
            "landmark_counts", "landmark_flops", "STORE_KIND"]
 
 STORE_KIND = "nystrom"
@@ -408,7 +409,7 @@ def _build(views: Sequence[Any], sources: list[RowSource], specs: list[KernelSpe
     if sums is None:
         t0 = time.perf_counter()
         row_bytes = 8 * sum(int(v.shape[1]) for v in views)
-        sample = gram_sample(n, options.resolved_gram_rows(n), random_state)
+        sample = uniform_row_mask(n, options.resolved_gram_rows(n), random_state)
         sums, seconds = _factor_pass(client, sources, model, row_bytes, chunk, factors_array,
                                      threads, options.blas_threads,
                                      PassCheckpoint(group, _FACTOR_PROGRESS), sample)
@@ -455,18 +456,6 @@ def _factor_sums(group: Any) -> dict[str, np.ndarray] | None:
     return None if any(v is None for v in found.values()) else found
 
 
-def gram_sample(n: int, rows: int | None, random_state: Any) -> np.ndarray | None:
-    """The rows the Gram matrix is summed over: a boolean mask of ``rows`` of ``n`` rows,
-    uniform without replacement (the same for the same integer ``random_state``, so a
-    resumed pass goes on with the same sample), or None for every row."""
-    if rows is None or rows >= n:
-        return None
-    seed = check_random_state(random_state).randint(2**31 - 1)
-    mask = np.zeros(n, dtype=bool)
-    mask[np.random.default_rng(seed).choice(n, size=rows, replace=False)] = True
-    return mask
-
-
 def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row_bytes: int,
                  chunk: int, factors_array: Any, threads: int, blas: int | None,
                  checkpoint: PassCheckpoint, sample: np.ndarray | None = None
@@ -476,8 +465,9 @@ def _factor_pass(client: Any, sources: list[RowSource], model: NystromModel, row
     the rows done, so that an interrupted pass continues with the same sums to the bit, also
     on a cluster with another number of threads (other task ranges).
 
-    With ``sample`` (:func:`gram_sample`), the Gram matrix and the factors' diagonal products
-    are the sampled rows' sums scaled by ``n / rows``: estimates of the sums over every row
+    With ``sample`` (:func:`~mkrk_dask.passes.uniform_row_mask`), the Gram matrix and the
+    factors' diagonal products are the sampled rows' sums scaled by ``n / rows``: estimates of
+    the sums over every row
     (the exact diagonal sums, read from every row, are not scaled)."""
     R, m = model.n_components, len(model.specs)
     n = sources[0].n_rows
@@ -545,8 +535,7 @@ def _build_model(views: Sequence[Any], specs: list[KernelSpec], normalize: bool,
     for view in sorted({s.view for s in specs}):
         idx = [p for p, s in enumerate(specs) if s.view == view]
         r = max(counts[p] for p in idx)
-        chosen = select_landmarks(views[view], r, method, rng)
-        L = take_rows(views[view], chosen)
+        chosen, L = select_landmarks(views[view], r, method, rng, return_rows=True)
         L = L.toarray() if sp.issparse(L) else np.asarray(L, dtype=np.float64)
         landmarks[view] = L
         indices[view] = chosen

@@ -26,16 +26,18 @@ from ...assignment import nearest_centre
 from ...kernel_evaluation import direction_roots
 from ...kernels import KernelSpec, kernel_blocks, kernel_diagonal, row_sq_norms
 from .local import local_residual
+from .products import (
+    FACTOR_BLOCK_ROWS,
+    TRAPEZOID_COLUMNS,
+    embed_rows,
+    indicator_rows,
+    lower_trapezoidal,
+    trapezoid_product,
+)
 
-__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "FLOAT32_PRODUCT_MIN_EIGENVALUE",
-           "TRAPEZOID_COLUMNS", "FACTOR_LAYOUT"]
+__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "LABEL_BLOCK_ROWS",
+           "FLOAT32_PRODUCT_MIN_EIGENVALUE", "TRAPEZOID_COLUMNS", "FACTOR_LAYOUT"]
 
-#: rows of the kernel blocks evaluated at once by :meth:`NystromModel.factors`: at 500
-#: landmarks a block of 512 rows is 2 MiB in float64, so the several elementwise passes of a
-#: kernel's evaluation (distances, scaling, exp, normalisation) run in cache; with 4,096 rows
-#: (16 MiB) each pass went to memory, and a factor chunk took 20-30% longer (measured on 4
-#: views x 3 kernels x 500 landmarks, R = 2,048, one and two threads)
-FACTOR_BLOCK_ROWS = 512
 #: float32 factors: the columns of ``T_p`` whose eigenvalue is at least this share of the
 #: kernel's largest are multiplied in float32 (twice the rate of float64). The error of a
 #: float32 product in column k is about eps_32 sqrt(lambda_max / lambda_k) of a factor row's
@@ -44,15 +46,11 @@ FACTOR_BLOCK_ROWS = 512
 #: values, which a view of strong columns only takes in float32 (:meth:`single_views`: a few
 #: tens of eps_32, so at most a few thousand eps_32, 3e-4, in the weakest strong column)
 FLOAT32_PRODUCT_MIN_EIGENVALUE = 1e-4
+#: rows whose kernel blocks :meth:`NystromModel.embed_label_sums` holds until their labels are
+#: known (8 blocks of :data:`FACTOR_BLOCK_ROWS`: a labelling call per 4,096 rows)
+LABEL_BLOCK_ROWS = 4096
 #: the factor layout of new models and stores (see :attr:`NystromModel.factor_layout`)
 FACTOR_LAYOUT = "rotated"
-#: columns per product of a kernel's strong columns, rotated so that T's head is lower
-#: triangular (:meth:`NystromModel.product_transforms`): a block of columns starting at j
-#: skips the first j rows of T, which are zero. Narrower blocks skip more zeros but run BLAS
-#: on thinner products: 48-128 columns took 18-20% less time than one product of all the
-#: columns, 32 and 192 columns 13%, for the default dictionary's 16 kernels on 500 landmarks
-#: per view (R = 2,048), one thread
-TRAPEZOID_COLUMNS = 96
 
 
 def _in_memory(rows: Any, view: int) -> Any:
@@ -64,60 +62,6 @@ def _in_memory(rows: Any, view: int) -> Any:
     if not np.isfinite(block).all():
         raise ValueError(f"view {view}: the new rows contain NaN or infinity")
     return block
-
-
-def embed_rows(F: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """``F B`` in float64 (the same arithmetic in the fit's final pass and in ``transform``).
-
-    float32 factors are cast :data:`FACTOR_BLOCK_ROWS` rows at a time: a float64 copy of a
-    whole chunk would be twice the chunk."""
-    if F.dtype == np.float64:
-        return F @ B
-    out = np.empty((F.shape[0], B.shape[1]))
-    for a in range(0, F.shape[0], FACTOR_BLOCK_ROWS):
-        np.matmul(np.asarray(F[a:a + FACTOR_BLOCK_ROWS], dtype=np.float64), B,
-                  out=out[a:a + FACTOR_BLOCK_ROWS])
-    return out
-
-
-def _lower_trapezoidal(head: np.ndarray) -> np.ndarray:
-    """``head Q`` (float64) for the orthogonal ``Q`` that makes its first ``s`` rows lower
-    triangular with a non-negative diagonal (``head[:s]^T = Q R``: ``head[:s] Q = R^T``); the
-    entries above the diagonal are set to their exact zero. A head of at most
-    :data:`TRAPEZOID_COLUMNS` columns is returned as it is (one product either way)."""
-    s = head.shape[1]
-    if s <= TRAPEZOID_COLUMNS:
-        return head
-    q, r = np.linalg.qr(head[:s].T)
-    signs = np.where(np.diag(r) < 0, -1.0, 1.0)
-    rotated = head @ (q * signs[None, :])
-    rotated[:s] = np.tril(rotated[:s])
-    return rotated
-
-
-def _trapezoid_product(left: np.ndarray, head: np.ndarray, out: np.ndarray,
-                       triangle: bool = True) -> np.ndarray:
-    """``left @ head`` into ``out`` for a ``head`` whose first rows are lower triangular
-    (:func:`_lower_trapezoidal`): columns ``j0:j1`` read rows ``j0:`` only. ``triangle=False``:
-    one product (a head that was not rotated)."""
-    s = head.shape[1]
-    if s <= TRAPEZOID_COLUMNS or not triangle:
-        return np.matmul(left, head, out=out)
-    for j0 in range(0, s, TRAPEZOID_COLUMNS):
-        j1 = min(j0 + TRAPEZOID_COLUMNS, s)
-        np.matmul(left[:, j0:], head[j0:, j0:j1], out=out[:, j0:j1])
-    return out
-
-
-def _indicator(labels: np.ndarray, n_clusters: int, single: bool) -> Any:
-    """``Z^T`` of a block's ``labels``: dense float32 for float32 kernel blocks, else a
-    sparse float64 matrix (see :meth:`NystromModel.cluster_sums`)."""
-    if single:
-        dense = np.zeros((n_clusters, labels.size), dtype=np.float32)
-        dense[labels, np.arange(labels.size)] = 1.0
-        return dense
-    return sp.csr_matrix((np.ones(labels.size), (labels, np.arange(labels.size))),
-                         shape=(n_clusters, labels.size))
 
 
 def _has_features(spec: KernelSpec) -> bool:
@@ -262,7 +206,7 @@ class NystromModel:
         approximation, is unchanged) to make their first rows a lower triangle with a positive
         diagonal (unique, so every process derives the same F from the same ``T_p``).
         ``F_p = K_p(X, L_p) T_p Q`` then costs about ``r'^2 / 2`` fewer multiply-adds per row:
-        :func:`_trapezoid_product`. Weak columns are left as they are."""
+        :func:`trapezoid_product`. Weak columns are left as they are."""
         return [np.hstack([head, tail]) for head, _, tail in self._product_parts()]
 
     def _product_parts(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -271,7 +215,7 @@ class NystromModel:
         (float64)."""
         if self.__dict__.get("_products") is None:
             dtype = np.float32 if self.dtype == np.float32 else np.float64
-            rotate = _lower_trapezoidal if self.factor_layout == "rotated" else np.asarray
+            rotate = lower_trapezoidal if self.factor_layout == "rotated" else np.asarray
             heads = [rotate(T[:, :s]) for T, s in zip(self.transforms, self.strong_columns,
                                                        strict=True)]
             self._products = [(head, head.astype(dtype), T[:, head.shape[1]:])
@@ -422,7 +366,7 @@ class NystromModel:
             if head.shape[1]:
                 # the strong columns in the factors' dtype (float32: twice the rate), written
                 # by BLAS straight into F's column slice (strided rows): no temporary, no copy
-                blocks.append(_trapezoid_product(np.asarray(C, dtype=head.dtype), head,
+                blocks.append(trapezoid_product(np.asarray(C, dtype=head.dtype), head,
                                                  out[:, offsets[p]:split],
                                                  self.factor_layout == "rotated"
                                                  and p not in rows))
@@ -459,6 +403,17 @@ class NystromModel:
                         for p, (phi_t, _, _) in self._feature_parts().items()}
         return maps, feature_maps
 
+    def _block_kernels(self, views: Sequence[Any], a: int, b: int) -> Any:
+        """``(p, C, feature)`` for every kernel of the rows ``a:b``: ``C`` its block
+        ``K_p(X, L_p)`` (:meth:`_landmark_blocks`), or ``phi(X)`` (``feature``) for the
+        kernels of :meth:`_feature_parts`."""
+        read = self._read_views([None if v is None else v[a:b] for v in views])
+        rows = self._feature_rows(read)
+        for p, C in self._landmark_blocks(read, skip=rows):
+            yield p, C, False
+        for p, phi in rows.items():
+            yield p, phi, True
+
     def project(self, views: Sequence[Any], B: np.ndarray, *, maps: tuple | None = None
                 ) -> np.ndarray:
         """``F B`` of the given rows without forming F, summed in float64:
@@ -472,13 +427,9 @@ class NystromModel:
         maps, feature_maps = self.projection_maps(B) if maps is None else maps
         out = np.zeros((n, B.shape[1]))
         for a in range(0, n, FACTOR_BLOCK_ROWS):
-            part = [None if v is None else v[a:a + FACTOR_BLOCK_ROWS] for v in views]
-            read = self._read_views(part)
-            rows = self._feature_rows(read)
-            for p, C in self._landmark_blocks(read, skip=rows):
-                out[a:a + FACTOR_BLOCK_ROWS] += C @ maps[p]
-            for p, phi in rows.items():
-                out[a:a + FACTOR_BLOCK_ROWS] += phi @ feature_maps[p]
+            b = min(a + FACTOR_BLOCK_ROWS, n)
+            for p, C, feature in self._block_kernels(views, a, b):
+                out[a:b] += C @ (feature_maps[p] if feature else maps[p])
         return out
 
     def cluster_sums(self, views: Sequence[Any], labels: np.ndarray, n_clusters: int
@@ -491,30 +442,70 @@ class NystromModel:
         factors round F first: about 1e-7 relative)."""
         n = views[0].shape[0]
         labels = np.asarray(labels, dtype=np.int64)
-        features = self._feature_parts()
-        sums: dict[int, np.ndarray] = {}
+        sums: dict[tuple[int, bool], np.ndarray] = {}
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             b = min(a + FACTOR_BLOCK_ROWS, n)
-            # float64 blocks: a sparse indicator (no dense product of zeros); float32 ones
-            # (the single views): a float32 product, summed into float64 every 512 rows, whose
-            # rounding is that of the float32 factors themselves (about 1e-7 relative)
-            indicators: dict[bool, Any] = {}  # made where a block of their kind comes
-            read = self._read_views([None if v is None else v[a:b] for v in views])
-            rows = self._feature_rows(read)
-            for p, C in itertools.chain(self._landmark_blocks(read, skip=rows), rows.items()):
-                single = getattr(C, "dtype", None) == np.float32
-                if single not in indicators:
-                    indicators[single] = _indicator(labels[a:b], n_clusters, single)
-                part = indicators[single] @ (C if single else np.asarray(C))
-                if single:
-                    part = part.astype(np.float64)
-                key = (p, p in rows)
-                sums[key] = part if key not in sums else sums[key] + part
+            self._add_cluster_sums(sums, self._block_kernels(views, a, b), labels[a:b],
+                                   n_clusters)
+        return self._mapped_sums(sums, n_clusters)
+
+    def embed_label_sums(self, views: Sequence[Any], B: np.ndarray, assign: Any,
+                         n_clusters: int, *, maps: tuple | None = None
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(H, labels, Z^T F)`` of the given rows from one evaluation of their kernel
+        blocks: ``H = F B`` as :meth:`project` makes it (kept in the model's dtype), the
+        labels ``assign`` gives the rows of H (a callable of a block of them), and the
+        cluster sums of :meth:`cluster_sums` for those labels. The blocks of
+        :data:`LABEL_BLOCK_ROWS` rows are held until their labels are known (a few tens of
+        MiB): the labels need H, the sums need the labels."""
+        n = views[0].shape[0]
+        maps, feature_maps = self.projection_maps(B) if maps is None else maps
+        H = np.empty((n, B.shape[1]), dtype=self.dtype)
+        labels = np.empty(n, dtype=np.int64)
+        sums: dict[tuple[int, bool], np.ndarray] = {}
+        for a0 in range(0, n, LABEL_BLOCK_ROWS):
+            b0 = min(a0 + LABEL_BLOCK_ROWS, n)
+            held = []
+            for a in range(a0, b0, FACTOR_BLOCK_ROWS):
+                b = min(a + FACTOR_BLOCK_ROWS, b0)
+                parts = list(self._block_kernels(views, a, b))
+                rows = np.zeros((b - a, B.shape[1]))
+                for p, C, feature in parts:  # in project's order: the same bits
+                    rows += C @ (feature_maps[p] if feature else maps[p])
+                H[a:b] = rows
+                held.append((a, b, parts))
+            labels[a0:b0] = assign(H[a0:b0])
+            for a, b, parts in held:
+                self._add_cluster_sums(sums, parts, labels[a:b], n_clusters)
+        return H, labels, self._mapped_sums(sums, n_clusters)
+
+    @staticmethod
+    def _add_cluster_sums(sums: dict, parts: Any, labels: np.ndarray, n_clusters: int) -> None:
+        """Add the per-cluster sums of a block's kernel rows ``parts`` (of
+        :meth:`_block_kernels`) to ``sums``, by kernel."""
+        # float64 blocks: a sparse indicator (no dense product of zeros); float32 ones (the
+        # single views): a float32 product, summed into float64 every block, whose rounding
+        # is that of the float32 factors themselves (about 1e-7 relative)
+        indicators: dict[bool, Any] = {}  # made where a block of their kind comes
+        for p, C, feature in parts:
+            single = getattr(C, "dtype", None) == np.float32
+            if single not in indicators:
+                indicators[single] = indicator_rows(labels, n_clusters, single)
+            part = indicators[single] @ (C if single else np.asarray(C))
+            if single:
+                part = part.astype(np.float64)
+            key = (p, feature)
+            sums[key] = part if key not in sums else sums[key] + part
+
+    def _mapped_sums(self, sums: dict, n_clusters: int) -> np.ndarray:
+        """``Z^T F`` (k x R) from the per-kernel sums of :meth:`_add_cluster_sums`: each
+        mapped by its kernel's transform (``phi(L_p)^T`` first for a feature kernel)."""
+        features = self._feature_parts()
         out = np.zeros((n_clusters, self.n_components))
         offsets = self.offsets
         for (p, feature), summed in sums.items():
             head, _, tail = self._product_parts()[p]
-            if feature:  # phi(X)'s sums, mapped by phi(L_p)^T first
+            if feature:
                 summed = summed @ features[p][0]
             split = offsets[p] + head.shape[1]
             out[:, offsets[p]:split] += summed @ head

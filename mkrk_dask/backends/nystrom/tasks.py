@@ -6,6 +6,8 @@
   :func:`stream_embed_task`: the same from the data, for a build that did not store them.
 - :func:`cluster_sums_task`: the sum of the factor rows of every cluster (``Z^T F``), from
   the stored factors or the data, for the fit's inertia;
+- :func:`labelled_embed_task`: H, the labels of its rows and the cluster sums in one reading
+  of the rows (the final pass where the partition was fitted on a sample);
 - :func:`kernel_gram_pair_task`: a row-block pair's ``sum K_p K_q`` (exact C) and, optionally,
   the residual entries of the sparse local part.
 """
@@ -27,6 +29,7 @@ from .local import residual_entries
 from .model import NystromModel, embed_rows
 
 __all__ = ["factor_task", "embed_task", "stream_embed_task", "cluster_sums_task",
+           "labelled_embed_task",
            "kernel_gram_pair_task",
            "add_gram", "gram_order", "GRAM_BYTES"]
 
@@ -147,34 +150,84 @@ def add_gram(gram: np.ndarray, F: np.ndarray, scratch: np.ndarray | None = None
 
 @trims_heap
 def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
-               chunk: int) -> np.ndarray:
-    """``F B`` for rows ``start:stop``, read one Zarr chunk at a time (bounded memory).
+               chunk: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """``F B`` for rows ``start:stop`` (of them, those of the boolean mask ``rows``), read one
+    Zarr chunk at a time (bounded memory).
 
     Computed in float64, kept in the factors' dtype: float32 factors give a float32 H, half
     the memory of the fit's largest array at millions of rows."""
-    out = np.empty((stop - start, B.shape[1]), dtype=factors_array.dtype)
+    parts = []
     for a in range(start, stop, chunk):
         b = min(a + chunk, stop)
-        out[a - start:b - start] = embed_rows(
-            read_checked(factors_array, (slice(a, b),), dtype=factors_array.dtype), B)
-    return out
+        F = read_checked(factors_array, (slice(a, b),), dtype=factors_array.dtype)
+        if rows is not None:
+            F = F[rows[a - start:b - start]]
+        parts.append(embed_rows(F, B).astype(factors_array.dtype, copy=False))
+    return np.concatenate(parts) if parts else np.empty((0, B.shape[1]), factors_array.dtype)
+
+
+def _data_rows(blocks: list, rows: np.ndarray | None = None) -> list:
+    """The task's rows of every view as read (those of the boolean mask ``rows``)."""
+    views = [read_rows(*b, native=True) for b in blocks]
+    return views if rows is None else [v[rows] for v in views]
+
+
+def _float_rows(views: list, a: int, b: int) -> list:
+    """Rows ``a:b`` of every view: dense ones in float64, sparse ones as they are."""
+    return [v[a:b] if sp.issparse(v) else np.asarray(v[a:b], dtype=np.float64) for v in views]
 
 
 @trims_heap
 def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, B: np.ndarray,
-                      chunk: int) -> np.ndarray:
-    """``F B`` for rows ``start:stop`` of the data, for a build that did not store the
-    factors: :meth:`NystromModel.project`, ``chunk`` rows at a time (in float64, kept in the
-    model's dtype)."""
-    views = [read_rows(*b, native=True) for b in blocks]
-    out = np.empty((stop - start, B.shape[1]), dtype=model.dtype)
+                      chunk: int, rows: np.ndarray | None = None) -> np.ndarray:
+    """``F B`` for rows ``start:stop`` of the data (of them, those of the boolean mask
+    ``rows``), for a build that did not store the factors: :meth:`NystromModel.project`,
+    ``chunk`` rows at a time (in float64, kept in the model's dtype)."""
+    views = _data_rows(blocks, rows)
+    n = views[0].shape[0]
+    out = np.empty((n, B.shape[1]), dtype=model.dtype)
     maps = model.projection_maps(B)  # once a task, not once a chunk
+    for a in range(0, n, chunk):
+        b = min(a + chunk, n)
+        out[a:b] = model.project(_float_rows(views, a, b), B, maps=maps)
+    return out
+
+
+@trims_heap
+def labelled_embed_task(factors_array: Any, model: NystromModel | None, blocks: list,
+                        start: int, stop: int, B: np.ndarray, assign: Any, n_clusters: int,
+                        chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(H, labels, Z^T F)`` of rows ``start:stop`` in one reading of them: ``H = F B``
+    (the factors' dtype), the labels ``assign`` gives its rows, and the factor rows of every
+    cluster summed (k x R, float64). From the stored factors, or from the data (``model``
+    and ``blocks``) by :meth:`~mkrk_dask.backends.nystrom.model.NystromModel.embed_label_sums`,
+    which evaluates each kernel block once for all three."""
+    H = np.empty((stop - start, B.shape[1]),
+                 dtype=model.dtype if model is not None else factors_array.dtype)
+    labels = np.empty(stop - start, dtype=np.int64)
+    sums = np.zeros((n_clusters, B.shape[0]))
+    views = _data_rows(blocks) if model is not None else []
+    maps = model.projection_maps(B) if model is not None else None
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
-        out[a:b] = model.project([v[a:b] if sp.issparse(v) else
-                                  np.asarray(v[a:b], dtype=np.float64) for v in views], B,
-                                 maps=maps)
-    return out
+        if model is not None:
+            H[a:b], labels[a:b], part = model.embed_label_sums(
+                _float_rows(views, a, b), B, assign, n_clusters, maps=maps)
+            sums += part
+            continue
+        F = read_checked(factors_array, (slice(start + a, start + b),),
+                         dtype=factors_array.dtype)
+        H[a:b] = embed_rows(F, B)
+        labels[a:b] = assign(H[a:b])
+        sums += _factor_cluster_sums(F, labels[a:b], n_clusters)
+    return H, labels, sums
+
+
+def _factor_cluster_sums(F: np.ndarray, labels: np.ndarray, n_clusters: int) -> np.ndarray:
+    """``Z^T F`` of a chunk of stored factors, in float64 (as the embedding pass)."""
+    indicator = np.zeros((n_clusters, labels.size))
+    indicator[labels, np.arange(labels.size)] = 1.0
+    return embed_rows(F.T, indicator.T).T
 
 
 @trims_heap
@@ -185,21 +238,16 @@ def cluster_sums_task(factors_array: Any, model: NystromModel | None, blocks: li
     factors, or from the data (``model`` and ``blocks``) where none are stored, by
     :meth:`~mkrk_dask.backends.nystrom.model.NystromModel.cluster_sums` (the kernel blocks
     summed per cluster, then mapped: F is not formed)."""
-    views = [read_rows(*b, native=True) for b in blocks] if model is not None else []
+    views = _data_rows(blocks) if model is not None else []
     sums = None
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
         if model is not None:  # the kernel blocks summed per cluster: F is never formed
-            part = model.cluster_sums([v[a:b] if sp.issparse(v) else
-                                       np.asarray(v[a:b], dtype=np.float64) for v in views],
-                                      labels[a:b], n_clusters)
-            sums = part if sums is None else sums + part
-            continue
-        F = read_checked(factors_array, (slice(start + a, start + b),),
-                         dtype=factors_array.dtype)
-        indicator = np.zeros((n_clusters, b - a))
-        indicator[labels[a:b], np.arange(b - a)] = 1.0
-        part = embed_rows(F.T, indicator.T).T  # in float64, as the embedding pass
+            part = model.cluster_sums(_float_rows(views, a, b), labels[a:b], n_clusters)
+        else:
+            F = read_checked(factors_array, (slice(start + a, start + b),),
+                             dtype=factors_array.dtype)
+            part = _factor_cluster_sums(F, labels[a:b], n_clusters)
         sums = part if sums is None else sums + part
     return sums
 
