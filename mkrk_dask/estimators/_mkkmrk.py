@@ -203,7 +203,9 @@ class MKKMRK(MultipleKernelKMeans):
     Attributes
     ----------
     labels_ : ndarray of shape (n_samples,)
-        Cluster of every sample.
+        Cluster of every sample. Above 10^6 rows on the Nystrom backend (its
+        ``final_rows``), the final partition is fitted on a uniform sample of the rows, and
+        every row gets the label that partition gives it (what ``predict`` gives it).
     weights_ : ndarray of shape (n_kernels,)
         Learned kernel weights (sum to 1).
     representation_ : ndarray of shape (n_kernels, n_kernels)
@@ -221,7 +223,8 @@ class MKKMRK(MultipleKernelKMeans):
         the learned kernel ``K_w = sum_p w_p^2 K_p`` (the kernels as the fit used them,
         normalised), summed: ``tr(K_w) - sum_c (1/|c|) sum_{i,j in c} K_w[i, j]``. Exact on
         the exact and blockwise backends (one more pass over the store); on the Nystrom
-        backend the cluster sums are those of the factors (one more pass over them), so the
+        backend the cluster sums are those of the factors (one more pass over them, or the
+        final pass itself where the partition was fitted on a sample), so the
         value is above the exact one by at most ``tr(K_w)`` times
         ``nystrom_missed_fraction_``.
     view_names_ : list of str

@@ -35,8 +35,8 @@ from .products import (
     trapezoid_product,
 )
 
-__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "LABEL_BLOCK_ROWS",
-           "FLOAT32_PRODUCT_MIN_EIGENVALUE", "TRAPEZOID_COLUMNS", "FACTOR_LAYOUT"]
+__all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "FLOAT32_PRODUCT_MIN_EIGENVALUE",
+           "TRAPEZOID_COLUMNS", "FACTOR_LAYOUT"]
 
 #: float32 factors: the columns of ``T_p`` whose eigenvalue is at least this share of the
 #: kernel's largest are multiplied in float32 (twice the rate of float64). The error of a
@@ -46,9 +46,6 @@ __all__ = ["NystromModel", "embed_rows", "FACTOR_BLOCK_ROWS", "LABEL_BLOCK_ROWS"
 #: values, which a view of strong columns only takes in float32 (:meth:`single_views`: a few
 #: tens of eps_32, so at most a few thousand eps_32, 3e-4, in the weakest strong column)
 FLOAT32_PRODUCT_MIN_EIGENVALUE = 1e-4
-#: rows whose kernel blocks :meth:`NystromModel.embed_label_sums` holds until their labels are
-#: known (8 blocks of :data:`FACTOR_BLOCK_ROWS`: a labelling call per 4,096 rows)
-LABEL_BLOCK_ROWS = 4096
 #: the factor layout of new models and stores (see :attr:`NystromModel.factor_layout`)
 FACTOR_LAYOUT = "rotated"
 
@@ -455,28 +452,24 @@ class NystromModel:
         """``(H, labels, Z^T F)`` of the given rows from one evaluation of their kernel
         blocks: ``H = F B`` as :meth:`project` makes it (kept in the model's dtype), the
         labels ``assign`` gives the rows of H (a callable of a block of them), and the
-        cluster sums of :meth:`cluster_sums` for those labels. The blocks of
-        :data:`LABEL_BLOCK_ROWS` rows are held until their labels are known (a few tens of
-        MiB): the labels need H, the sums need the labels."""
+        cluster sums of :meth:`cluster_sums` for those labels. A block's kernel rows are
+        held until its labels are known, one block of :data:`FACTOR_BLOCK_ROWS` rows at a
+        time (holding 8 blocks had cost a fifth more time: fresh pages for every 4,096
+        rows)."""
         n = views[0].shape[0]
         maps, feature_maps = self.projection_maps(B) if maps is None else maps
         H = np.empty((n, B.shape[1]), dtype=self.dtype)
         labels = np.empty(n, dtype=np.int64)
         sums: dict[tuple[int, bool], np.ndarray] = {}
-        for a0 in range(0, n, LABEL_BLOCK_ROWS):
-            b0 = min(a0 + LABEL_BLOCK_ROWS, n)
-            held = []
-            for a in range(a0, b0, FACTOR_BLOCK_ROWS):
-                b = min(a + FACTOR_BLOCK_ROWS, b0)
-                parts = list(self._block_kernels(views, a, b))
-                rows = np.zeros((b - a, B.shape[1]))
-                for p, C, feature in parts:  # in project's order: the same bits
-                    rows += C @ (feature_maps[p] if feature else maps[p])
-                H[a:b] = rows
-                held.append((a, b, parts))
-            labels[a0:b0] = assign(H[a0:b0])
-            for a, b, parts in held:
-                self._add_cluster_sums(sums, parts, labels[a:b], n_clusters)
+        for a in range(0, n, FACTOR_BLOCK_ROWS):
+            b = min(a + FACTOR_BLOCK_ROWS, n)
+            parts = list(self._block_kernels(views, a, b))
+            rows = np.zeros((b - a, B.shape[1]))
+            for p, C, feature in parts:  # in project's order: the same bits
+                rows += C @ (feature_maps[p] if feature else maps[p])
+            H[a:b] = rows
+            labels[a:b] = assign(H[a:b])
+            self._add_cluster_sums(sums, parts, labels[a:b], n_clusters)
         return H, labels, self._mapped_sums(sums, n_clusters)
 
     @staticmethod
