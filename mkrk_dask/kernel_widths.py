@@ -11,6 +11,8 @@ the value (``{"value", "method", ...}``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from typing import Any
 
@@ -40,6 +42,7 @@ from .passes import (
 )
 
 __all__ = ["memory_scales", "distributed_scales", "median_scales", "sample_rows", "unit_rows",
+           "shared_samples",
            "directions_differ",
            "EXACT_DISTANCE_MAX_N", "MEDIAN_SAMPLE_ROWS", "ROUND_OFF"]
 
@@ -61,14 +64,43 @@ def memory_scales(views: list, specs: list[KernelSpec]) -> dict[int, dict]:
             for v in sorted(views_needing_scale(specs))}
 
 
+#: the samples of lazy views read in the fit under way (:func:`shared_samples`)
+_SAMPLES: contextvars.ContextVar[dict | None] = contextvars.ContextVar("mkrk_samples",
+                                                                       default=None)
+
+
+@contextlib.contextmanager
+def shared_samples() -> Any:
+    """Within it, :func:`sample_rows` reads the sample of a lazy view (dask or Zarr) once:
+    the plan's (preprocessing, its calibration) and the build's kernel widths draw the same
+    rows (the seed is fixed), and each read of a uniform sample decodes every chunk of the
+    view. A fit holds one for its plan and build."""
+    token = _SAMPLES.set({})
+    try:
+        yield
+    finally:
+        _SAMPLES.reset(token)
+
+
 def sample_rows(X: Any, size: int = MEDIAN_SAMPLE_ROWS) -> Any:
     """A uniform sample of at most ``size`` rows of X (numpy, sparse, dask or Zarr), in
     float64: dense, or CSR for sparse X (never densified: a sparse view may have millions of
-    columns).
+    columns); a copy of the one read before for the same lazy X within
+    :func:`shared_samples`.
 
     The seed is fixed: what is derived from the sample (the kernel widths, the default
     dictionary) depends on the data only, not on ``random_state``.
     """
+    cache = _SAMPLES.get()
+    if cache is None or not (hasattr(X, "compute") or hasattr(X, "get_orthogonal_selection")):
+        return _read_sample(X, size)
+    key = (id(X), min(size, X.shape[0]))
+    if key not in cache or cache[key][0] is not X:  # the id of a view no longer alive
+        cache[key] = (X, _read_sample(X, size))
+    return cache[key][1].copy()
+
+
+def _read_sample(X: Any, size: int) -> Any:
     n = X.shape[0]
     idx = np.sort(np.random.default_rng(0).choice(n, size=min(size, n), replace=False))
     rows = take_rows(X, idx)

@@ -41,6 +41,7 @@ from ..backends.construction import refuse_precomputed
 from ..choices import BACKENDS, SOLVERS
 from ..dask_session import is_client
 from ..exceptions import NystromApproximationWarning
+from ..kernel_widths import shared_samples
 from ..loop import IterationInfo, SolverResult
 from ..plan import (
     PREPROCESSING_CHOICES,
@@ -232,9 +233,10 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
         ``(backend, n_samples)``. For :func:`~mkrk_dask.lambda_search` and
         :func:`~mkrk_dask.build_store`, which run loops of their own on it; the caller closes
         the backend (``with backend:``)."""
-        plan, data = self._resolve(X)
-        self.plan_ = plan
-        return self._checked_backend(plan, data), plan.n_samples
+        with shared_samples():
+            plan, data = self._resolve(X)
+            self.plan_ = plan
+            return self._checked_backend(plan, data), plan.n_samples
 
     def _checked_backend(self, plan: FitPlan, data: Any) -> KernelBackend:
         """The plan's backend, closed again if the method refuses it."""
@@ -316,38 +318,40 @@ class MultipleKernelKMeans(SummaryMixin, OutOfSampleMixin, ClassNamePrefixFeatur
         def mark(stage: str) -> None:
             clock.append((stage, time.perf_counter()))
 
-        plan, data = self._resolve(X)
-        with self._reporting():
-            prefix = f"[{type(self).__name__}] "
-            for line in plan.lines(LINE_WIDTH - len(prefix)):
-                progress.reporter().log(prefix + line)
-            mark("plan")
-            name = f"[{type(self).__name__}]"
-            with progress.stage(f"{name} kernels"):
-                backend = self._checked_backend(plan, data)
-            mark("build")
-            k = self.n_clusters
-            final_stage = FinalPartition(plan, k, self.n_init, self.random_state, name)
-            with backend:
-                with local_threads(backend.compute_threads()):
-                    with progress.stage(f"{name} weights"):
-                        result = self.solve(backend, plan.n_components)
-                        agreement = None
-                        if plan.view_weights == "agreement":
-                            result, agreement = _agreement_result(backend, result, k,
-                                                                  self.random_state)
-                    mark("loop")
-                final = final_stage.run(backend, result)
-                clock.extend(final.marks)
-                approximation = backend.approximation(result.weights)
-                # the kernel k-means objective of the final labels, from the backend's kernels
-                with progress.stage(f"{name} inertia"):
-                    inertia = kernel_inertia(backend, result.weights, final.labels, k,
-                                             final.cluster_forms)
-                mark("inertia")
-            # Only now, the backend's checks passed (leaving the block waited for them).
+        # the plan's samples of lazy views serve the build's kernel widths (read once)
+        with shared_samples():
+            plan, data = self._resolve(X)
+            with self._reporting():
+                prefix = f"[{type(self).__name__}] "
+                for line in plan.lines(LINE_WIDTH - len(prefix)):
+                    progress.reporter().log(prefix + line)
+                mark("plan")
+                name = f"[{type(self).__name__}]"
+                with progress.stage(f"{name} kernels"):
+                    backend = self._checked_backend(plan, data)
+                mark("build")
+                k = self.n_clusters
+                final_stage = FinalPartition(plan, k, self.n_init, self.random_state, name)
+                with backend:
+                    with local_threads(backend.compute_threads()):
+                        with progress.stage(f"{name} weights"):
+                            result = self.solve(backend, plan.n_components)
+                            agreement = None
+                            if plan.view_weights == "agreement":
+                                result, agreement = _agreement_result(backend, result, k,
+                                                                      self.random_state)
+                        mark("loop")
+                    final = final_stage.run(backend, result)
+                    clock.extend(final.marks)
+                    approximation = backend.approximation(result.weights)
+                    # the kernel k-means objective of the final labels, from the backend's kernels
+                    with progress.stage(f"{name} inertia"):
+                        inertia = kernel_inertia(backend, result.weights, final.labels, k,
+                                                 final.cluster_forms)
+                    mark("inertia")
+                # Only now, the backend's checks passed (leaving the block waited for them).
+                mark("finish")
             mark("finish")
-        mark("finish")
         record = FittedRecord(plan=plan, loop=result, final=final, specs=backend.kernel_specs,
                               inertia=inertia, view_agreement=agreement,
                               approximation=approximation,
