@@ -357,30 +357,18 @@ def test_equal_weights_are_not_called_a_selection():
     assert "of 4 kernels have a weight" in chosen and "keep equal weights" not in chosen
 
 
-def test_gram_rows_from_the_command_line(digits_npz: Path, capsys: pytest.CaptureFixture) -> None:
-    """--gram-rows reaches the Nystrom options (the plan says so); a bad value is one line,
-    exit 2."""
+@pytest.mark.parametrize("flag", ["gram-rows", "final-rows"])
+def test_row_samples_from_the_command_line(digits_npz: Path, capsys: pytest.CaptureFixture,
+                                           flag: str) -> None:
+    """--gram-rows and --final-rows reach the Nystrom options (the plan says so); a bad
+    value is one line, exit 2."""
+    what, option = flag.replace("-", " "), flag.replace("-", "_")
     common = ["fit", str(digits_npz), "--solver", "nystrom", "--n-landmarks", "40", "--plan"]
-    assert main([*common, "--gram-rows", "100"]) == 0
+    assert main([*common, f"--{flag}", "100"]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "gram rows: a uniform sample of 100 (given:" in out
-    assert main([*common, "--gram-rows", "none"]) == 0
-    assert "gram rows: every row (gram_rows=None)" in " ".join(capsys.readouterr().out.split())
-    assert main([*common, "--gram-rows", "0"]) == 2
+    assert f"{what}: a uniform sample of 100 (given:" in out
+    assert main([*common, f"--{flag}", "none"]) == 0
+    assert f"{what}: every row ({option}=None" in " ".join(capsys.readouterr().out.split())
+    assert main([*common, f"--{flag}", "0"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("--gram-rows must be 'auto', 'none' or an integer >= 1, got '0'")
-
-
-def test_final_rows_from_the_command_line(digits_npz: Path,
-                                          capsys: pytest.CaptureFixture) -> None:
-    """--final-rows reaches the Nystrom options (the plan says so); a bad value is one line,
-    exit 2."""
-    common = ["fit", str(digits_npz), "--solver", "nystrom", "--n-landmarks", "40", "--plan"]
-    assert main([*common, "--final-rows", "100"]) == 0
-    out = " ".join(capsys.readouterr().out.split())
-    assert "final rows: a uniform sample of 100 (given:" in out
-    assert main([*common, "--final-rows", "none"]) == 0
-    assert "final rows: every row (final_rows=None" in " ".join(capsys.readouterr().out.split())
-    assert main([*common, "--final-rows", "x5"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].endswith("--final-rows must be 'auto', 'none' or an integer >= 1, got 'x5'")
+    assert err[-1].endswith(f"--{flag} must be 'auto', 'none' or an integer >= 1, got '0'")
