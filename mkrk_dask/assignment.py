@@ -140,8 +140,8 @@ def assign_rows(rows: np.ndarray, step: str, *, centres: np.ndarray | None = Non
     graph's (``graph``, fitted on :func:`graph_rows`) where it partitioned the rows, else
     the nearest of ``centres`` (of :func:`final_rows`). What ``predict`` does with the rows
     of ``transform``."""
-    if graph is not None:
-        return graph.predict(graph_rows(rows, step))
+    if graph is not None:  # rows of a fit's own embedding: finite, in memory
+        return graph.predict_checked([graph_rows(rows, step)])
     return nearest_centre(rows, centres, step=step)
 
 

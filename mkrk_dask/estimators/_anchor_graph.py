@@ -322,9 +322,21 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                  or default_view_names(len(self.n_features_per_view_)))
         given = check_new_views(X, names, self.n_features_per_view_)
         views = check_feature_views(self, given if len(given) > 1 else given[0], reset=False)
+        return self._embed_views(views)
+
+    def _embed_views(self, views: list) -> np.ndarray:
         F = graph_factor([graph.factor(view, index) for index, (graph, view)
                           in enumerate(zip(self.view_graphs_, views, strict=True))])
         return np.asarray(F @ self.projection_)
+
+    def predict_checked(self, views: list) -> np.ndarray:
+        """:meth:`predict` of rows its checks would pass as they are: a list of finite float64
+        arrays in memory, one per view, with the fit's columns. For a caller that made the
+        rows itself (a fit's final pass labels millions of rows 512 at a time, where the
+        checks were a tenth of its time)."""
+        check_is_fitted(self)
+        return nearest_centre(self._embed_views(views), self.cluster_centers_,
+                              step="spectral")
 
     def predict(self, X: Any) -> np.ndarray:
         """The nearest of ``cluster_centers_`` to the unit-length rows of :meth:`transform`.

@@ -350,3 +350,15 @@ def test_more_anchors_than_the_seeding_sample(monkeypatch):
     anchors = model.view_graphs_[0].anchors
     assert anchors.shape == (150, 5) and len(np.unique(anchors, axis=0)) == 150
     assert normalized_mutual_info_score(y, model.labels_) > 0.9
+
+
+def test_predict_checked_is_predict_without_the_checks():
+    """Rows of every view as the fit's final pass gives them (finite float64 in memory):
+    the labels predict gives, two views and one."""
+    X, _ = _blobs()
+    views = [X[:, :3], X[:, 3:]]
+    two = AnchorGraphClustering(4, n_anchors=40, random_state=0).fit(views)
+    rows = [np.asarray(v, dtype=np.float64) for v in views]
+    np.testing.assert_array_equal(two.predict_checked(rows), two.predict(views))
+    one = AnchorGraphClustering(4, n_anchors=40, random_state=0).fit(views[0])
+    np.testing.assert_array_equal(one.predict_checked(rows[:1]), one.labels_)
