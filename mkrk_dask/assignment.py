@@ -149,7 +149,7 @@ class RowLabels:
     """:func:`assign_rows` of blocks of H (the unscaled top eigenvectors, in the fit's
     dtype), as a picklable callable for the workers of a pass: scaled by ``feature_scale``
     first where there is one (in place on a copy, in H's dtype, as ``transform`` scales
-    them: the same bits)."""
+    them: the same bits); H itself is left as it is."""
 
     def __init__(self, step: str, feature_scale: np.ndarray | None, *,
                  centres: np.ndarray | None = None, graph: Any = None):
@@ -157,8 +157,9 @@ class RowLabels:
         self.centres, self.graph = centres, graph
 
     def __call__(self, H: np.ndarray) -> np.ndarray:
-        rows = np.array(H, copy=True)
+        rows = H
         if self.feature_scale is not None:
+            rows = np.array(H, copy=True)
             rows *= self.feature_scale[None, :]
         return assign_rows(rows, self.step, centres=self.centres, graph=self.graph)
 

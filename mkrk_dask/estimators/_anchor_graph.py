@@ -332,11 +332,10 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
     def predict_checked(self, views: list) -> np.ndarray:
         """:meth:`predict` of rows its checks would pass as they are: a list of finite float64
         arrays in memory, one per view, with the fit's columns. For a caller that made the
-        rows itself (a fit's final pass labels millions of rows 512 at a time, where the
-        checks were a tenth of its time)."""
+        rows itself (a fit's final pass labels millions of rows, a block at a time: the
+        checks would run on every block)."""
         check_is_fitted(self)
-        return nearest_centre(self._embed_views(views), self.cluster_centers_,
-                              step="spectral")
+        return self._assign(self._embed_views(views))
 
     def predict(self, X: Any) -> np.ndarray:
         """The nearest of ``cluster_centers_`` to the unit-length rows of :meth:`transform`.
@@ -352,7 +351,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         """
         if is_dask(X):
             return lazy_rows(self, "predict", X, None, np.int64)
-        return nearest_centre(self.transform(X), self.cluster_centers_, step="spectral")
+        return self._assign(self.transform(X))
 
     def score(self, X: Any, y: Any = None) -> float:
         """Opposite of the within-cluster loss of X (the analogue of ``KMeans.score``: higher

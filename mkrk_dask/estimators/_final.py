@@ -219,18 +219,16 @@ class FinalPartition:
         every row of H, its label and the clusters' sums for the inertia in one pass.
         Returns ``(embedding, labels, cluster_forms, centres, n_labels_polished)``, the
         polished count the sample's."""
-        step, k = self.plan.final_step, self.n_clusters
-        centres, polished = None, 0
-        if graph is None:
-            centres, _, polished = lloyd_centres(rows, labels, k, step=step)
-        assign = RowLabels(step, feature_scale, centres=centres, graph=graph)
-        H, labels, forms = backend.labelled_embedding(top, assign, k)
+        centres = polished = None
+        if graph is None:  # the sample's centres label every row
+            centres, _, polished = self.centres(rows, labels, False)
+        assign = RowLabels(self.plan.final_step, feature_scale, centres=centres, graph=graph)
+        H, labels, forms = backend.labelled_embedding(top, assign, self.n_clusters)
         if feature_scale is not None:
             H *= feature_scale[None, :]  # in place, as embedding() scales its rows
-        if graph is not None:  # the means of the graph's clusters, as centres() makes them
-            centres = cluster_means(H, labels, k, step=step)
+        if graph is not None:  # the means of the graph's clusters over every row
+            centres, _, polished = self.centres(H, labels, True)
         return H, labels, forms, centres, polished
-
 
     def embedding(self, backend: Any, loop: Any, sample: np.ndarray | None = None
                   ) -> tuple[Any, np.ndarray]:

@@ -124,7 +124,10 @@ def make_plan(method: str, params: dict, data: Any, *, precomputed: bool) -> Fit
             "graph": 1 if clustering == "graph" else 0,
             "passes": ("none (in memory)" if solver == "exact" else
                        "3 per iteration (blockwise)" if solver == "blockwise" else
-                       "3 + 1 final (Nystrom: scales, factors, exact C or Gram; final rows)")}
+                       "3 + 2 final (Nystrom: scales, factors, exact C or Gram; " + (
+                           "the sampled rows' embedding, then every row's embedding, label "
+                           "and cluster sums)" if options.get("final_rows") else
+                           "the embedding, then the cluster sums for inertia_)"))}
     plan = FitPlan(method=method, n_samples=n, n_views=n_views, scaling=scaling,
                    kernels=None if specs is None else tuple(specs), solver=solver,
                    dtype=dtype, options=options, final_step=step, n_components=rank,

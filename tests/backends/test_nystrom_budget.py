@@ -13,6 +13,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.backends.options import (
     AUTO_EXACT_DISSIMILARITY_MAX_N,
     AUTO_EXACT_DISSIMILARITY_MIN_N,
+    AUTO_FINAL_ROWS,
     AUTO_GRAM_ROWS,
     AUTO_LANDMARK_OVERSAMPLING,
     AUTO_MAX_COMPONENTS,
@@ -315,18 +316,24 @@ def test_auto_oversampling_above_the_local_part_keeps_the_clustering(client, blo
     assert below.nystrom_model_.kernel_landmarks == [80, 80, 80]
 
 
-def test_gram_rows_option():
-    """"auto": every row up to AUTO_GRAM_ROWS, a sample of that many above; a number at or
-    above n is every row; bad values are refused in one line."""
+@pytest.mark.parametrize("name, sample", [("gram_rows", AUTO_GRAM_ROWS),
+                                          ("final_rows", AUTO_FINAL_ROWS)])
+def test_row_sample_options(name, sample):
+    """gram_rows and final_rows: "auto" is every row up to AUTO_GRAM_ROWS, a sample of
+    ``sample`` rows above; a number at or above n is every row; bad values are refused in
+    one line."""
+    def resolved(options, n):
+        return getattr(options, f"resolved_{name}")(n)
+
     auto = NystromOptions()
-    assert auto.resolved_gram_rows(AUTO_GRAM_ROWS) is None
-    assert auto.resolved_gram_rows(AUTO_GRAM_ROWS + 1) == AUTO_GRAM_ROWS
-    assert NystromOptions(gram_rows=None).resolved_gram_rows(10**9) is None
-    assert NystromOptions(gram_rows=500).resolved_gram_rows(500) is None
-    assert NystromOptions(gram_rows=500).resolved_gram_rows(501) == 500
+    assert resolved(auto, AUTO_GRAM_ROWS) is None
+    assert resolved(auto, AUTO_GRAM_ROWS + 1) == sample
+    assert resolved(NystromOptions(**{name: None}), 10**9) is None
+    assert resolved(NystromOptions(**{name: 500}), 500) is None
+    assert resolved(NystromOptions(**{name: 500}), 501) == 500
     for bad in (0, 2.5, True, "all"):
-        with pytest.raises(ValueError, match="gram_rows must be 'auto', None or an integer"):
-            NystromOptions(gram_rows=bad)
+        with pytest.raises(ValueError, match=f"{name} must be 'auto', None or an integer"):
+            NystromOptions(**{name: bad})
 
 
 def test_uniform_row_mask_is_uniform_and_repeatable():

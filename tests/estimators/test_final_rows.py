@@ -11,7 +11,6 @@ import pytest
 
 from mkrk_dask import MKKMRK
 from mkrk_dask.assignment import RowLabels, nearest_centre
-from mkrk_dask.backends.options import AUTO_FINAL_ROWS, AUTO_GRAM_ROWS, NystromOptions
 from mkrk_dask.metrics import normalized_mutual_info
 from mkrk_dask.synthetic import make_multiview_blobs
 
@@ -21,18 +20,6 @@ def data():
     views, y, _ = make_multiview_blobs(6000, 4, n_informative=1, n_noise=1, n_redundant=0,
                                        n_features=6, random_state=3)
     return views, y
-
-
-def test_final_rows_option():
-    auto = NystromOptions()
-    assert auto.resolved_final_rows(AUTO_GRAM_ROWS) is None
-    assert auto.resolved_final_rows(AUTO_GRAM_ROWS + 1) == AUTO_FINAL_ROWS
-    assert NystromOptions(final_rows=None).resolved_final_rows(10**9) is None
-    assert NystromOptions(final_rows=500).resolved_final_rows(500) is None
-    assert NystromOptions(final_rows=500).resolved_final_rows(501) == 500
-    for bad in (0, 2.5, True, "all"):
-        with pytest.raises(ValueError, match="final_rows must be 'auto', None or an integer"):
-            NystromOptions(final_rows=bad)
 
 
 def test_a_sample_smaller_than_the_clusters_is_refused(data):

@@ -251,48 +251,43 @@ class NystromBackend(KernelBackend):
     def embedding(self, top: TopK) -> np.ndarray:
         """The final pass: ``H = F B`` from the stored factors, or from the data where the
         build did not store them (computed in float64, kept in the factors' dtype)."""
-        B = top.basis.coefficients
         t0 = time.perf_counter()
-        H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
-
-        def combine(i: int, value: np.ndarray) -> None:
-            start, stop = self.row_tasks[i]
-            H[start:stop] = value
-
-        self._check_pass()
-        shared = Shared(self.session.client, B)  # sent to the workers once
-        try:
-            self._factor_pass("embedding H = F B", lambda stored, model, blocks, start, stop: (
-                (embed_task, self.factors_array, start, stop, shared.ref,
-                 int(self.factors_array.chunks[0])) if stored else
-                (stream_embed_task, model, blocks, start, stop, shared.ref, self._chunk)),
-                combine)
-        finally:
-            shared.release()
+        H = self._embedding_pass(top, None, "embedding H = F B")
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
         return H
 
     def sample_embedding(self, top: TopK, rows: np.ndarray) -> np.ndarray:
         """The rows of ``H = F B`` of the boolean mask ``rows`` (in row order): one pass that
         keeps only them."""
+        return self._embedding_pass(top, rows, "embedding of the sampled rows")
+
+    def _embedding_pass(self, top: TopK, rows: np.ndarray | None, label: str) -> np.ndarray:
+        """The rows of ``H = F B`` (those of the mask ``rows``, or every row), each task's
+        written where its rows go."""
         B = top.basis.coefficients
-        parts: dict[int, np.ndarray] = {}
+        # where each task's rows start in H: the rows kept before it
+        kept = np.arange(self.n_samples + 1) if rows is None else np.concatenate(
+            [[0], np.cumsum(rows)])
+        H = np.empty((int(kept[-1]), B.shape[1]), dtype=self.model.dtype)
 
         def combine(i: int, value: np.ndarray) -> None:
-            parts[i] = value
+            first = int(kept[self.row_tasks[i][0]])
+            H[first:first + value.shape[0]] = value
+
+        def mask(start: int, stop: int) -> np.ndarray | None:
+            return None if rows is None else rows[start:stop]
 
         self._check_pass()
-        shared = Shared(self.session.client, B)
+        shared = Shared(self.session.client, B)  # sent to the workers once
         try:
-            self._factor_pass("embedding of the sampled rows", lambda stored, model, blocks,
-                              start, stop: (
+            self._factor_pass(label, lambda stored, model, blocks, start, stop: (
                 (embed_task, self.factors_array, start, stop, shared.ref,
-                 int(self.factors_array.chunks[0]), rows[start:stop]) if stored else
+                 int(self.factors_array.chunks[0]), mask(start, stop)) if stored else
                 (stream_embed_task, model, blocks, start, stop, shared.ref, self._chunk,
-                 rows[start:stop])), combine)
+                 mask(start, stop))), combine)
         finally:
             shared.release()
-        return np.concatenate([parts[i] for i in range(len(self.row_tasks))])
+        return H
 
     def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

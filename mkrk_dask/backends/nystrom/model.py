@@ -454,8 +454,7 @@ class NystromModel:
         labels ``assign`` gives the rows of H (a callable of a block of them), and the
         cluster sums of :meth:`cluster_sums` for those labels. A block's kernel rows are
         held until its labels are known, one block of :data:`FACTOR_BLOCK_ROWS` rows at a
-        time (holding 8 blocks had cost a fifth more time: fresh pages for every 4,096
-        rows)."""
+        time (holding several blocks made it slower: fresh pages for each group of them)."""
         n = views[0].shape[0]
         maps, feature_maps = self.projection_maps(B) if maps is None else maps
         H = np.empty((n, B.shape[1]), dtype=self.dtype)

@@ -156,14 +156,17 @@ def embed_task(factors_array: Any, start: int, stop: int, B: np.ndarray,
 
     Computed in float64, kept in the factors' dtype: float32 factors give a float32 H, half
     the memory of the fit's largest array at millions of rows."""
-    parts = []
+    n = stop - start if rows is None else int(rows.sum())
+    out = np.empty((n, B.shape[1]), dtype=factors_array.dtype)
+    done = 0
     for a in range(start, stop, chunk):
         b = min(a + chunk, stop)
         F = read_checked(factors_array, (slice(a, b),), dtype=factors_array.dtype)
         if rows is not None:
             F = F[rows[a - start:b - start]]
-        parts.append(embed_rows(F, B).astype(factors_array.dtype, copy=False))
-    return np.concatenate(parts) if parts else np.empty((0, B.shape[1]), factors_array.dtype)
+        out[done:done + F.shape[0]] = embed_rows(F, B)
+        done += F.shape[0]
+    return out
 
 
 def _data_rows(blocks: list, rows: np.ndarray | None = None) -> list:
