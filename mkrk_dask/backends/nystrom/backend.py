@@ -266,12 +266,13 @@ class NystromBackend(KernelBackend):
         written where its rows go."""
         B = top.basis.coefficients
         # where each task's rows start in H: the rows kept before it
-        kept = np.arange(self.n_samples + 1) if rows is None else np.concatenate(
-            [[0], np.cumsum(rows)])
-        H = np.empty((int(kept[-1]), B.shape[1]), dtype=self.model.dtype)
+        kept = None if rows is None else np.concatenate([[0], np.cumsum(rows)])
+        H = np.empty((self.n_samples if kept is None else int(kept[-1]), B.shape[1]),
+                     dtype=self.model.dtype)
 
         def combine(i: int, value: np.ndarray) -> None:
-            first = int(kept[self.row_tasks[i][0]])
+            start = self.row_tasks[i][0]
+            first = start if kept is None else int(kept[start])
             H[first:first + value.shape[0]] = value
 
         def mask(start: int, stop: int) -> np.ndarray | None:
