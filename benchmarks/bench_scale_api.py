@@ -131,6 +131,8 @@ def fit(path: Path, scenario: str, args) -> dict:
                   backend_options={"n_landmarks": args.landmarks, "dtype": "float32"})
     if scenario == "default":
         params = dict(random_state=args.seed)
+        if args.gram_rows != "auto":  # the one option bench_scaling may set (issue 77)
+            params["backend_options"] = {"gram_rows": int(args.gram_rows)}
     if scenario == "multiview" and args.method == "MKKM-RK":
         # scale_nystrom_r500.md's configuration, through the estimator.
         params.update(dissimilarity="fip", lam_scaling="none", lam=args.lam,
@@ -190,6 +192,8 @@ def main() -> None:
     parser.add_argument("--n-init", type=int, default=3)
     parser.add_argument("--method", choices=("MKKM-RK", "SimpleMKKM"), default="MKKM-RK",
                         help="the estimator timed (its defaults beside the scenario's)")
+    parser.add_argument("--gram-rows", default="auto",
+                        help="the default scenario's Nystrom gram_rows (default: auto)")
     parser.add_argument("--exact-distance-max-n", type=int, default=50_000,
                         help="largest n with the exact largest pairwise distance")
     add_data_arguments(parser, "folder for the factor store")

@@ -191,6 +191,8 @@ def main() -> None:
     parser.add_argument("--memory-budget", type=float, default=12.0,
                         help="GiB; in-memory methods whose estimate exceeds it are not run")
     add_data_arguments(parser, "folder for MKKM-RK's store")
+    parser.add_argument("--gram-rows", default="auto",
+                        help="MKKM-RK's Nystrom gram_rows (default: auto, the library's rule)")
     parser.add_argument("--report", default="scaling")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", default=None, help=argparse.SUPPRESS)
@@ -210,7 +212,8 @@ def main() -> None:
     series: dict[str, list[tuple[int, float]]] = {m: [] for m in args.methods}
     stopped: dict[str, str] = {}
     measured: dict[tuple[int, str], dict] = {}
-    mkrk_argv = ["--seed", str(args.seed)] + (["--tmp", args.tmp] if args.tmp else [])
+    mkrk_argv = (["--seed", str(args.seed), "--gram-rows", args.gram_rows]
+                 + (["--tmp", args.tmp] if args.tmp else []))
     for n in sorted(args.n):
         path = data_path(Path(args.data), SCENARIO, n, args.seed)
         if not (path / "complete").exists():

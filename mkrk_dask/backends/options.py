@@ -52,12 +52,16 @@ KERNEL_ENTRY_PRODUCTS = 100
 #: and the local part, 1 kernel stops at n = 12,899, 4 at 6,441, 12 or more at the floor
 EXACT_DISSIMILARITY_BUDGET = 1e11
 #: NystromOptions(gram_rows="auto"): the factors' Gram matrix (and the Nystrom diagonal
-#: sums) summed over every row up to this n, over a uniform sample of this many rows above.
-#: The build (the factors and their ``2 n R^2`` Gram flops) took 550.9 of 1,042.6 s of the fit
-#: at 10^7, 184.7 s with the sample (``benchmarks/results/scale/scaling_issue77.md``,
-#: ``scaling_gram_sample.md``); a sample of 10^6 rows estimates the R x R matrix (a mean of n
-#: outer products) to about 0.1% whatever n
+#: sums) summed over every row up to this n, over a uniform sample of
+#: :data:`AUTO_GRAM_SAMPLE_ROWS` rows above. The build (the factors and their ``2 n R^2`` Gram
+#: flops) took 550.9 of 1,042.6 s of the fit at 10^7, 184.7 s with a sample of 10^6 rows
+#: (``benchmarks/results/scale/scaling_issue77.md``, ``scaling_gram_sample.md``)
 AUTO_GRAM_ROWS = 1_000_000
+#: ... the sample's rows: the R x R matrix is a mean of outer products, which a uniform
+#: sample of 250,000 estimates to about 0.2% (one over its square root) whatever n; its
+#: ``2 s R^2`` flops at R = 2,048 are about a quarter of those of 10^6 rows, most of the build
+#: at 10^7 (``benchmarks/results/scale/scaling_gram_250k.md``)
+AUTO_GRAM_SAMPLE_ROWS = 250_000
 #: ``final_rows="auto"``: above :data:`AUTO_GRAM_ROWS` rows, the final partition (its k-means
 #: and graph) is fitted on a uniform sample of this many rows of the embedding, and one pass
 #: makes every row's embedding, its label and the clusters' sums for ``inertia_`` (at 10^7
@@ -243,8 +247,9 @@ class NystromOptions(_StoreOptions):
     gram_rows : int, "auto" or None
         Rows the factors' Gram matrix ``F^T F`` (and the sums of their diagonals) is summed
         over: a uniform sample of this many rows, scaled by ``n / sample``, where n is
-        larger; the exact traces are still summed over every row. ``"auto"``:
-        :data:`AUTO_GRAM_ROWS`. None: every row.
+        larger; the exact traces are still summed over every row. ``"auto"``: every row up
+        to :data:`AUTO_GRAM_ROWS` rows, a sample of :data:`AUTO_GRAM_SAMPLE_ROWS` above.
+        None: every row.
     final_rows : int, "auto" or None
         Rows the final partition (its k-means, and the graph's verdict) is fitted on: a
         uniform sample of this many rows of the embedding, where n is larger; then one pass
@@ -349,7 +354,10 @@ class NystromOptions(_StoreOptions):
     def resolved_gram_rows(self, n: int) -> int | None:
         """The rows of the sample the Gram matrix of ``n`` rows is summed over, or None for
         every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
-        rows = AUTO_GRAM_ROWS if self.gram_rows == "auto" else self.gram_rows
+        if self.gram_rows == "auto":
+            rows = None if n <= AUTO_GRAM_ROWS else AUTO_GRAM_SAMPLE_ROWS
+        else:
+            rows = self.gram_rows
         return None if rows is None or int(rows) >= n else int(rows)
 
     def resolved_final_rows(self, n: int) -> int | None:

@@ -15,6 +15,7 @@ from mkrk_dask.backends.options import (
     AUTO_EXACT_DISSIMILARITY_MIN_N,
     AUTO_FINAL_ROWS,
     AUTO_GRAM_ROWS,
+    AUTO_GRAM_SAMPLE_ROWS,
     AUTO_LANDMARK_OVERSAMPLING,
     AUTO_MAX_COMPONENTS,
     EXACT_DISSIMILARITY_BUDGET,
@@ -316,7 +317,7 @@ def test_auto_oversampling_above_the_local_part_keeps_the_clustering(client, blo
     assert below.nystrom_model_.kernel_landmarks == [80, 80, 80]
 
 
-@pytest.mark.parametrize("name, sample", [("gram_rows", AUTO_GRAM_ROWS),
+@pytest.mark.parametrize("name, sample", [("gram_rows", AUTO_GRAM_SAMPLE_ROWS),
                                           ("final_rows", AUTO_FINAL_ROWS)])
 def test_row_sample_options(name, sample):
     """gram_rows and final_rows: "auto" is every row up to AUTO_GRAM_ROWS, a sample of
