@@ -420,7 +420,7 @@ def _add_backend_options(p: argparse.ArgumentParser, build: bool = False,
                         "(default auto: 2048 above the exact-C limit, no limit below)")
     g.add_argument("--gram-rows", default=None, metavar="N|auto|none",
                    help="Nystrom: rows the factors' Gram matrix is summed over, a uniform "
-                        "sample (default auto: every row up to 10^6, a sample of 10^6 above; "
+                        "sample (default auto: every row up to 10^6, a sample of 250,000 above; "
                         "none: every row)")
     g.add_argument("--final-rows", default=None, metavar="N|auto|none",
                    help="Nystrom: rows the final partition is fitted on, a uniform sample "
