@@ -71,6 +71,14 @@ AUTO_GRAM_SAMPLE_ROWS = 250_000
 AUTO_FINAL_ROWS = 200_000
 
 
+def _sample_rows(given: Any, n: int, auto_sample: int) -> int | None:
+    """A row-sample option of ``n`` rows resolved: ``"auto"`` is every row up to
+    :data:`AUTO_GRAM_ROWS` and ``auto_sample`` rows above; None, or a sample of n rows or
+    more, is every row (None)."""
+    rows = (None if n <= AUTO_GRAM_ROWS else auto_sample) if given == "auto" else given
+    return None if rows is None or int(rows) >= n else int(rows)
+
+
 def _at_least(minimum: int) -> Interval:
     return Interval(Integral, minimum, None, closed="left")
 
@@ -354,20 +362,12 @@ class NystromOptions(_StoreOptions):
     def resolved_gram_rows(self, n: int) -> int | None:
         """The rows of the sample the Gram matrix of ``n`` rows is summed over, or None for
         every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
-        if self.gram_rows == "auto":
-            rows = None if n <= AUTO_GRAM_ROWS else AUTO_GRAM_SAMPLE_ROWS
-        else:
-            rows = self.gram_rows
-        return None if rows is None or int(rows) >= n else int(rows)
+        return _sample_rows(self.gram_rows, n, AUTO_GRAM_SAMPLE_ROWS)
 
     def resolved_final_rows(self, n: int) -> int | None:
         """The rows of the sample the final partition of ``n`` rows is fitted on, or None
         for every row (``"auto"`` resolved; a sample of n rows or more is every row)."""
-        if self.final_rows == "auto":
-            rows = None if n <= AUTO_GRAM_ROWS else AUTO_FINAL_ROWS
-        else:
-            rows = self.final_rows
-        return None if rows is None or int(rows) >= n else int(rows)
+        return _sample_rows(self.final_rows, n, AUTO_FINAL_ROWS)
 
     def factors_storage(self, n: int, m: int) -> bool | None:
         """Whether the factors of ``n`` rows are stored: True or False, or None where
