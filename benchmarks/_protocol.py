@@ -27,8 +27,8 @@ import numpy as np
 
 from mkrk_dask import KernelSpec
 
-__all__ = ["ABLATIONS", "CANDIDATES", "FOLDS_PATH", "MAX_LOSS", "load_folds", "variant_params",
-           "patched", "protocol_lines", "ablation_lines"]
+__all__ = ["ABLATIONS", "CANDIDATES", "FOLDS_PATH", "MAX_LOSS", "judge", "load_folds",
+           "variant_params", "patched", "protocol_lines", "ablation_lines"]
 
 FOLDS_PATH = Path(__file__).with_name("folds.json")
 #: a rule may cost no set of the judging fold more than this many NMI points
@@ -160,8 +160,12 @@ def _test(results: dict, names: list[str], rule: str) -> dict | None:
         a, b = _nmi(results, name, with_rule), _nmi(results, name, without)
         if a is not None and b is not None:
             diffs[name] = a - b
-    if not diffs:
-        return None
+    return judge(diffs) if diffs else None
+
+
+def judge(diffs: dict[str, float]) -> dict:
+    """The protocol's test of a rule's gains per set (with it minus without it): its mean,
+    its worst set, and whether it passes (mean above 0, no set below ``-MAX_LOSS``)."""
     values = np.array(list(diffs.values()))
     worst = min(diffs, key=diffs.get)
     return {"mean": float(values.mean()), "worst": worst, "worst_diff": diffs[worst],

@@ -39,7 +39,7 @@ from mkrk_dask import MKKMRK
 from mkrk_dask.metrics import normalized_mutual_info
 
 from _common import now, write_report
-from _protocol import MAX_LOSS, load_folds
+from _protocol import MAX_LOSS, judge, load_folds
 from bench_defaults_wide import load, subsample
 
 #: neighbours of a row in the learned kernel's graph (scikit-learn's SpectralClustering default)
@@ -101,12 +101,10 @@ def fit_set(views: list, y: np.ndarray, k: int, seed: int) -> dict[str, float] |
             "degree-normalised features": score(normalised)}
 
 
-def fold_test(table: dict, names: list[str], candidate: str) -> tuple[float, str, float, bool]:
-    diffs = {name: table[name][candidate] - table[name][DIRECTIONS[candidate]]
-             for name in names if name in table}
-    worst = min(diffs, key=diffs.get)
-    mean = float(np.mean(list(diffs.values())))
-    return mean, worst, diffs[worst], mean > 0 and diffs[worst] >= -MAX_LOSS
+def fold_test(table: dict, names: list[str], candidate: str) -> dict:
+    """The protocol's test (``_protocol.judge``) of ``candidate`` against its reference."""
+    return judge({name: table[name][candidate] - table[name][DIRECTIONS[candidate]]
+                  for name in names})
 
 
 def main() -> None:
@@ -152,8 +150,9 @@ def main() -> None:
             if not names:
                 cells += ["not run", "-"]
                 continue
-            mean, worst, loss, ok = fold_test(table, names, candidate)
-            cells += [f"{mean:+.2f}; {worst} {loss:+.2f}", "yes" if ok else "no"]
+            test = fold_test(table, names, candidate)
+            cells += [f"{test['mean']:+.2f}; {test['worst']} {test['worst_diff']:+.2f}",
+                      "yes" if test["passes"] else "no"]
         body.append(f"| {candidate} | {reference} | " + " | ".join(cells) + " |")
     body += ["", "## NMI per set", "", "| set | fold | " + " | ".join(methods) + " |",
              "|---|---|" + "---|" * len(methods)]

@@ -70,6 +70,13 @@ def _views(path: Path) -> list[Path]:
     return sorted(path.glob("view*.zarr"))
 
 
+def _gram_rows(text: str) -> str:
+    """``--gram-rows``: "auto" or a positive integer, refused in one line otherwise."""
+    if text != "auto" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{text!r} is not 'auto' or a positive integer")
+    return text
+
+
 def peer(method: str, path: Path, seed: int) -> dict:
     """One peer method end to end, in this (child) process: read, fit, labels."""
     import zarr
@@ -191,7 +198,7 @@ def main() -> None:
     parser.add_argument("--memory-budget", type=float, default=12.0,
                         help="GiB; in-memory methods whose estimate exceeds it are not run")
     add_data_arguments(parser, "folder for MKKM-RK's store")
-    parser.add_argument("--gram-rows", default="auto",
+    parser.add_argument("--gram-rows", default="auto", type=_gram_rows,
                         help="MKKM-RK's Nystrom gram_rows (default: auto, the library's rule)")
     parser.add_argument("--report", default="scaling")
     parser.add_argument("--child", nargs=2, default=None, help=argparse.SUPPRESS)
