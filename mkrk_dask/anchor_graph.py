@@ -32,7 +32,8 @@ from .landmarks import kmeanspp_order
 from .passes import RowSource, Shared, client_threads, read_rows, row_bounds, run_pass
 from .validation import is_lazy
 
-__all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "graph_factor"]
+__all__ = ["ANCHOR_SAMPLE_ROWS", "GEOMETRIES", "ViewGraph", "fit_view_graph", "graph_factor",
+           "embed_neighbours", "factor_rows"]
 
 #: most rows the anchors are learned from (a uniform sample of larger data)
 ANCHOR_SAMPLE_ROWS = 100_000
@@ -62,9 +63,14 @@ class ViewGraph:
     def factor(self, view: Any, index: int = 0) -> sp.csr_matrix:
         """The rows of F of ``view``'s rows (new rows, or the training rows again); ``index``
         names the view in errors."""
+        return factor_rows(*self.neighbour_weights(view, index), self.column_scale.size)
+
+    def neighbour_weights(self, view: Any, index: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """The non-zeros of :meth:`factor`'s rows: ``(nearest, weights)``, each (n, s): a
+        row's nearest anchors and its entries of F there."""
         nearest, sq_dist = nearest_anchors(view, self.anchors, self.n_neighbors, self.angular,
                                            index=index)
-        return _factor(nearest, sq_dist, self.width, self.column_scale)
+        return nearest, _weights(nearest, sq_dist, self.width, self.column_scale)
 
 
 def _geometry_rows(rows: Any, angular: bool) -> Any:
@@ -134,22 +140,43 @@ def nearest_anchors(view: Any, anchors: np.ndarray, s: int, angular: bool, *,
     return out[:, :s].astype(np.int64), out[:, s:]
 
 
-def _factor(nearest: np.ndarray, sq_dist: np.ndarray, width: float,
-            column_scale: np.ndarray | None, n_anchors: int = 0) -> sp.csr_matrix:
-    """Z (or F, with ``column_scale``) from the nearest anchors and their squared distances.
+def _weights(nearest: np.ndarray, sq_dist: np.ndarray, width: float,
+             column_scale: np.ndarray | None) -> np.ndarray:
+    """The rows of Z (or F, with ``column_scale``) on their nearest anchors, (n, s).
 
     The weights are shifted by each row's smallest squared distance before ``exp``: the same
     weights once normalised, without the underflow to 0/0 of a row far from every anchor
     relative to the width (a view with columns of very different scales).
     """
-    n, s = nearest.shape
     weights = np.exp(-(sq_dist - sq_dist.min(axis=1, keepdims=True)) / width)
     weights /= weights.sum(axis=1, keepdims=True)
     if column_scale is not None:
         weights *= column_scale[nearest]
-    m = column_scale.size if column_scale is not None else n_anchors
+    return weights
+
+
+def factor_rows(nearest: np.ndarray, weights: np.ndarray, n_anchors: int) -> sp.csr_matrix:
+    """The sparse rows with the entries ``weights`` at the columns ``nearest``."""
+    n, s = nearest.shape
     return sp.csr_matrix((weights.ravel(), (np.repeat(np.arange(n), s), nearest.ravel())),
-                         shape=(n, m))
+                         shape=(n, n_anchors))
+
+
+def embed_neighbours(parts: list[tuple[np.ndarray, np.ndarray]], sizes: list[int],
+                     projection: np.ndarray) -> np.ndarray:
+    """``F @ projection`` for F the averaged graph's factor (:func:`graph_factor`) given by
+    its non-zeros: every view's :meth:`ViewGraph.neighbour_weights` (``sizes``: its
+    anchors), their anchors in order down ``projection``'s rows. A gather of ``s`` rows of
+    ``projection`` per row and view, without a sparse matrix: labelling millions of rows,
+    building one cost about as much as the nearest anchors. Fit and predict both embed rows
+    so: a training row embeds to the same bits."""
+    out = np.zeros((parts[0][0].shape[0], projection.shape[1]))
+    offset = 0
+    for (nearest, weights), size in zip(parts, sizes, strict=True):
+        out += np.einsum("is,isk->ik", weights, projection[offset:offset + size][nearest])
+        offset += size
+    out /= np.sqrt(len(parts))
+    return out
 
 
 def _auto_is_angular(view: Any) -> bool:
@@ -165,9 +192,10 @@ def _auto_is_angular(view: Any) -> bool:
 
 def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
                    random_state: Any, index: int = 0, max_iter: int = 100
-                   ) -> tuple[ViewGraph, sp.csr_matrix]:
+                   ) -> tuple[ViewGraph, tuple[np.ndarray, np.ndarray]]:
     """One view's anchors, learned from at most :data:`ANCHOR_SAMPLE_ROWS` rows, and the
-    rows of its factor F (one pass over the view).
+    rows of its factor F (one pass over the view) by their non-zeros, as
+    :meth:`ViewGraph.neighbour_weights` gives them.
 
     ``n_anchors`` is capped at half the rows, so that an anchor stands for two rows at least.
     """
@@ -196,12 +224,12 @@ def fit_view_graph(view: Any, n_anchors: int, n_neighbors: int, geometry: str,
     width = float(np.median(sq_dist))
     if not width > 0:
         width = float(sq_dist.mean()) if sq_dist.mean() > 0 else 1.0
-    Z = _factor(nearest, sq_dist, width, None, m)
-    degrees = np.asarray(Z.sum(axis=0)).ravel()
+    weights = _weights(nearest, sq_dist, width, None)
+    degrees = np.bincount(nearest.ravel(), weights=weights.ravel(), minlength=m)
     # An anchor no row chose has no degree and no column in the graph.
     column_scale = np.divide(1.0, np.sqrt(degrees), out=np.zeros(m), where=degrees > 0)
-    graph = ViewGraph(anchors, angular, width, column_scale, n_neighbors)
-    return graph, (Z @ sp.diags(column_scale)).tocsr()
+    weights *= column_scale[nearest]  # as neighbour_weights scales them: the same bits
+    return ViewGraph(anchors, angular, width, column_scale, n_neighbors), (nearest, weights)
 
 
 def graph_factor(factors: list[sp.csr_matrix]) -> sp.csr_matrix:

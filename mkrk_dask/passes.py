@@ -48,7 +48,7 @@ from .validation import check_magnitude
 
 __all__ = ["TASK_INPUT_BYTES", "ALIGNED_TASK_BYTES", "input_row_starts", "aligned_tasks",
            "row_tasks", "uniform_row_mask",
-           "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows",
+           "is_dask", "rows_per_task", "Shared", "RowSource", "read_rows", "raw_rows",
            "run_pass",
            "with_retries", "block_pairs", "row_bounds", "is_lost_work", "check_client",
            "client_threads", "blas_threads", "task_blas_threads", "remember_nannies"]
@@ -282,6 +282,16 @@ class Shared:
             self._future = None
 
 
+def raw_rows(source: Any, start: int | None = None, stop: int | None = None) -> Any:
+    """Rows ``start:stop`` of a task argument of :meth:`RowSource.block` (or of an array),
+    as stored: no conversion, no check."""
+    if isinstance(source, list):
+        return _join_row_chunks(source, start, stop)
+    block = source if start is None else source[start:stop]
+    # rows of a dask array read here (on the client: the local part's rows)
+    return compute_here(block) if is_dask(block) else block
+
+
 def read_rows(source: Any, start: int | None = None, stop: int | None = None,
               where: tuple[int, int, int] | None = None, *, native: bool = False) -> Any:
     """Rows ``start:stop`` of a task argument made by :meth:`RowSource.block`, as float64
@@ -291,12 +301,7 @@ def read_rows(source: Any, start: int | None = None, stop: int | None = None,
     input validated lazily, whose values the client never saw). ``native=True`` keeps dense
     float32 rows in float32 (half the memory; the caller converts smaller pieces).
     """
-    if isinstance(source, list):
-        block = _join_row_chunks(source, start, stop)
-    else:
-        block = source if start is None else source[start:stop]
-    if is_dask(block):  # rows of a dask array read on the client (the local part's rows)
-        block = compute_here(block)
+    block = raw_rows(source, start, stop)
     if sp.issparse(block):
         block = sp.csr_matrix(block, dtype=np.float64)
         values = block.data

@@ -19,7 +19,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._threads import single_blas_thread
-from ..anchor_graph import GEOMETRIES, fit_view_graph, graph_factor
+from ..anchor_graph import (
+    GEOMETRIES,
+    embed_neighbours,
+    factor_rows,
+    fit_view_graph,
+    graph_factor,
+)
 from ..assignment import assign_clusters, lloyd_centres, nearest_centre
 from ..backends.base import cluster_basis
 from ..exceptions import DisconnectedGraphWarning
@@ -270,11 +276,13 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         else:
             anchor_seed, kmeans_seed = (int(s) for s in check_random_state(
                 self.random_state).randint(2**31 - 1, size=2))
-        graphs, factors = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
-                                               self.geometry, anchor_seed, index,
-                                               self.anchor_max_iter)
-                                for index, v in enumerate(views)), strict=True)
-        F = graph_factor(list(factors))
+        graphs, parts = zip(*(fit_view_graph(v, self.n_anchors, self.n_neighbors,
+                                             self.geometry, anchor_seed, index,
+                                             self.anchor_max_iter)
+                              for index, v in enumerate(views)), strict=True)
+        sizes = [g.column_scale.size for g in graphs]
+        F = graph_factor([factor_rows(*part, size) for part, size in zip(parts, sizes,
+                                                                         strict=True)])
         # ARPACK's BLAS calls are on vectors of the anchors' count: one thread
         with single_blas_thread():
             top, self.projection_ = _top_eigenpairs(F, k)
@@ -284,7 +292,7 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
                 f"the anchor graph has more than n_clusters={k} disconnected parts, so which "
                 "of them are joined is arbitrary; use fewer anchors or more neighbours "
                 "(n_anchors, n_neighbors)", DisconnectedGraphWarning, stacklevel=2)
-        self.embedding_ = np.asarray(F @ self.projection_)
+        self.embedding_ = embed_neighbours(list(parts), sizes, self.projection_)
         labels = assign_clusters(self.embedding_, k, n_init=self.n_init,
                                  random_state=kmeans_seed, step="spectral")
         self.cluster_centers_, self.labels_, _ = lloyd_centres(self.embedding_, labels, k,
@@ -325,9 +333,11 @@ class AnchorGraphClustering(ClusterMixin, TransformerMixin, BaseEstimator):
         return self._embed_views(views)
 
     def _embed_views(self, views: list) -> np.ndarray:
-        F = graph_factor([graph.factor(view, index) for index, (graph, view)
-                          in enumerate(zip(self.view_graphs_, views, strict=True))])
-        return np.asarray(F @ self.projection_)
+        graphs = self.view_graphs_
+        parts = [graph.neighbour_weights(view, index)
+                 for index, (graph, view) in enumerate(zip(graphs, views, strict=True))]
+        return embed_neighbours(parts, [g.column_scale.size for g in graphs],
+                                self.projection_)
 
     def predict_checked(self, views: list) -> np.ndarray:
         """:meth:`predict` of rows its checks would pass as they are: a list of finite float64

@@ -300,9 +300,12 @@ class FinalPartition:
             warnings.simplefilter("ignore", DisconnectedGraphWarning)
             graph.fit(fitted_rows)
         if sampled:  # the other rows labelled by the graph, a block at a time
-            graph_labels = np.concatenate([
-                graph.predict(graph_rows(rows[a:a + _BLOCK_ROWS], plan.final_step))
-                for a in range(0, n, _BLOCK_ROWS)])
+            graph_labels = np.empty(n, dtype=np.int64)
+            graph_labels[sample] = graph.labels_
+            others = np.setdiff1d(np.arange(n), sample, assume_unique=True)
+            for a in range(0, others.size, _BLOCK_ROWS):
+                block = others[a:a + _BLOCK_ROWS]
+                graph_labels[block] = graph.predict(graph_rows(rows[block], plan.final_step))
         else:
             graph_labels = graph.labels_.copy()
         agreement = float(normalized_mutual_info_score(labels, graph_labels))

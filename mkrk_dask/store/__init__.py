@@ -1,15 +1,17 @@
 """The scaled backends' stores: Zarr groups at a local path or any fsspec URL.
 
-- :mod:`~mkrk_dask.store.zarr_store`: a store's life cycle, integrity, fingerprints and
-  results (the names this package exports);
+- :mod:`~mkrk_dask.store.zarr_store`: a store's life cycle, integrity and results (the names
+  this package exports, with :func:`~mkrk_dask.store.fingerprints.data_fingerprint`);
+- :mod:`~mkrk_dask.store.fingerprints`: the fingerprint of the input data a store records;
 - :mod:`~mkrk_dask.store.locations`: where a store lives, and the check that every worker sees
   it;
 - :mod:`~mkrk_dask.store.lock`: one writer per store, or per fit in a store;
 - :mod:`~mkrk_dask.store.chunk_digests`: a digest of every chunk, checked on reuse;
 - :mod:`~mkrk_dask.store.checkpoints`: an interrupted build or fit continues where it stopped.
 
-The names of :mod:`~mkrk_dask.store.zarr_store` are imported on first use (PEP 562), so that
-importing :mod:`~mkrk_dask.store.locations` alone (as the command line does) loads no Zarr.
+The names of :mod:`~mkrk_dask.store.zarr_store` (and the fingerprint) are imported on first
+use (PEP 562), so that importing :mod:`~mkrk_dask.store.locations` alone (as the command line
+does) loads no Zarr.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what __getattr__ gives, for type checkers and the import-layer test
+    from .fingerprints import data_fingerprint  # noqa: F401
     from .zarr_store import (  # noqa: F401
         FORMAT_NAME,
         FORMAT_VERSION,
@@ -26,7 +29,6 @@ if TYPE_CHECKING:  # what __getattr__ gives, for type checkers and the import-la
         StoreLocation,
         create_data_array,
         create_store,
-        data_fingerprint,
         json_normalize,
         load_result,
         mark_complete,
@@ -62,7 +64,8 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module 'mkrk_dask.store' has no attribute {name!r}")
-    value = getattr(importlib.import_module(".zarr_store", __name__), name)
+    module = ".fingerprints" if name == "data_fingerprint" else ".zarr_store"
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 

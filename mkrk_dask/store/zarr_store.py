@@ -1,4 +1,5 @@
-"""Zarr stores of the scaled backends: life cycle, integrity, fingerprints, results.
+"""Zarr stores of the scaled backends: life cycle, integrity, results (the input
+data's fingerprint: :mod:`~mkrk_dask.store.fingerprints`).
 
 A store is a Zarr (v3) group, at a local path or any fsspec URL
 (:class:`~mkrk_dask.store.locations.StoreLocation`), whose attributes say who wrote it and from
@@ -32,7 +33,6 @@ completion flag, written after its array.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
@@ -41,10 +41,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import zarr
 
-from .._compute import compute_here
 from ..exceptions import StoreError, StoreIntegrityError
 from .chunk_digests import record_digests
 from .chunk_digests import verify_store as verify_digests
@@ -57,7 +55,6 @@ __all__ = [
     "StoreError",
     "StoreIntegrityError",
     "StoreLocation",
-    "data_fingerprint",
     "create_store",
     "open_store",
     "open_complete_store",
@@ -73,10 +70,6 @@ __all__ = [
 
 FORMAT_NAME = "mkrk-dask"
 FORMAT_VERSION = 1
-
-#: bytes hashed per slab of a dense view (bounds the memory of fingerprinting)
-_HASH_SLAB_BYTES = 64 * 2**20
-
 
 
 def json_normalize(value: Any) -> Any:
@@ -97,63 +90,6 @@ def _json_default(value: Any) -> Any:
         return str(value)
     raise TypeError(f"metadata value {value!r} of type {type(value).__name__} is not "
                     "JSON-serialisable")
-
-
-# -- fingerprints ------------------------------------------------------------------------------
-
-
-def _hash_dense_rows(digest: Any, X: Any) -> None:
-    """Feed the C-order bytes of ``X`` row slab by row slab (numpy, dask, zarr, ...).
-
-    Bytes are fed in row order whatever the input's chunking, so the same values give the same
-    digest whether they come as a numpy array, a dask array (one slab computed at a time) or a
-    Zarr array (one slab read at a time).
-    """
-    n = int(X.shape[0])
-    row_bytes = max(1, int(np.prod(X.shape[1:], dtype=np.int64)) * np.dtype(X.dtype).itemsize)
-    step = max(1, _HASH_SLAB_BYTES // row_bytes)
-    for start in range(0, n, step):
-        slab = X[start:start + step]
-        if hasattr(slab, "compute"):  # dask
-            slab = compute_here(slab)
-        digest.update(np.ascontiguousarray(np.asarray(slab)).tobytes())
-
-
-def data_fingerprint(views: list) -> str:
-    """SHA-256 of the shapes, dtypes and every byte of the input views.
-
-    Parameters
-    ----------
-    views : list
-        Each a numpy array, a scipy sparse matrix, a dask array or a Zarr array (any array with
-        ``shape``, ``dtype`` and row slicing). Dense inputs are hashed row slab by row slab
-        (64 MiB at a time; a dask array is computed one slab at a time, i.e. a full pass over
-        its data), so a dense view gives the same fingerprint in all these containers. Sparse
-        matrices are hashed in canonical CSR form (indptr, indices, data), so a sparse matrix
-        and its dense copy have different fingerprints.
-
-    Returns
-    -------
-    str
-        ``"sha256:<hex>"``; deterministic across processes and machines (little-endian bytes).
-    """
-    digest = hashlib.sha256()
-    digest.update(f"{FORMAT_NAME}-fingerprint-v1;views={len(views)};".encode())
-    for view in views:
-        dtype = np.dtype(view.dtype)
-        if dtype.byteorder == ">":
-            raise ValueError("big-endian inputs are not supported; convert with .astype('<f8')")
-        if sp.issparse(view):
-            csr = sp.csr_matrix(view, copy=True)
-            csr.sum_duplicates()
-            csr.sort_indices()
-            digest.update(f"sparse;{csr.shape};{csr.dtype.str};".encode())
-            for part in (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data):
-                digest.update(np.ascontiguousarray(part).tobytes())
-        else:
-            digest.update(f"dense;{tuple(int(s) for s in view.shape)};{dtype.str};".encode())
-            _hash_dense_rows(digest, view)
-    return "sha256:" + digest.hexdigest()
 
 
 # -- the store life cycle ----------------------------------------------------------------------

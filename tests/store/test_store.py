@@ -246,3 +246,26 @@ def test_fingerprint_of_a_dask_array_when_the_config_names_a_client_that_is_gone
     X = np.random.default_rng(2).standard_normal((31, 4))
     with dask.config.set(scheduler="dask.distributed"):
         assert data_fingerprint([da.from_array(X, chunks=(8, 4))]) == data_fingerprint([X])
+
+
+def test_fingerprint_hashed_on_the_workers_equals_the_local_one(tmp_path, client, monkeypatch):
+    # Several slabs (a small slab size), hashed as tasks on the client's workers: the same
+    # fingerprint as one made here, for dask and Zarr input alike, and a changed value in
+    # the last slab changes it.
+    import dask.array as da
+
+    from mkrk_dask.store import fingerprints
+
+    monkeypatch.setattr(fingerprints, "SLAB_BYTES", 40 * 8 * 5)  # 40 rows a slab
+    X = np.random.default_rng(3).standard_normal((203, 5))
+    local = data_fingerprint([X])
+    assert len(fingerprints._slab_bounds(X)) == 6
+    z = zarr.open_array(str(tmp_path / "x.zarr"), mode="w", shape=X.shape, chunks=(17, 5),
+                        dtype="float64")
+    z[...] = X
+    lazy = da.from_array(X, chunks=(30, 5))
+    assert data_fingerprint([z], client) == local
+    assert data_fingerprint([lazy, z], client) == data_fingerprint([X, X])
+    Y = X.copy()
+    Y[-1, 4] = np.nextafter(Y[-1, 4], np.inf)
+    assert data_fingerprint([da.from_array(Y, chunks=(30, 5))], client) != local

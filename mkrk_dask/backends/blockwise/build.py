@@ -32,11 +32,11 @@ from ...kernels import KernelSpec, normalize_kernels, resolve_kernels, symmetriz
 from ...passes import RowSource, block_pairs, client_threads, row_bounds, run_pass
 from ...progress import reporter
 from ...store.checkpoints import PassCheckpoint
+from ...store.fingerprints import data_fingerprint
 from ...store.locations import StoreLocation, check_workers_see
 from ...store.zarr_store import (
     create_data_array,
     create_store,
-    data_fingerprint,
     mark_complete,
     open_store,
     save_result,
@@ -73,7 +73,7 @@ def open_or_build(*, source: str, n: int, m: int, request: list | None, fingerpr
         t0 = time.perf_counter()
         expected = {"source": source, "kernel_request": request, "n": n, "m": m,
                     "normalize": bool(normalize), "dtype": options.dtype,
-                    "fingerprint": data_fingerprint(fingerprint_of)}
+                    "fingerprint": data_fingerprint(fingerprint_of, session.client)}
         if options.chunk_size is not None:
             expected["chunk_size"] = int(options.chunk_size)
         group, complete = None, False

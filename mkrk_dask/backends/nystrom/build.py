@@ -49,11 +49,11 @@ from ...passes import (
 )
 from ...progress import reporter
 from ...store.checkpoints import PassCheckpoint
+from ...store.fingerprints import data_fingerprint
 from ...store.locations import StoreLocation, check_workers_see, nearest_existing
 from ...store.zarr_store import (
     create_data_array,
     create_store,
-    data_fingerprint,
     load_result,
     mark_complete,
     open_store,
@@ -172,7 +172,7 @@ def build_nystrom(views: Sequence[Any], specs: Sequence[KernelSpec], options: Ny
             temp_dir = tempfile.mkdtemp(prefix="mkrk-nystrom-")
             location = StoreLocation.parse(f"{temp_dir}/factors.zarr")
         else:
-            expected["fingerprint"] = data_fingerprint(list(views))
+            expected["fingerprint"] = data_fingerprint(list(views), client)
         group, complete = None, False
         if not temporary and not options.overwrite:
             group, complete = open_store(location, kind=STORE_KIND, expected=expected)
