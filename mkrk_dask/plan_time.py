@@ -443,8 +443,9 @@ def _nystrom(plan: Any, rate: Calibration, m: int, k: int, h_steps: int
         embedding = n * (kernel_row + 2.0 * landmarks * m * r * rate.product)
         inertia = n * (kernel_row + products)
     sample = options.get("final_rows")
-    if sample:  # the sample's rows, then one pass: every row, its label, the clusters' sums
-        embedding = embedding * (1.0 + sample / n) + n * 2.0 * R * k * rate.product
+    if sample:  # the sample's rows, then one pass: every row and its label, the sampled
+        # rows' cluster sums
+        embedding = embedding * (1.0 + sample / n) + sample * 2.0 * R * k * rate.product
         inertia = 0.0
     return {"build": build, "loop": loop, "embedding": embedding, "inertia": inertia}
 

@@ -135,13 +135,17 @@ class KernelBackend(ABC):
         backend that reads its rows in a pass reads only these)."""
         return self.draft_embedding(top)[rows]
 
-    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int
+    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int,
+                           sample: np.ndarray, sample_labels: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(H, labels, forms)``: :meth:`draft_embedding`, the labels ``assign`` (a callable
-        of a block of rows of H) gives its rows, and :meth:`cluster_quad_forms` of them. A
-        backend that reads its rows in passes makes all three in one."""
+        of a block of rows of H) gives its rows, those of the rows of the boolean mask
+        ``sample`` (the partition was fitted on them) kept as ``sample_labels``, and
+        :meth:`cluster_quad_forms` of the labels. A backend that reads its rows in passes
+        makes all three in one, the forms estimated from the sampled rows."""
         H = self.draft_embedding(top)
         labels = np.asarray(assign(H), dtype=np.int64)
+        labels[sample] = sample_labels
         return H, labels, self.cluster_quad_forms(labels, n_clusters)
 
     def cluster_quad_forms(self, labels: np.ndarray, n_clusters: int) -> np.ndarray:

@@ -64,7 +64,8 @@ AUTO_GRAM_ROWS = 1_000_000
 AUTO_GRAM_SAMPLE_ROWS = 250_000
 #: ``final_rows="auto"``: above :data:`AUTO_GRAM_ROWS` rows, the final partition (its k-means
 #: and graph) is fitted on a uniform sample of this many rows of the embedding, and one pass
-#: makes every row's embedding, its label and the clusters' sums for ``inertia_`` (at 10^7
+#: makes every row's embedding and its label, and the sampled rows' cluster sums for
+#: ``inertia_`` (at 10^7
 #: rows the k-means of every row, the graph's labels and a second pass over the kernels were
 #: 175 of 403 s, ``benchmarks/results/scale/scaling_aligned.md``). 200,000 rows hold 20,000
 #: of each of 10 clusters, and 200 of each of 1,000
@@ -261,8 +262,10 @@ class NystromOptions(_StoreOptions):
     final_rows : int, "auto" or None
         Rows the final partition (its k-means, and the graph's verdict) is fitted on: a
         uniform sample of this many rows of the embedding, where n is larger; then one pass
-        makes the embedding of every row, labels it by that partition (its nearest centre,
-        or the graph's label) and sums the clusters for ``inertia_``. ``"auto"``: every row
+        makes the embedding of every row and labels it by that partition (its nearest centre,
+        or the graph's label; the sampled rows keep their own), and ``inertia_`` takes each
+        cluster's sum of factor rows as its sampled rows' mean times its rows. ``"auto"``:
+        every row
         up to :data:`AUTO_GRAM_ROWS` rows, a sample of :data:`AUTO_FINAL_ROWS` above. None:
         every row (the k-means of all of them, then a pass for the inertia).
     """

@@ -196,7 +196,7 @@ class FinalPartition:
         if sample is not None:  # every row labelled by the sample's partition, in one pass
             with progress.stage(f"{name} embedding, labels and cluster sums"):
                 rows, labels, forms, centres, polished = self.label_rows(
-                    backend, top, rows, labels, verdict.graph, feature_scale)
+                    backend, top, rows, labels, verdict.graph, feature_scale, sample)
             mark("embedding")
         elif row_map is not None:  # the centres predict uses (feature input)
             centres, labels, polished = self.centres(rows, labels, verdict.graph is not None)
@@ -212,18 +212,21 @@ class FinalPartition:
                            fitted_rows=None if sample is None else int(sample.sum()))
 
     def label_rows(self, backend: Any, top: Any, rows: np.ndarray, labels: np.ndarray,
-                   graph: Any, feature_scale: np.ndarray | None) -> tuple:
-        """Every row labelled by the partition of the sample's ``rows`` (their ``labels``;
-        the final ``graph`` where it was kept, else the sample's centres polished by Lloyd
-        steps on it): :meth:`~mkrk_dask.backends.KernelBackend.labelled_embedding` makes
-        every row of H, its label and the clusters' sums for the inertia in one pass.
+                   graph: Any, feature_scale: np.ndarray | None, sample: np.ndarray
+                   ) -> tuple:
+        """Every row labelled by the partition of the sample's ``rows`` (the rows of the
+        boolean mask ``sample``; their ``labels``, which they keep: the final ``graph``'s
+        where it was kept, else those of the sample's centres polished by Lloyd steps on
+        it): :meth:`~mkrk_dask.backends.KernelBackend.labelled_embedding` makes every row
+        of H, its label and the sampled rows' cluster sums for the inertia in one pass.
         Returns ``(embedding, labels, cluster_forms, centres, n_labels_polished)``, the
         polished count the sample's."""
         centres = polished = None
         if graph is None:  # the sample's centres label every row
-            centres, _, polished = self.centres(rows, labels, False)
+            centres, labels, polished = self.centres(rows, labels, False)
         assign = RowLabels(self.plan.final_step, feature_scale, centres=centres, graph=graph)
-        H, labels, forms = backend.labelled_embedding(top, assign, self.n_clusters)
+        H, labels, forms = backend.labelled_embedding(top, assign, self.n_clusters, sample,
+                                                      labels)
         if feature_scale is not None:
             H *= feature_scale[None, :]  # in place, as embedding() scales its rows
         if graph is not None:  # the means of the graph's clusters over every row

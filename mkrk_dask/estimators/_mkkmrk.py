@@ -223,10 +223,11 @@ class MKKMRK(MultipleKernelKMeans):
         the learned kernel ``K_w = sum_p w_p^2 K_p`` (the kernels as the fit used them,
         normalised), summed: ``tr(K_w) - sum_c (1/|c|) sum_{i,j in c} K_w[i, j]``. Exact on
         the exact and blockwise backends (one more pass over the store); on the Nystrom
-        backend the cluster sums are those of the factors (one more pass over them, or the
-        final pass itself where the partition was fitted on a sample), so the
+        backend the cluster sums are those of the factors (one more pass over them), so the
         value is above the exact one by at most ``tr(K_w)`` times
-        ``nystrom_missed_fraction_``.
+        ``nystrom_missed_fraction_``; where the partition was fitted on a sample
+        (``final_rows``), each cluster's sum is estimated as its sampled rows' mean times its
+        rows (a uniform sample: an estimate within about ``1/sqrt(sampled rows)`` of it).
     view_names_ : list of str
         The names of the views: the keys of a dict given to ``fit`` (``{"pixels": A,
         "hog": B}``), else ``view0``, ``view1``, ...; ``predict`` and ``transform`` take the

@@ -139,8 +139,8 @@ def final_rows_decision(options: dict, params: dict, n: int, k: int) -> Decision
                         "pass for the clusters' sums (inertia_)", auto=is_auto(given))
     reason = (f"n = {n:,} > {AUTO_GRAM_ROWS:,}: " if is_auto(given) else "given: ") + (
         f"the final partition is fitted on the embedding of a uniform sample of {rows:,} rows"
-        + "; one pass then makes every row's embedding, labels it by that partition and "
-        "sums the clusters for inertia_")
+        + "; one pass then makes every row's embedding and labels it by that partition (the "
+        "sampled rows keep theirs); inertia_ takes each cluster's sum from its sampled rows")
     return Decision("final rows", f"a uniform sample of {rows:,}", reason, auto=is_auto(given))
 
 

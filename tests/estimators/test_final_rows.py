@@ -12,6 +12,7 @@ import pytest
 from mkrk_dask import MKKMRK
 from mkrk_dask.assignment import RowLabels, nearest_centre
 from mkrk_dask.metrics import normalized_mutual_info
+from mkrk_dask.passes import uniform_row_mask
 from mkrk_dask.synthetic import make_multiview_blobs
 
 
@@ -32,6 +33,15 @@ def _nystrom(client, **options):
     return {"n_landmarks": 60, "exact_dissimilarity_max_n": 0, **options}
 
 
+def _estimated_forms(F, labels, mask, offsets, k):
+    """Per kernel, sum_c ||S_c||^2 / |c|, S_c the mean of the cluster's sampled factor rows
+    times its rows."""
+    counts = np.bincount(labels, minlength=k)
+    sums = np.stack([F[mask & (labels == c)].mean(axis=0) * counts[c] for c in range(k)])
+    scaled = sums / np.sqrt(counts)[:, None]
+    return np.add.reduceat(np.einsum("ij,ij->j", scaled, scaled), offsets[:-1])
+
+
 @pytest.mark.parametrize("store", [False, True])
 def test_one_pass_gives_what_the_separate_passes_give(client, data, store):
     """labelled_embedding against embedding, the labels of its rows and
@@ -46,13 +56,20 @@ def test_one_pass_gives_what_the_separate_passes_give(client, data, store):
         H = backend.embedding(top)
         centres = H[::1500][:4] / np.linalg.norm(H[::1500][:4], axis=1, keepdims=True)
         assign = RowLabels("spectral", None, centres=centres)
-        H1, labels, forms = backend.labelled_embedding(top, assign, 4)
-        np.testing.assert_array_equal(H1, H)
-        np.testing.assert_array_equal(labels, assign(H))
-        assert np.unique(labels).size == 4
-        np.testing.assert_allclose(forms, backend.cluster_quad_forms(labels, 4), rtol=1e-12)
         mask = np.zeros(n, dtype=bool)
         mask[np.random.default_rng(0).choice(n, 700, replace=False)] = True
+        given = (assign(H[mask]) + 1) % 4  # not the labels assign gives: kept as given
+        H1, labels, forms = backend.labelled_embedding(top, assign, 4, mask, given)
+        np.testing.assert_array_equal(H1, H)
+        np.testing.assert_array_equal(labels[~mask], assign(H)[~mask])
+        np.testing.assert_array_equal(labels[mask], given)
+        assert np.unique(labels).size == 4
+        # the forms from the sampled rows' factors: each cluster's sum estimated by their
+        # mean times its rows (the factors of every row made here, in float64)
+        F = backend.model.factors([np.asarray(v, dtype=np.float64) for v in views]
+                                  ).astype(np.float64)
+        expected = _estimated_forms(F, labels, mask, backend.model.offsets, 4)
+        np.testing.assert_allclose(forms, np.minimum(expected, backend.traces()), rtol=1e-5)
         np.testing.assert_array_equal(backend.sample_embedding(top, mask), H[mask])
 
 
@@ -83,12 +100,17 @@ def test_a_partition_fitted_on_a_sample_labels_every_row(client, data, clusterin
         np.testing.assert_array_equal(
             nearest_centre(sampled.embedding_, sampled.cluster_centers_,
                            step=sampled.final_step_), sampled.labels_)
+    # inertia_: the objective of labels_ with the clusters' sums estimated from the
+    # sample the partition was fitted on (the plan's uniform sample of the fit's seed)
     model = sampled.nystrom_model_
     F = model.factors([np.asarray(v, dtype=np.float64) for v in views]).astype(np.float64)
-    counts = np.bincount(sampled.labels_, minlength=4)
-    sums = np.stack([F[sampled.labels_ == c].sum(axis=0) for c in range(4)])
-    scaled = sums / np.sqrt(counts)[:, None]
-    forms = np.add.reduceat(np.einsum("ij,ij->j", scaled, scaled), model.offsets[:-1])
+    mask = uniform_row_mask(F.shape[0], 1500, 0)
+    forms = _estimated_forms(F, sampled.labels_, mask, model.offsets, 4)
     expected = float(sampled.weights_**2 @ (sampled.traces_ - np.minimum(forms,
                                                                           sampled.traces_)))
     assert sampled.inertia_ == pytest.approx(expected, rel=1e-5)
+    # ... within a few percent of the objective of every row's sums
+    every_forms = _estimated_forms(F, sampled.labels_, np.ones_like(mask), model.offsets, 4)
+    exact = float(sampled.weights_**2 @ (sampled.traces_ - np.minimum(every_forms,
+                                                                       sampled.traces_)))
+    assert sampled.inertia_ == pytest.approx(exact, rel=0.05)

@@ -290,16 +290,27 @@ class NystromBackend(KernelBackend):
             shared.release()
         return H
 
-    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int
+    def labelled_embedding(self, top: TopK, assign: Any, n_clusters: int,
+                           sample: np.ndarray, sample_labels: np.ndarray
                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(H, labels, forms)`` in one pass: ``H = F B``, the labels ``assign`` gives its
-        rows, and the clusters' quadratic forms of :meth:`cluster_quad_forms` from the same
-        reading of the rows (the data's kernel blocks are evaluated once for all three)."""
+        rows (those of the boolean mask ``sample`` kept as ``sample_labels``), and the
+        clusters' quadratic forms of :meth:`cluster_quad_forms` from the same reading of
+        the rows (the data's kernel blocks are evaluated once for all three), estimated:
+        each cluster's sum of factor rows is its sampled rows' mean times its rows
+        (:meth:`_cluster_forms`). Summing only the sample's rows lets the labels of every
+        row be made in large calls, after their kernel blocks are gone."""
         B = top.basis.coefficients
         t0 = time.perf_counter()
         H = np.empty((self.n_samples, B.shape[1]), dtype=self.model.dtype)
         labels = np.empty(self.n_samples, dtype=np.int64)
         sums = np.zeros((n_clusters, self.gram.shape[0]))
+        positions = np.flatnonzero(sample)
+        sample_labels = np.asarray(sample_labels, dtype=np.int64)
+
+        def known(start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+            lo, hi = np.searchsorted(positions, (start, stop))
+            return positions[lo:hi] - start, sample_labels[lo:hi]
 
         def combine(i: int, value: tuple) -> None:
             start, stop = self.row_tasks[i]
@@ -314,12 +325,14 @@ class NystromBackend(KernelBackend):
                               blocks, start, stop: (
                 labelled_embed_task, self.factors_array if stored else None, model, blocks,
                 start, stop, shared[0].ref, shared[1].ref, n_clusters,
-                int(self.factors_array.chunks[0]) if stored else self._chunk), combine)
+                int(self.factors_array.chunks[0]) if stored else self._chunk,
+                known(start, stop)), combine)
         finally:
             for part in shared:
                 part.release()
         self.info["seconds"]["embedding_pass"] = time.perf_counter() - t0
-        return H, labels, self._cluster_forms(sums, labels, n_clusters)
+        return H, labels, self._cluster_forms(
+            sums, labels, n_clusters, np.bincount(sample_labels, minlength=n_clusters))
 
     def _check_pass(self) -> None:
         if self.session is None or (self.factors_array is None and self._views is None):
@@ -371,10 +384,14 @@ class NystromBackend(KernelBackend):
         self._factor_pass("cluster sums Z^T F", task, combine)
         return self._cluster_forms(sums, labels, n_clusters)
 
-    def _cluster_forms(self, sums: np.ndarray, labels: np.ndarray, n_clusters: int
-                       ) -> np.ndarray:
-        """Per kernel, ``sum_c ||F_p^T 1_c||^2 / |c|`` from the cluster sums ``Z^T F``."""
+    def _cluster_forms(self, sums: np.ndarray, labels: np.ndarray, n_clusters: int,
+                       summed: np.ndarray | None = None) -> np.ndarray:
+        """Per kernel, ``sum_c ||F_p^T 1_c||^2 / |c|`` from the cluster sums ``Z^T F``;
+        where they are sums of a sample's rows only (``summed``: the sampled rows of each
+        cluster), from the estimates ``|c| / summed_c`` times them."""
         counts = np.maximum(np.bincount(labels, minlength=n_clusters), 1)
+        if summed is not None:
+            sums = sums * (counts / np.maximum(summed, 1))[:, None]
         scaled = sums / np.sqrt(counts)[:, None]
         quad = np.add.reduceat(np.einsum("ij,ij->j", scaled, scaled), self.offsets[:-1])
         return np.minimum(quad, self._traces)

@@ -447,18 +447,22 @@ class NystromModel:
         return self._mapped_sums(sums, n_clusters)
 
     def embed_label_sums(self, views: Sequence[Any], B: np.ndarray, assign: Any,
-                         n_clusters: int, *, maps: tuple | None = None
+                         n_clusters: int, known: tuple[np.ndarray, np.ndarray], *,
+                         maps: tuple | None = None
                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(H, labels, Z^T F)`` of the given rows from one evaluation of their kernel
+        """``(H, labels, Z_s^T F)`` of the given rows from one evaluation of their kernel
         blocks: ``H = F B`` as :meth:`project` makes it (kept in the model's dtype), the
-        labels ``assign`` gives the rows of H (a callable of a block of them), and the
-        cluster sums of :meth:`cluster_sums` for those labels. A block's kernel rows are
-        held until its labels are known, one block of :data:`FACTOR_BLOCK_ROWS` rows at a
-        time (holding several blocks made it slower: fresh pages for each group of them)."""
+        labels ``assign`` gives the rows of H (one call for all of them: the graph's search
+        of the nearest anchors costs less per row in large calls), and the cluster sums of
+        :meth:`cluster_sums` over the sampled rows ``known = (positions, labels)`` only,
+        by the labels given (the partition was fitted on them; they keep those labels). A
+        sampled row's kernel rows are summed while its block is alive, one block of
+        :data:`FACTOR_BLOCK_ROWS` rows at a time (holding several blocks made it slower:
+        fresh pages for each group of them)."""
         n = views[0].shape[0]
         maps, feature_maps = self.projection_maps(B) if maps is None else maps
         H = np.empty((n, B.shape[1]), dtype=self.dtype)
-        labels = np.empty(n, dtype=np.int64)
+        positions, sample_labels = known
         sums: dict[tuple[int, bool], np.ndarray] = {}
         for a in range(0, n, FACTOR_BLOCK_ROWS):
             b = min(a + FACTOR_BLOCK_ROWS, n)
@@ -467,8 +471,13 @@ class NystromModel:
             for p, C, feature in parts:  # in project's order: the same bits
                 rows += C @ (feature_maps[p] if feature else maps[p])
             H[a:b] = rows
-            labels[a:b] = assign(H[a:b])
-            self._add_cluster_sums(sums, parts, labels[a:b], n_clusters)
+            lo, hi = np.searchsorted(positions, (a, b))
+            if hi > lo:
+                picked = positions[lo:hi] - a
+                self._add_cluster_sums(sums, [(p, C[picked], f) for p, C, f in parts],
+                                       sample_labels[lo:hi], n_clusters)
+        labels = np.asarray(assign(H), dtype=np.int64)
+        labels[positions] = sample_labels
         return H, labels, self._mapped_sums(sums, n_clusters)
 
     @staticmethod

@@ -6,8 +6,8 @@
   :func:`stream_embed_task`: the same from the data, for a build that did not store them.
 - :func:`cluster_sums_task`: the sum of the factor rows of every cluster (``Z^T F``), from
   the stored factors or the data, for the fit's inertia;
-- :func:`labelled_embed_task`: H, the labels of its rows and the cluster sums in one reading
-  of the rows (the final pass where the partition was fitted on a sample);
+- :func:`labelled_embed_task`: H, the labels of its rows and the sampled rows' cluster sums
+  in one reading of the rows (the final pass where the partition was fitted on a sample);
 - :func:`kernel_gram_pair_task`: a row-block pair's ``sum K_p K_q`` (exact C) and, optionally,
   the residual entries of the sparse local part.
 """
@@ -199,30 +199,37 @@ def stream_embed_task(model: NystromModel, blocks: list, start: int, stop: int, 
 @trims_heap
 def labelled_embed_task(factors_array: Any, model: NystromModel | None, blocks: list,
                         start: int, stop: int, B: np.ndarray, assign: Any, n_clusters: int,
-                        chunk: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(H, labels, Z^T F)`` of rows ``start:stop`` in one reading of them: ``H = F B``
-    (the factors' dtype), the labels ``assign`` gives its rows, and the factor rows of every
-    cluster summed (k x R, float64). From the stored factors, or from the data (``model``
-    and ``blocks``) by :meth:`~mkrk_dask.backends.nystrom.model.NystromModel.embed_label_sums`,
-    which evaluates each kernel block once for all three."""
+                        chunk: int, known: tuple[np.ndarray, np.ndarray]
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(H, labels, Z_s^T F)`` of rows ``start:stop`` in one reading of them: ``H = F B``
+    (the factors' dtype), the labels ``assign`` gives its rows, and the factor rows of the
+    sampled rows ``known = (positions from start, their labels)`` summed per cluster (k x R,
+    float64), those rows keeping their labels. From the stored factors, or from the data
+    (``model`` and ``blocks``) by
+    :meth:`~mkrk_dask.backends.nystrom.model.NystromModel.embed_label_sums`, which
+    evaluates each kernel block once for all three."""
     H = np.empty((stop - start, B.shape[1]),
                  dtype=model.dtype if model is not None else factors_array.dtype)
     labels = np.empty(stop - start, dtype=np.int64)
     sums = np.zeros((n_clusters, B.shape[0]))
     views = _data_rows(blocks) if model is not None else []
     maps = model.projection_maps(B) if model is not None else None
+    positions, sample_labels = known
     for a in range(0, stop - start, chunk):
         b = min(a + chunk, stop - start)
+        lo, hi = np.searchsorted(positions, (a, b))
+        here = (positions[lo:hi] - a, sample_labels[lo:hi])
         if model is not None:
             H[a:b], labels[a:b], part = model.embed_label_sums(
-                _float_rows(views, a, b), B, assign, n_clusters, maps=maps)
+                _float_rows(views, a, b), B, assign, n_clusters, here, maps=maps)
             sums += part
             continue
         F = read_checked(factors_array, (slice(start + a, start + b),),
                          dtype=factors_array.dtype)
         H[a:b] = embed_rows(F, B)
         labels[a:b] = assign(H[a:b])
-        sums += _factor_cluster_sums(F, labels[a:b], n_clusters)
+        labels[a:b][here[0]] = here[1]
+        sums += _factor_cluster_sums(F[here[0]], here[1], n_clusters)
     return H, labels, sums
 
 
